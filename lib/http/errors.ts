@@ -1,0 +1,69 @@
+/**
+ * Every error the router can answer with, beside its status and default message: the table of
+ * DESIGN.md ("HTTP"). Handlers throw; `lib/http/respond.ts` is the one place that renders.
+ */
+export const errorCodes = {
+  /** Plugin guard: no bearer token in the request. Plugin family only (functions use SIGNATURE_REQUIRED). */
+  TOKEN_MISSING: { status: 401, message: 'Token is `undefined`.' },
+  TOKEN_INVALID: { status: 401, message: 'Invalid token.' },
+  TOKEN_FORBIDDEN: { status: 403, message: 'Token is not authorized for this action.' },
+  INVALID_JSON: { status: 400, message: 'Request body is not valid JSON.' },
+  INVALID_URL: { status: 400, message: 'Request path is not a valid URL path.' },
+  BODY_TOO_LARGE: { status: 413, message: 'Request body is larger than the limit.' },
+  FUNCTION_NOT_FOUND: { status: 404, message: 'Function not found.' },
+  METHOD_NOT_ALLOWED: { status: 405, message: 'Method not allowed.' },
+  SIGNATURE_REQUIRED: { status: 401, message: 'This function is private: sign the request (HTTP Signature) or send a bearer token whose role holds EXECUTE.' },
+  SIGNATURE_INVALID: { status: 401, message: 'Request signature is invalid.' },
+  SIGNATURE_EXPIRED: { status: 401, message: 'Request date is outside the accepted clock skew.' },
+  SIGNATURE_REPLAYED: { status: 401, message: 'This signed request was already accepted once.' },
+  DIGEST_MISMATCH: { status: 401, message: 'Body digest does not match the body.' },
+  KEY_FORBIDDEN: { status: 403, message: 'This API key may not call this function.' },
+  BODY_ALREADY_PARSED: { status: 500, message: 'A body parser ran before the router, so the signed body cannot be checked.' },
+  HANDLER_ERROR: { status: 500, message: 'Handler error.' },
+  INTERNAL_ERROR: { status: 500, message: 'Internal error.' },
+  FUNCTION_TIMEOUT: { status: 504, message: 'Function ran past its time-out.' },
+  DATABASE_UNAVAILABLE: { status: 503, message: 'Database is unavailable; try again shortly.' },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type ErrorCode = keyof typeof errorCodes;
+
+/**
+ * An error that becomes an HTTP answer: `status`, and `message` as the public body text.
+ * `code` is the function-family code (`HANDLER_ERROR` for errors a handler raised itself).
+ */
+export class BcmsHttpError extends Error {
+  readonly status: number;
+  readonly code: ErrorCode;
+  /** Extra response headers (`WWW-Authenticate`, `Allow`, ...). */
+  readonly headers: Readonly<Record<string, string>> | undefined;
+
+  constructor(code: ErrorCode, message?: string, headers?: Record<string, string>, status?: number) {
+    super(message ?? errorCodes[code].message);
+    this.name = 'BcmsHttpError';
+    this.code = code;
+    this.status = status ?? errorCodes[code].status;
+    this.headers = headers;
+  }
+}
+
+/** The `errorHandler` of a handler's context, as in BCMS. */
+export interface ErrorHandler {
+  /**
+   * Returns an error to throw; the router answers it with `status` and `message`.
+   *
+   * @example
+   * throw errorHandler.occurred(404, `No entry with id "${id}".`);
+   */
+  occurred(status: number, message: string): BcmsHttpError;
+}
+
+export const errorHandler: ErrorHandler = Object.freeze({
+  occurred(status: number, message: string): BcmsHttpError {
+    // A status outside 400-599 would tell the client that a failure succeeded: refuse it loudly.
+    if (!Number.isInteger(status) || status < 400 || status > 599) {
+      throw new TypeError(`errorHandler.occurred: status must be an integer from 400 to 599, got ${String(status)}`);
+    }
+    const text = typeof message === 'string' ? message : JSON.stringify(message);
+    return new BcmsHttpError('HANDLER_ERROR', text, undefined, status);
+  },
+});

@@ -1,0 +1,67 @@
+import type { ServerResponse } from 'node:http';
+import { BcmsHttpError } from './errors';
+
+/** Which body shape an error takes: `{ message }` (plugins) or `{ success: false, error }` (functions). */
+export type Family = 'plugin' | 'function';
+
+const EXPOSED = 'X-Request-Id, WWW-Authenticate, Allow';
+
+/**
+ * Writes a JSON answer with the headers every API response carries (DESIGN.md "HTTP").
+ * The router writes its answers itself rather than through `res.json`: that skips Express's ETag
+ * and content negotiation, which the API never uses, and is what makes it faster than a bare route.
+ */
+export function writeJson(
+  res: ServerResponse,
+  status: number,
+  body: string,
+  requestId: string,
+  extra?: Readonly<Record<string, string>>,
+): void {
+  if (extra !== undefined) {
+    for (const name in extra) res.setHeader(name, extra[name] as string);
+  }
+  res.writeHead(status, {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': Buffer.byteLength(body),
+    'Access-Control-Allow-Origin': '*',
+    'Access-Control-Expose-Headers': EXPOSED,
+    'X-Content-Type-Options': 'nosniff',
+    'X-Request-Id': requestId,
+  });
+  res.end(body);
+}
+
+/** The body of an error, by family. 500s name the request id and nothing internal. */
+export function errorBody(error: BcmsHttpError, family: Family, requestId: string): string {
+  const message =
+    error.code === 'INTERNAL_ERROR' ? `Internal error. Request id: ${requestId}.` : error.message;
+  if (family === 'plugin') return JSON.stringify({ message });
+  return JSON.stringify({ success: false, error: { code: error.code, message } });
+}
+
+export function writeError(res: ServerResponse, error: BcmsHttpError, family: Family, requestId: string): void {
+  // A too-large body is left unread: closing the connection keeps Node from draining it.
+  const headers = error.code === 'BODY_TOO_LARGE' ? { ...error.headers, Connection: 'close' } : error.headers;
+  writeJson(res, error.status, errorBody(error, family, requestId), requestId, headers);
+}
+
+/** CORS preflight: 204 with the verbs of the path. No credentials mode, so `*` is allowed. */
+export function writePreflight(
+  res: ServerResponse,
+  allow: string,
+  requestedHeaders: string | undefined,
+  requestId: string,
+): void {
+  res.writeHead(204, {
+    'Access-Control-Allow-Origin': '*',
+    'Access-Control-Allow-Methods': allow,
+    'Access-Control-Allow-Headers':
+      requestedHeaders ?? 'Authorization, Content-Type, Date, Digest, Content-Digest, X-Bcms-Nonce',
+    'Access-Control-Expose-Headers': EXPOSED,
+    'Access-Control-Max-Age': '600',
+    Allow: allow,
+    'X-Request-Id': requestId,
+  });
+  res.end();
+}

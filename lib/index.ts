@@ -1,0 +1,21 @@
+export { bcmsExtensions } from './router';
+export type { BcmsExtensionsRouter, BcmsRegistry } from './router';
+export type { BcmsExtensionsOptions } from './options';
+export type { Logger } from './logger';
+export { createBcmsPlugin, createController, createControllerMethod } from './plugin/create';
+export type {
+  BcmsController,
+  BcmsControllerMethod,
+  BcmsPlugin,
+  BcmsPluginContext,
+  BcmsPluginHandlerContext,
+  HttpVerb,
+  PreRequestContext,
+  PreRequestHandler,
+} from './plugin/types';
+export { createBcmsFunction } from './function/create';
+export type { BcmsFunction, BcmsFunctionAuth, BcmsFunctionConfig, BcmsFunctionContext, BcmsFunctionModule } from './function/types';
+export { createJwtProtectionPreRequestHandler, JWTPermissionName, JWTRoleName } from './security/jwt';
+export type { JWT, JWTPayload, JWTPermission, JWTPreRequestHandlerResult, JWTRole, JwtOptions } from './security/jwt';
+export { BcmsHttpError, errorCodes } from './http/errors';
+export type { ErrorCode, ErrorHandler } from './http/errors';

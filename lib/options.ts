@@ -1,0 +1,73 @@
+import pino from 'pino';
+import { parseByteSize } from './http/body';
+import type { Logger } from './logger';
+import type { JwtOptions } from './security/jwt';
+
+/** The second argument of `bcmsExtensions` (DESIGN.md "Options"). */
+export interface BcmsExtensionsOptions {
+  /** Verifies JWTs for guarded plugin endpoints and private functions. */
+  jwt?: JwtOptions;
+  /** Knex instance, Postgres URL or `{ pglite: DIR }`: taken up by the content store. */
+  database?: unknown;
+  signature?: { clockSkewSeconds?: number };
+  /** Largest JSON body: bytes, or a size such as `'1mb'`. Default `'1mb'`. */
+  bodyLimit?: number | string;
+  /** A function that runs longer is answered 504 FUNCTION_TIMEOUT. Default 30000. */
+  functionTimeoutMs?: number;
+  /** pino-compatible logger. Default: a pino logger named `bcms-extensions`. */
+  logger?: Logger;
+}
+
+export interface ResolvedOptions {
+  readonly jwt: Readonly<JwtOptions>;
+  readonly database: unknown;
+  readonly signature: Readonly<{ clockSkewSeconds: number }>;
+  readonly bodyLimit: number;
+  readonly functionTimeoutMs: number;
+  readonly logger: Logger;
+}
+
+export const defaultOptions = Object.freeze({
+  jwt: Object.freeze({ algorithms: Object.freeze(['HS256']) }),
+  signature: Object.freeze({ clockSkewSeconds: 300 }),
+  bodyLimit: '1mb',
+  functionTimeoutMs: 30_000,
+});
+
+const KNOWN = new Set(['jwt', 'database', 'signature', 'bodyLimit', 'functionTimeoutMs', 'logger']);
+
+/**
+ * Merges the caller's options into the frozen defaults, never mutating the caller's objects.
+ * A mistake throws now, while the app is built, rather than at the first request.
+ */
+export function resolveOptions(options: BcmsExtensionsOptions | undefined): ResolvedOptions {
+  if (options === undefined) options = {};
+  if (options === null || typeof options !== 'object') throw new TypeError('argument options must be an object');
+  for (const key of Object.keys(options)) {
+    if (!KNOWN.has(key)) throw new TypeError(`unknown option "${key}" (known: ${[...KNOWN].join(', ')})`);
+  }
+  const { jwt = {}, signature = {} } = options;
+  if (jwt === null || typeof jwt !== 'object') throw new TypeError('option jwt must be an object');
+  if (signature === null || typeof signature !== 'object') throw new TypeError('option signature must be an object');
+
+  const clockSkewSeconds = signature.clockSkewSeconds ?? defaultOptions.signature.clockSkewSeconds;
+  if (!Number.isFinite(clockSkewSeconds) || clockSkewSeconds < 0) {
+    throw new TypeError(`option signature.clockSkewSeconds must be a number of seconds >= 0, got ${String(clockSkewSeconds)}`);
+  }
+  const functionTimeoutMs = options.functionTimeoutMs ?? defaultOptions.functionTimeoutMs;
+  if (!Number.isInteger(functionTimeoutMs) || functionTimeoutMs <= 0) {
+    throw new TypeError(`option functionTimeoutMs must be a positive integer of milliseconds, got ${String(functionTimeoutMs)}`);
+  }
+  const logger = options.logger ?? pino({ name: 'bcms-extensions' });
+  for (const level of ['info', 'warn', 'error', 'debug'] as const) {
+    if (typeof logger[level] !== 'function') throw new TypeError(`option logger must be pino-compatible: logger.${level} is not a function`);
+  }
+  return Object.freeze({
+    jwt: Object.freeze({ ...jwt, algorithms: [...(jwt.algorithms ?? defaultOptions.jwt.algorithms)] }),
+    database: options.database,
+    signature: Object.freeze({ clockSkewSeconds }),
+    bodyLimit: parseByteSize(options.bodyLimit ?? defaultOptions.bodyLimit, 'bodyLimit'),
+    functionTimeoutMs,
+    logger,
+  }) as ResolvedOptions;
+}

@@ -1,0 +1,141 @@
+import { isUrlSafe } from '../names';
+import type { BcmsControllerMethod, BcmsPlugin, HttpVerb } from './types';
+
+const VERBS: readonly HttpVerb[] = ['get', 'post', 'put', 'patch', 'delete'];
+
+export interface PluginRoute {
+  plugin: string;
+  /** `<controller name>.<method key>`, for logs and errors. */
+  label: string;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  method: BcmsControllerMethod<any, any>;
+}
+
+/** The routes of one path: by verb (upper case), with the `Allow` value they make. */
+export interface PluginPath {
+  pattern: string;
+  /** Segments of a path with `:params`; `null` for a static path. */
+  segments: readonly string[] | null;
+  verbs: Map<string, PluginRoute>;
+  allow: string;
+}
+
+export interface PluginMatch {
+  path: PluginPath;
+  params: Record<string, string> | null;
+}
+
+/**
+ * Every plugin endpoint of a registry, looked up by the router itself: a Map for static paths and
+ * a short list for paths with parameters. Built once; a registry that cannot work throws here.
+ */
+export class PluginRouteTable {
+  private readonly staticPaths = new Map<string, PluginPath>();
+  private readonly paramPaths: PluginPath[] = [];
+
+  constructor(plugins: readonly BcmsPlugin[]) {
+    if (!Array.isArray(plugins)) throw new TypeError('registry.plugins must be an array of plugins (createBcmsPlugin)');
+    const names = new Set<string>();
+    // Two paths that differ only in parameter names (`/:id` and `/:key`) are one path.
+    const byShape = new Map<string, PluginPath>();
+    plugins.forEach((plugin, index) => {
+      const where = `registry.plugins[${index}]`;
+      if (plugin === null || typeof plugin !== 'object') throw new TypeError(`${where} is not a plugin (use createBcmsPlugin)`);
+      if (!isUrlSafe(plugin.name)) {
+        throw new Error(`${where}: plugin name ${JSON.stringify(plugin.name)} is not URL-safe (letters, digits, "-", "_", ".", "~", starting with a letter or digit)`);
+      }
+      if (names.has(plugin.name)) throw new Error(`${where}: duplicate plugin name "${plugin.name}"`);
+      names.add(plugin.name);
+      if (!Array.isArray(plugin.controllers)) throw new TypeError(`plugin "${plugin.name}": controllers must be an array`);
+      for (const controller of plugin.controllers) {
+        const owner = `plugin "${plugin.name}", controller "${controller?.name}"`;
+        if (controller === null || typeof controller !== 'object') throw new TypeError(`plugin "${plugin.name}": a controller is not an object (use createController)`);
+        checkPath(controller.path, owner);
+        if (typeof controller.methods !== 'function') throw new TypeError(`${owner}: methods must be a function returning the methods`);
+        const methods = controller.methods();
+        if (methods === null || typeof methods !== 'object') throw new TypeError(`${owner}: methods() must return an object of methods`);
+        // eslint-disable-next-line @typescript-eslint/no-explicit-any
+        for (const [key, method] of Object.entries(methods) as [string, BcmsControllerMethod<any, any> | null][]) {
+          const label = `${controller.name}.${key}`;
+          const at = `plugin "${plugin.name}", method "${label}"`;
+          if (method === null || typeof method !== 'object') throw new TypeError(`${at} is not a method (use createControllerMethod)`);
+          checkPath(method.path, at);
+          if (!VERBS.includes(method.type)) throw new Error(`${at}: type ${JSON.stringify(method.type)} is not one of ${VERBS.join(', ')}`);
+          if (typeof method.handler !== 'function') throw new TypeError(`${at}: handler must be a function`);
+          if (method.preRequestHandler !== undefined && typeof method.preRequestHandler !== 'function') {
+            throw new TypeError(`${at}: preRequestHandler must be a function`);
+          }
+          const pattern = joinPath(`/api/plugin/${plugin.name}`, controller.path, method.path);
+          const shape = pattern.replace(/\/:[^/]+/g, '/:');
+          let entry = byShape.get(shape);
+          if (entry === undefined) {
+            const dynamic = pattern.includes('/:');
+            entry = { pattern, segments: dynamic ? pattern.split('/') : null, verbs: new Map(), allow: '' };
+            byShape.set(shape, entry);
+            if (dynamic) this.paramPaths.push(entry);
+            else this.staticPaths.set(pattern, entry);
+          }
+          const verb = method.type.toUpperCase();
+          const taken = entry.verbs.get(verb);
+          if (taken !== undefined) {
+            throw new Error(`${at}: ${verb} ${pattern} is already served by method "${taken.label}" of plugin "${taken.plugin}"`);
+          }
+          entry.verbs.set(verb, { plugin: plugin.name, label, method });
+          entry.allow = [...entry.verbs.keys(), 'OPTIONS'].join(', ');
+        }
+      }
+    });
+  }
+
+  /** The path a request path (no query, no trailing `/`) names, with its decoded parameters. */
+  match(path: string): PluginMatch | undefined {
+    const found = this.staticPaths.get(path);
+    if (found !== undefined) return { path: found, params: null };
+    if (this.paramPaths.length === 0) return undefined;
+    const parts = path.split('/');
+    for (const candidate of this.paramPaths) {
+      const params = matchSegments(candidate.segments as readonly string[], parts);
+      if (params !== undefined) return { path: candidate, params };
+    }
+    return undefined;
+  }
+}
+
+function matchSegments(segments: readonly string[], parts: readonly string[]): Record<string, string> | undefined {
+  if (segments.length !== parts.length) return undefined;
+  let params: Record<string, string> | undefined;
+  for (let i = 0; i < segments.length; i++) {
+    const segment = segments[i] as string;
+    const part = parts[i] as string;
+    if (segment.startsWith(':')) {
+      if (part === '') return undefined;
+      params ??= {};
+      params[segment.slice(1)] = decodeURIComponent(part);
+    } else if (segment !== part) {
+      return undefined;
+    }
+  }
+  return params ?? {};
+}
+
+const SEGMENT = /^(?::[A-Za-z_][A-Za-z0-9_]*|[A-Za-z0-9._~!$&'()*+,;=@-]+)$/;
+
+function checkPath(path: unknown, owner: string): void {
+  if (typeof path !== 'string' || !path.startsWith('/')) {
+    throw new Error(`${owner}: path ${JSON.stringify(path)} must be a string starting with "/"`);
+  }
+  const segments = path.split('/').slice(1);
+  segments.forEach((segment, i) => {
+    const last = i === segments.length - 1;
+    if (segment === '' && last) return; // a trailing "/" (or the path "/") adds nothing
+    if (!SEGMENT.test(segment)) {
+      throw new Error(`${owner}: path ${JSON.stringify(path)} has an invalid segment ${JSON.stringify(segment)} (URL-safe text or ":param")`);
+    }
+  });
+}
+
+/** Joins with no extra segment between the parts, as the spec says, and drops a trailing `/`. */
+function joinPath(...parts: string[]): string {
+  const joined = parts.map((part) => (part.endsWith('/') ? part.slice(0, -1) : part)).join('');
+  return joined;
+}

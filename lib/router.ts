@@ -1,0 +1,217 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import { checkFunctionModules, loadFunctions } from './function/load';
+import type { BcmsFunction, BcmsFunctionAuth, BcmsFunctionContext, BcmsFunctionModule } from './function/types';
+import { hasBody, isJsonType, parseJsonBody, readRawBody } from './http/body';
+import { BcmsHttpError, errorHandler } from './http/errors';
+import { type Family, writeError, writeJson, writePreflight } from './http/respond';
+import { type BcmsExtensionsOptions, resolveOptions } from './options';
+import { PluginRouteTable, type PluginRoute } from './plugin/routes';
+import type { BcmsPlugin, BcmsPluginContext, PreRequestContext } from './plugin/types';
+import { createAccessTokenVerifier, hasBearerToken, JWTPermissionName, tokenAllows } from './security/jwt';
+
+export interface BcmsRegistry {
+  plugins?: BcmsPlugin[];
+  functions?: BcmsFunctionModule[];
+}
+
+/** What `bcmsExtensions` returns: an Express router, plus its life cycle. */
+export interface BcmsExtensionsRouter extends Router {
+  /** Resolves once every function factory has run; rejects with a registry that cannot work. */
+  readonly ready: Promise<void>;
+  /** Closes what the router opened. */
+  close(): Promise<void>;
+}
+
+const FUNCTION_PREFIX = '/api/function/';
+const PLUGIN_PREFIX = '/api/plugin/';
+const FUNCTION_ALLOW = 'POST, OPTIONS';
+
+/**
+ * Mounts the extension interface: plugin endpoints under `/api/plugin/`, functions under
+ * `/api/function/`. Paths it does not own fall through to the host's routes.
+ *
+ * @example
+ * const router = bcmsExtensions({ plugins: [helloPlugin], functions: [helloFunction] }, { jwt: { secret } });
+ * app.use(router);
+ * await router.ready;
+ */
+export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtensionsOptions): BcmsExtensionsRouter {
+  if (registry === null || typeof registry !== 'object') throw new TypeError('argument registry must be an object { plugins?, functions? }');
+  const settings = resolveOptions(options);
+  const { logger, bodyLimit, functionTimeoutMs } = settings;
+  const plugins = new PluginRouteTable(registry.plugins ?? []);
+  const modules = registry.functions ?? [];
+  checkFunctionModules(modules);
+  const verifyAccessToken = createAccessTokenVerifier(settings.jwt);
+
+  let functions: Map<string, BcmsFunction> | undefined;
+  const ready = loadFunctions(modules).then((loaded) => {
+    functions = loaded;
+  });
+  // The refusal is logged even when the host never awaits `ready`, and is not an unhandled rejection.
+  ready.catch((error: unknown) => logger.error({ err: error }, 'bcms-extensions: the registry was refused'));
+
+  function finish(req: IncomingMessage, res: ServerResponse, requestId: string, started: number): void {
+    const url = (req as Request).originalUrl ?? req.url ?? '';
+    const query = url.indexOf('?');
+    logger.info(
+      {
+        requestId,
+        method: req.method,
+        path: query === -1 ? url : url.slice(0, query),
+        status: res.statusCode,
+        ms: Math.round((performance.now() - started) * 1000) / 1000,
+      },
+      'request',
+    );
+  }
+
+  function fail(res: ServerResponse, error: unknown, family: Family, requestId: string): void {
+    let answer: BcmsHttpError;
+    if (error instanceof BcmsHttpError) {
+      answer = error;
+    } else {
+      logger.error({ err: error, requestId }, 'bcms-extensions: unexpected error');
+      answer = new BcmsHttpError('INTERNAL_ERROR');
+    }
+    if (res.headersSent) {
+      // The handler started its own answer: nothing valid can follow, so end what is there.
+      res.end();
+      return;
+    }
+    writeError(res, answer, family, requestId);
+  }
+
+  async function servePlugin(req: Request, res: Response, route: PluginRoute, requestId: string): Promise<void> {
+    if (req.body === undefined && req.method !== 'GET' && req.method !== 'HEAD' && hasBody(req)) {
+      // A JSON (or untyped) body is parsed; any other type is left unread for the handler.
+      const type = req.headers['content-type'];
+      if (type === undefined || isJsonType(type)) req.body = parseJsonBody(await readRawBody(req, bodyLimit));
+    }
+    const base: BcmsPluginContext = { request: req, response: res, logger, errorHandler };
+    let context: BcmsPluginContext = base;
+    const { preRequestHandler, handler } = route.method;
+    if (preRequestHandler !== undefined) {
+      const guard: PreRequestContext = { ...base, verifyAccessToken: () => verifyAccessToken(req) };
+      const yielded: unknown = await preRequestHandler(guard);
+      if (yielded !== null && typeof yielded === 'object') context = { ...base, ...yielded };
+    }
+    const result: unknown = await handler(context);
+    if (res.headersSent) return; // the handler answered through `response` itself
+    writeJson(res, 200, JSON.stringify(result) ?? 'null', requestId);
+  }
+
+  /** Private functions: a JWT whose role holds EXECUTE. Signatures come with their own issue. */
+  async function authenticate(req: Request): Promise<BcmsFunctionAuth> {
+    if (hasBearerToken(req)) {
+      let accessToken;
+      try {
+        accessToken = await verifyAccessToken(req);
+      } catch (error) {
+        if (!(error instanceof BcmsHttpError)) throw error;
+        throw new BcmsHttpError('TOKEN_INVALID', error.code === 'TOKEN_MISSING' ? undefined : error.message, {
+          'WWW-Authenticate': 'Bearer error="invalid_token"',
+        });
+      }
+      if (!tokenAllows(accessToken.payload, undefined, JWTPermissionName.EXECUTE)) {
+        throw new BcmsHttpError('TOKEN_FORBIDDEN', 'Token has no role with the EXECUTE permission.');
+      }
+      return { type: 'jwt', accessToken };
+    }
+    const header = req.headers.authorization;
+    if (header !== undefined && /^signature\b/i.test(header)) {
+      throw new BcmsHttpError('SIGNATURE_INVALID', 'This service does not verify HTTP Signatures yet; call with a bearer token whose role holds EXECUTE.', SIGNATURE_CHALLENGE);
+    }
+    throw new BcmsHttpError('SIGNATURE_REQUIRED', undefined, SIGNATURE_CHALLENGE);
+  }
+
+  async function serveFunction(req: Request, res: Response, definition: BcmsFunction, requestId: string): Promise<void> {
+    const auth = definition.config.public ? null : await authenticate(req);
+    // A host body parser that ran first already set `req.body`: use it as it is.
+    if (req.body === undefined && hasBody(req)) req.body = parseJsonBody(await readRawBody(req, bodyLimit));
+    const context: BcmsFunctionContext = { request: req, logger, errorHandler, auth };
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new BcmsHttpError('FUNCTION_TIMEOUT', `Function "${definition.config.name}" ran past its time-out of ${functionTimeoutMs} ms.`)), functionTimeoutMs);
+    });
+    let result: unknown;
+    try {
+      result = await Promise.race([definition.handler(context), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+    const body = `{"success":true,"result":${JSON.stringify(result) ?? 'null'}}`;
+    writeJson(res, 200, body, requestId);
+  }
+
+  async function dispatchFunction(req: Request, res: Response, path: string, requestId: string): Promise<void> {
+    if (functions === undefined) await ready;
+    const name = path.length > FUNCTION_PREFIX.length ? path.slice(FUNCTION_PREFIX.length) : '';
+    const definition = (functions as Map<string, BcmsFunction>).get(name);
+    if (definition === undefined) throw new BcmsHttpError('FUNCTION_NOT_FOUND', `Function "${name}" not found.`);
+    if (req.method === 'OPTIONS') return writePreflight(res, FUNCTION_ALLOW, req.headers['access-control-request-headers'], requestId);
+    if (req.method !== 'POST') throw new BcmsHttpError('METHOD_NOT_ALLOWED', `${req.method} is not allowed here; use POST.`, { Allow: FUNCTION_ALLOW });
+    return serveFunction(req, res, definition, requestId);
+  }
+
+  async function dispatchPlugin(req: Request, res: Response, match: ReturnType<PluginRouteTable['match']> & object, requestId: string): Promise<void> {
+    if (functions === undefined) await ready;
+    if (match.params !== null) req.params = match.params;
+    const method = req.method === 'HEAD' ? 'GET' : (req.method as string);
+    if (method === 'OPTIONS') return writePreflight(res, match.path.allow, req.headers['access-control-request-headers'], requestId);
+    const route = match.path.verbs.get(method);
+    if (route === undefined) throw new BcmsHttpError('METHOD_NOT_ALLOWED', `${req.method} is not allowed here.`, { Allow: match.path.allow });
+    return servePlugin(req, res, route, requestId);
+  }
+
+  function handle(req: Request, res: Response, next: NextFunction): void {
+    const url = req.url;
+    if (!url.startsWith('/api/')) return next();
+    const query = url.indexOf('?');
+    let path = query === -1 ? url : url.slice(0, query);
+    if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
+
+    let family: Family;
+    let work: (requestId: string) => Promise<void>;
+    if (path.startsWith(FUNCTION_PREFIX) || path === '/api/function') {
+      family = 'function';
+      work = (requestId) => dispatchFunction(req, res, path, requestId);
+    } else if (path.startsWith(PLUGIN_PREFIX)) {
+      let match;
+      try {
+        match = plugins.match(path);
+      } catch {
+        family = 'plugin';
+        const requestId = randomUUID();
+        const started = performance.now();
+        writeError(res, new BcmsHttpError('INVALID_URL'), family, requestId);
+        return finish(req, res, requestId, started);
+      }
+      if (match === undefined) return next(); // no plugin serves it: the host's route or 404
+      family = 'plugin';
+      work = (requestId) => dispatchPlugin(req, res, match, requestId);
+    } else {
+      return next();
+    }
+
+    const requestId = randomUUID();
+    const started = performance.now();
+    work(requestId)
+      .catch((error: unknown) => fail(res, error, family, requestId))
+      .finally(() => finish(req, res, requestId, started));
+  }
+
+  const router = express.Router() as BcmsExtensionsRouter;
+  router.use(handle);
+  return Object.assign(router, {
+    ready,
+    async close(): Promise<void> {
+      // Nothing is opened yet beyond memory; the content store adds its pool here.
+    },
+  });
+}
+
+const SIGNATURE_CHALLENGE = { 'WWW-Authenticate': 'Signature realm="bcms",headers="(request-target) date digest"' };

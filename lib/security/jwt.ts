@@ -1,0 +1,207 @@
+import type { IncomingMessage } from 'node:http';
+import type { Request } from 'express';
+import { expressjwt, UnauthorizedError, type Params as ExpressJwtParams } from 'express-jwt';
+import { TokenExpiredError, type Algorithm, type Secret } from 'jsonwebtoken';
+import { BcmsHttpError } from '../http/errors';
+import type { PreRequestHandler } from '../plugin/types';
+
+/** Role names of a BCMS token (`rls[].name`). */
+export enum JWTRoleName {
+  SUDO = 'SUDO',
+  DEV = 'DEV',
+  ADMIN = 'ADMIN',
+  OWNER = 'OWNER',
+  MANAGER = 'MANAGER',
+  SERVICE = 'SERVICE',
+  EDITOR = 'EDITOR',
+  SUPPORT = 'SUPPORT',
+  USER = 'USER',
+  GUEST = 'GUEST',
+}
+
+/** Permission names of a role (`rls[].permissions[].name`). */
+export enum JWTPermissionName {
+  READ = 'READ',
+  WRITE = 'WRITE',
+  DELETE = 'DELETE',
+  EXECUTE = 'EXECUTE',
+}
+
+export interface JWTPermission {
+  name: JWTPermissionName;
+}
+
+export interface JWTRole {
+  name: JWTRoleName;
+  permissions: JWTPermission[];
+}
+
+/** A BCMS token payload: `exp` and `iat` in seconds. */
+export type JWTPayload<Props = unknown> = {
+  userId: string;
+  rls: JWTRole[];
+  iat: number;
+  exp: number;
+  iss?: string;
+} & Props;
+
+/** A verified token, as the guard hands it to a handler. */
+export interface JWT<Props = unknown> {
+  header: { alg: string; typ?: string; kid?: string };
+  payload: JWTPayload<Props>;
+  signature: string;
+}
+
+/** What the JWT guard yields: spread into the handler's context. */
+export interface JWTPreRequestHandlerResult<Props = unknown> {
+  accessToken: JWT<Props>;
+}
+
+/** The `jwt` option of the router. */
+export interface JwtOptions {
+  /** Verifies tokens: a string, a Buffer, or express-jwt's secret callback. */
+  secret?: ExpressJwtParams['secret'];
+  /** Accepted algorithms; `none` is always refused. Default `['HS256']`. */
+  algorithms?: Algorithm[];
+  issuer?: string | string[];
+  audience?: string | string[];
+}
+
+/** Verifies the bearer token of a request, or throws TOKEN_MISSING / TOKEN_INVALID. */
+export type AccessTokenVerifier = (request: IncomingMessage) => Promise<JWT>;
+
+const INVALID = 'Invalid token.';
+const EXPIRED = 'Token has expired.';
+const BEARER_CHALLENGE = { 'WWW-Authenticate': 'Bearer' };
+const INVALID_CHALLENGE = { 'WWW-Authenticate': 'Bearer error="invalid_token"' };
+
+function tokenMissing(): BcmsHttpError {
+  return new BcmsHttpError('TOKEN_MISSING', undefined, BEARER_CHALLENGE);
+}
+
+function tokenInvalid(message: string): BcmsHttpError {
+  return new BcmsHttpError('TOKEN_INVALID', message, INVALID_CHALLENGE);
+}
+
+/** Whether the request's Authorization header uses the Bearer scheme. */
+export function hasBearerToken(request: IncomingMessage): boolean {
+  const header = request.headers.authorization;
+  return header !== undefined && /^bearer\b/i.test(header);
+}
+
+/**
+ * Builds the verifier of one router on express-jwt. express-jwt reports every failure as an
+ * `UnauthorizedError` with a `code`; this maps them to the bodies of DESIGN.md, never to HTML.
+ */
+export function createAccessTokenVerifier(options: JwtOptions): AccessTokenVerifier {
+  const algorithms = options.algorithms ?? ['HS256'];
+  if (!Array.isArray(algorithms) || algorithms.length === 0) {
+    throw new TypeError('option jwt.algorithms must be a non-empty array of JWT algorithms');
+  }
+  if (algorithms.some((name) => String(name).toLowerCase() === 'none')) {
+    throw new TypeError('option jwt.algorithms must not contain "none": unsigned tokens are never accepted');
+  }
+  const secret = options.secret;
+  if (secret === undefined || secret === null || secret === '') {
+    // No key: nothing can be verified, so every guarded endpoint answers 401.
+    return async (request) => {
+      throw hasBearerToken(request) ? tokenInvalid(INVALID) : tokenMissing();
+    };
+  }
+  const verified = new WeakMap<object, JWT>();
+  const params: ExpressJwtParams = {
+    secret: secret as Secret,
+    algorithms: [...algorithms],
+    credentialsRequired: true,
+    // Called only after the signature and claims checked out: the one place express-jwt hands over
+    // the whole decoded token (header, payload, signature), which the handler gets as `accessToken`.
+    isRevoked: (req, token) => {
+      if (token) verified.set(req, token as unknown as JWT);
+      return false;
+    },
+  };
+  if (options.issuer !== undefined) params.issuer = options.issuer as ExpressJwtParams['issuer'];
+  if (options.audience !== undefined) params.audience = options.audience as ExpressJwtParams['audience'];
+  const middleware = expressjwt(params);
+
+  return (request) =>
+    new Promise<JWT>((resolve, reject) => {
+      const settle = (error?: unknown): void => {
+        if (error === undefined) {
+          const token = verified.get(request);
+          verified.delete(request);
+          if (token === undefined) reject(tokenInvalid(INVALID));
+          else resolve(token);
+          return;
+        }
+        if (!(error instanceof UnauthorizedError)) {
+          reject(error);
+        } else if (error.code === 'credentials_required' || error.code === 'credentials_bad_scheme') {
+          reject(tokenMissing());
+        } else {
+          reject(tokenInvalid(error.inner instanceof TokenExpiredError ? EXPIRED : INVALID));
+        }
+      };
+      // express-jwt leaves `req.auth` set; the handler reads `accessToken` instead, and nothing else
+      // of the request is touched.
+      void middleware(request as Request, undefined as never, settle);
+    });
+}
+
+/** Whether some role of the token is listed and holds the permission. */
+export function tokenAllows(
+  payload: { rls?: unknown },
+  roles: readonly JWTRoleName[] | undefined,
+  permission: JWTPermissionName,
+): boolean {
+  if (!Array.isArray(payload.rls)) return false;
+  return payload.rls.some(
+    (role: Partial<JWTRole> | null) =>
+      role !== null &&
+      typeof role === 'object' &&
+      (roles === undefined || roles.includes(role.name as JWTRoleName)) &&
+      Array.isArray(role.permissions) &&
+      role.permissions.some((granted) => granted !== null && granted?.name === permission),
+  );
+}
+
+const ROLE_NAMES = new Set<string>(Object.values(JWTRoleName));
+const PERMISSION_NAMES = new Set<string>(Object.values(JWTPermissionName));
+
+/**
+ * The JWT guard of BCMS: the request must carry `Authorization: Bearer <token>`, verified with the
+ * router's `jwt` options, and some role of the token must be listed and hold `permission`.
+ * The handler then receives the verified token as `accessToken`.
+ *
+ * @example
+ * createControllerMethod({
+ *   path: '/me',
+ *   type: 'get',
+ *   preRequestHandler: createJwtProtectionPreRequestHandler([JWTRoleName.ADMIN, JWTRoleName.USER], JWTPermissionName.READ),
+ *   handler: async ({ accessToken }) => ({ userId: accessToken.payload.userId }),
+ * });
+ */
+export function createJwtProtectionPreRequestHandler<Props = unknown>(
+  roleNames: JWTRoleName[],
+  permissionName: JWTPermissionName,
+): PreRequestHandler<JWTPreRequestHandlerResult<Props>> {
+  if (!Array.isArray(roleNames) || roleNames.length === 0) {
+    throw new TypeError('createJwtProtectionPreRequestHandler: roleNames must be a non-empty array of JWTRoleName');
+  }
+  for (const role of roleNames) {
+    if (!ROLE_NAMES.has(role)) {
+      throw new TypeError(`createJwtProtectionPreRequestHandler: unknown role name ${JSON.stringify(role)}`);
+    }
+  }
+  if (!PERMISSION_NAMES.has(permissionName)) {
+    throw new TypeError(`createJwtProtectionPreRequestHandler: unknown permission name ${JSON.stringify(permissionName)}`);
+  }
+  const roles = Object.freeze([...roleNames]);
+  return async ({ verifyAccessToken }) => {
+    const accessToken = (await verifyAccessToken()) as JWT<Props>;
+    if (!tokenAllows(accessToken.payload, roles, permissionName)) {
+      throw new BcmsHttpError('TOKEN_FORBIDDEN');
+    }
+    return { accessToken };
+  };
+}
