@@ -1,0 +1,92 @@
+'use strict';
+// The Express app each scenario measures. Loaded by server.js only, inside the server's process.
+
+const express = require('express');
+const pino = require('pino');
+const {
+  bcmsExtensions,
+  createBcmsFunction,
+  createBcmsPlugin,
+  createController,
+  createControllerMethod,
+  createJwtProtectionPreRequestHandler,
+  JWTPermissionName,
+  JWTRoleName,
+} = require('..');
+const { JWT_SECRET } = require('./scenarios');
+
+/**
+ * A real pino logger, so every request pays for building and writing its log line as it would in
+ * production; /dev/null only discards the bytes afterwards.
+ */
+function discardingLogger() {
+  return pino({ level: 'info' }, pino.destination('/dev/null'));
+}
+
+/** The `bench` plugin: GET /api/plugin/bench/hello/world answers `{ message: 'Hello' }`. */
+function benchPlugin(preRequestHandler) {
+  return createBcmsPlugin({
+    name: 'bench',
+    controllers: [
+      createController({
+        name: 'Hello',
+        path: '/hello',
+        methods: () => ({
+          world: createControllerMethod({
+            path: '/world',
+            type: 'get',
+            preRequestHandler,
+            handler: async () => ({ message: 'Hello' }),
+          }),
+        }),
+      }),
+    ],
+  });
+}
+
+const echoFunction = createBcmsFunction(async () => ({
+  config: { name: 'echo', public: true },
+  handler: async ({ request }) => request.body,
+}));
+
+async function withExtensions(registry, options = {}) {
+  const app = express();
+  const router = bcmsExtensions(registry, { ...options, logger: discardingLogger() });
+  app.use(router);
+  // Listen only once function factories have run, so no measured request waits for them.
+  await router.ready;
+  return app;
+}
+
+const builders = {
+  'baseline-get': async () => {
+    const app = express();
+    app.get('/hello', (req, res) => res.json({ message: 'Hello' }));
+    return app;
+  },
+  'plugin-get': () => withExtensions({ plugins: [benchPlugin()] }),
+  'plugin-get-guarded': () =>
+    withExtensions(
+      {
+        plugins: [
+          benchPlugin(createJwtProtectionPreRequestHandler([JWTRoleName.ADMIN, JWTRoleName.USER], JWTPermissionName.READ)),
+        ],
+      },
+      { jwt: { secret: JWT_SECRET } },
+    ),
+  'baseline-post': async () => {
+    const app = express();
+    app.post('/echo', express.json(), (req, res) => res.json({ success: true, result: req.body }));
+    return app;
+  },
+  'function-post': () => withExtensions({ functions: [echoFunction] }),
+};
+
+/** Resolves to the Express app of a scenario, or throws for an unknown name. */
+function buildApp(name) {
+  const build = builders[name];
+  if (build === undefined) throw new Error(`unknown scenario "${name}" (known: ${Object.keys(builders).join(', ')})`);
+  return build();
+}
+
+module.exports = { buildApp };

@@ -1,0 +1,63 @@
+import { Writable } from 'node:stream';
+import express, { type Express } from 'express';
+import jwt from 'jsonwebtoken';
+import pino from 'pino';
+import { bcmsExtensions, type BcmsExtensionsOptions, type BcmsExtensionsRouter, type BcmsRegistry } from '../../lib';
+
+export const JWT_SECRET = 'test-secret-with-enough-length-123';
+
+/** A pino logger whose lines are kept, parsed, for assertions. */
+export function memoryLogger(): { logger: pino.Logger; lines: Record<string, unknown>[]; text: () => string } {
+  const raw: string[] = [];
+  const stream = new Writable({
+    write(chunk, _encoding, done) {
+      raw.push(String(chunk));
+      done();
+    },
+  });
+  const logger = pino({ level: 'debug' }, stream);
+  return {
+    logger,
+    get lines() {
+      return raw.join('').split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
+    },
+    text: () => raw.join(''),
+  };
+}
+
+export interface TestApp {
+  app: Express;
+  router: BcmsExtensionsRouter;
+  log: ReturnType<typeof memoryLogger>;
+}
+
+/** A host app with its own route and 404, and the router mounted next to them. */
+export async function buildApp(registry: BcmsRegistry, options: BcmsExtensionsOptions = {}): Promise<TestApp> {
+  const log = memoryLogger();
+  const router = bcmsExtensions(registry, { jwt: { secret: JWT_SECRET }, logger: log.logger, ...options });
+  const app = express();
+  app.get('/host/health', (_req, res) => {
+    res.json({ host: true });
+  });
+  app.use(router);
+  app.use((_req, res) => {
+    res.status(404).json({ host404: true });
+  });
+  await router.ready;
+  return { app, router, log };
+}
+
+type Role = { name: string; permissions: { name: string }[] };
+
+/** Signs a BCMS-shaped token (HS256 with the test secret unless told otherwise). */
+export function signToken(
+  rls: Role[] = [{ name: 'ADMIN', permissions: [{ name: 'READ' }] }],
+  options: jwt.SignOptions & { secret?: string; payload?: Record<string, unknown> } = {},
+): string {
+  const { secret = JWT_SECRET, payload = {}, ...signOptions } = options;
+  // A payload that sets `exp` itself (an expired token) must not also get `expiresIn`.
+  const lifetime = 'exp' in payload ? {} : { expiresIn: '1h' as const };
+  return jwt.sign({ userId: 'user-1', rls, ...payload }, secret, { algorithm: 'HS256', ...lifetime, ...signOptions });
+}
+
+export const role = (name: string, ...permissions: string[]): Role => ({ name, permissions: permissions.map((p) => ({ name: p })) });
