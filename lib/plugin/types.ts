@@ -34,7 +34,7 @@ export interface BcmsControllerMethod<PreResult = void, Body = unknown> {
   type: HttpVerb;
   preRequestHandler?: PreRequestHandler<PreResult>;
   /** Returns the response body, sent as it is with status 200. */
-  handler: (context: BcmsPluginHandlerContext<PreResult>) => Body | Promise<Body>;
+  handler: (context: BcmsPluginHandlerContext<NoInfer<PreResult>>) => Body | Promise<Body>;
 }
 
 export interface BcmsController {

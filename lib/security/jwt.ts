@@ -181,10 +181,12 @@ const PERMISSION_NAMES = new Set<string>(Object.values(JWTPermissionName));
  *   handler: async ({ accessToken }) => ({ userId: accessToken.payload.userId }),
  * });
  */
-export function createJwtProtectionPreRequestHandler<Props = unknown>(
+// Not generic on purpose: a generic call written inline in `preRequestHandler` would take its type
+// argument from the method's (not yet inferred) context and hide `accessToken` from the handler.
+export function createJwtProtectionPreRequestHandler(
   roleNames: JWTRoleName[],
   permissionName: JWTPermissionName,
-): PreRequestHandler<JWTPreRequestHandlerResult<Props>> {
+): PreRequestHandler<JWTPreRequestHandlerResult> {
   if (!Array.isArray(roleNames) || roleNames.length === 0) {
     throw new TypeError('createJwtProtectionPreRequestHandler: roleNames must be a non-empty array of JWTRoleName');
   }
@@ -198,7 +200,7 @@ export function createJwtProtectionPreRequestHandler<Props = unknown>(
   }
   const roles = Object.freeze([...roleNames]);
   return async ({ verifyAccessToken }) => {
-    const accessToken = (await verifyAccessToken()) as JWT<Props>;
+    const accessToken = await verifyAccessToken();
     if (!tokenAllows(accessToken.payload, roles, permissionName)) {
       throw new BcmsHttpError('TOKEN_FORBIDDEN');
     }

@@ -1,0 +1,36 @@
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+
+// The built package, as a user gets it: `npm test` builds dist/ first (the pretest script).
+const root = path.resolve(__dirname, '..');
+const run = (args: string[]) => execFileSync(process.execPath, args, { cwd: root, encoding: 'utf8' });
+
+const PUBLIC = [
+  'BcmsHttpError',
+  'JWTPermissionName',
+  'JWTRoleName',
+  'bcmsExtensions',
+  'createBcmsFunction',
+  'createBcmsPlugin',
+  'createController',
+  'createControllerMethod',
+  'createJwtProtectionPreRequestHandler',
+  'errorCodes',
+];
+
+describe('the built package', () => {
+  test('require("bcms-extensions") gives the public API', () => {
+    const out = run(['-e', 'console.log(JSON.stringify(Object.keys(require("bcms-extensions")).sort()))']);
+    expect(JSON.parse(out)).toEqual(PUBLIC);
+  });
+
+  test('import { ... } from "bcms-extensions" gives the same names', () => {
+    const script = 'import * as m from "bcms-extensions"; import { bcmsExtensions } from "bcms-extensions"; console.log(JSON.stringify({ names: Object.keys(m).filter((k) => k !== "default" && k !== "__esModule").sort(), fn: typeof bcmsExtensions }));';
+    const out = JSON.parse(run(['--input-type=module', '-e', script]));
+    expect(out).toEqual({ names: PUBLIC, fn: 'function' });
+  });
+
+  test('declarations are emitted next to the code', () => {
+    expect(run(['-e', 'console.log(require("fs").existsSync(require.resolve("bcms-extensions").replace(/\\.js$/, ".d.ts")))']).trim()).toBe('true');
+  });
+});

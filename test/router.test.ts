@@ -1,0 +1,149 @@
+import request from 'supertest';
+import express from 'express';
+import {
+  bcmsExtensions,
+  createBcmsFunction,
+  createBcmsPlugin,
+  createController,
+  createControllerMethod,
+  type BcmsPlugin,
+} from '../lib';
+import { memoryLogger } from './support/app';
+
+const quiet = () => ({ logger: memoryLogger().logger });
+
+function plugin(name: string, methods: Record<string, { path: string; type?: 'get' | 'post' }>, controllerPath = '/c'): BcmsPlugin {
+  return createBcmsPlugin({
+    name,
+    controllers: [
+      createController({
+        name: 'Main',
+        path: controllerPath,
+        methods: () =>
+          Object.fromEntries(
+            Object.entries(methods).map(([key, m]) => [
+              key,
+              createControllerMethod({ path: m.path, type: m.type ?? 'get', handler: async () => ({ from: name, key }) }),
+            ]),
+          ),
+      }),
+    ],
+  });
+}
+
+const fn = (name: string, value: unknown = name, isPublic = true) =>
+  createBcmsFunction(async () => ({ config: { name, public: isPublic }, handler: async () => value }));
+
+describe('bcmsExtensions(registry, options)', () => {
+  test('returns an express.Router with ready and close, mountable next to the host routes, and under a prefix', async () => {
+    const router = bcmsExtensions({ plugins: [plugin('p', { a: { path: '/a' } })] }, quiet());
+    expect(typeof router).toBe('function');
+    expect(typeof router.use).toBe('function');
+    expect(router.ready).toBeInstanceOf(Promise);
+    const app = express();
+    app.use('/cms', router);
+    await router.ready;
+    expect((await request(app).get('/cms/api/plugin/p/c/a')).body).toEqual({ from: 'p', key: 'a' });
+    expect((await request(app).get('/api/plugin/p/c/a')).status).toBe(404);
+    await expect(router.close()).resolves.toBeUndefined();
+  });
+
+  test('two routers in one app do not share state', async () => {
+    const one = bcmsExtensions({ plugins: [plugin('one', { a: { path: '/a' } })], functions: [fn('f', 1)] }, quiet());
+    const two = bcmsExtensions({ plugins: [plugin('two', { a: { path: '/a' } })], functions: [fn('f', 2), fn('g', 'g')] }, { ...quiet(), bodyLimit: 10 });
+    const app = express();
+    app.use('/one', one);
+    app.use('/two', two);
+    await Promise.all([one.ready, two.ready]);
+    expect((await request(app).get('/one/api/plugin/one/c/a')).body.from).toBe('one');
+    expect((await request(app).get('/one/api/plugin/two/c/a')).status).toBe(404);
+    expect((await request(app).post('/one/api/function/f')).body.result).toBe(1);
+    expect((await request(app).post('/two/api/function/f')).body.result).toBe(2);
+    expect((await request(app).post('/one/api/function/g')).status).toBe(404);
+    // each keeps its own options
+    expect((await request(app).post('/one/api/function/f').send({ long: 'enough to pass ten bytes' })).status).toBe(200);
+    expect((await request(app).post('/two/api/function/f').send({ long: 'enough to pass ten bytes' })).status).toBe(413);
+  });
+
+  test('requests that arrive before ready wait for it', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const late = createBcmsFunction(async () => {
+      await gate;
+      return { config: { name: 'late', public: true }, handler: async () => 'ready now' };
+    });
+    const router = bcmsExtensions({ functions: [late] }, quiet());
+    const app = express().use(router);
+    const pending = request(app).post('/api/function/late').then((res) => res.body);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    release();
+    expect(await pending).toEqual({ success: true, result: 'ready now' });
+  });
+
+  test('a function factory that throws: ready rejects naming it, requests get a bare 500', async () => {
+    const log = memoryLogger();
+    const broken = createBcmsFunction(async () => {
+      throw new Error('missing API_URL');
+    });
+    const router = bcmsExtensions({ functions: [fn('ok'), broken] }, { logger: log.logger });
+    await expect(router.ready).rejects.toThrow('registry.functions[1]: its factory threw: missing API_URL');
+    const res = await request(express().use(router)).post('/api/function/ok');
+    expect(res.status).toBe(500);
+    expect(res.body.error.code).toBe('INTERNAL_ERROR');
+    expect(log.text()).toMatch(/the registry was refused/);
+  });
+
+  test.each([
+    ['duplicate function names', [fn('same'), fn('same')], 'duplicate function name "same"'],
+    ['a function name that is not URL-safe', [fn('no spaces')], 'function name "no spaces" is not URL-safe'],
+    ['a function name with a slash', [fn('a/b')], 'function name "a/b" is not URL-safe'],
+    ['an empty function name', [fn('')], 'function name "" is not URL-safe'],
+  ])('ready rejects %s', async (_name, functions, message) => {
+    await expect(bcmsExtensions({ functions }, quiet()).ready).rejects.toThrow(message);
+  });
+
+  test('a function without a boolean public or a handler is refused', async () => {
+    const noPublic = createBcmsFunction(async () => ({ config: { name: 'x' }, handler: async () => 1 }) as never);
+    await expect(bcmsExtensions({ functions: [noPublic] }, quiet()).ready).rejects.toThrow('function "x": config.public must be true or false');
+    const noHandler = createBcmsFunction(async () => ({ config: { name: 'y', public: true } }) as never);
+    await expect(bcmsExtensions({ functions: [noHandler] }, quiet()).ready).rejects.toThrow('function "y": handler must be a function');
+  });
+
+  test.each([
+    ['duplicate plugin names', [plugin('twin', { a: { path: '/a' } }), plugin('twin', { b: { path: '/b' } })], 'duplicate plugin name "twin"'],
+    ['a plugin name that is not URL-safe', [plugin('my plugin', { a: { path: '/a' } })], 'plugin name "my plugin" is not URL-safe'],
+    ['a method path without a leading /', [plugin('p', { a: { path: 'a' } })], 'plugin "p", method "Main.a": path "a" must be a string starting with "/"'],
+    ['a controller path without a leading /', [plugin('p', { a: { path: '/a' } }, 'c')], 'plugin "p", controller "Main": path "c" must be a string starting with "/"'],
+    ['two methods on the same verb and path', [plugin('p', { a: { path: '/x' }, b: { path: '/x/' } })], 'plugin "p", method "Main.b": GET /api/plugin/p/c/x is already served by method "Main.a"'],
+    ['two methods on the same verb and parameter path', [plugin('p', { a: { path: '/:id' }, b: { path: '/:key' } })], 'GET /api/plugin/p/c/:key is already served by method "Main.a"'],
+    ['a path with an empty segment', [plugin('p', { a: { path: '//a' } })], 'has an invalid segment ""'],
+    ['a path with a space', [plugin('p', { a: { path: '/a b' } })], 'has an invalid segment "a b"'],
+  ])('bcmsExtensions throws at once for %s', (_name, plugins, message) => {
+    expect(() => bcmsExtensions({ plugins }, quiet())).toThrow(message);
+  });
+
+  test('the same path on two verbs is fine', () => {
+    expect(() => bcmsExtensions({ plugins: [plugin('p', { a: { path: '/x' }, b: { path: '/x', type: 'post' } })] }, quiet())).not.toThrow();
+  });
+
+  test('a method type outside get, post, put, patch, delete is refused', () => {
+    const bad = plugin('p', { a: { path: '/a', type: 'options' as 'get' } });
+    expect(() => bcmsExtensions({ plugins: [bad] }, quiet())).toThrow('plugin "p", method "Main.a": type "options" is not one of get, post, put, patch, delete');
+  });
+
+  test('an entry of registry.functions that is not a function module is refused at once', () => {
+    expect(() => bcmsExtensions({ functions: [{ config: { name: 'x', public: true } } as never] }, quiet())).toThrow(
+      'registry.functions[0] is not a function module',
+    );
+  });
+
+  test('option mistakes are thrown while the app is built, and options are not mutated', () => {
+    expect(() => bcmsExtensions({}, { bodylimit: '1mb' } as never)).toThrow('unknown option "bodylimit"');
+    expect(() => bcmsExtensions({}, { bodyLimit: 'lots' })).toThrow('option bodyLimit must be a byte count or a size such as "1mb", got "lots"');
+    expect(() => bcmsExtensions({}, { functionTimeoutMs: 0 })).toThrow('option functionTimeoutMs must be a positive integer');
+    expect(() => bcmsExtensions({}, { logger: {} as never })).toThrow('option logger must be pino-compatible');
+    const options = Object.freeze({ jwt: Object.freeze({ secret: 's' }), ...quiet() });
+    expect(() => bcmsExtensions({}, options)).not.toThrow();
+    expect(options.jwt).toEqual({ secret: 's' });
+  });
+});
