@@ -8,7 +8,7 @@ import { hasBody, isJsonType, parseJsonBody, readRawBody } from './http/body';
 import { BcmsHttpError, errorHandler } from './http/errors';
 import { type Family, writeError, writeJson, writePreflight } from './http/respond';
 import { type BcmsExtensionsOptions, resolveOptions } from './options';
-import { PluginRouteTable, type PluginRoute } from './plugin/routes';
+import { PluginRouteTable, type PluginMatch, type PluginRoute } from './plugin/routes';
 import type { BcmsPlugin, BcmsPluginContext, PreRequestContext } from './plugin/types';
 import { createAccessTokenVerifier, hasBearerToken, JWTPermissionName, tokenAllows } from './security/jwt';
 
@@ -157,7 +157,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     return serveFunction(req, res, definition, requestId);
   }
 
-  async function dispatchPlugin(req: Request, res: Response, match: ReturnType<PluginRouteTable['match']> & object, requestId: string): Promise<void> {
+  async function dispatchPlugin(req: Request, res: Response, match: PluginMatch, requestId: string): Promise<void> {
     if (functions === undefined) await ready;
     if (match.params !== null) req.params = match.params;
     const method = req.method === 'HEAD' ? 'GET' : (req.method as string);
@@ -167,45 +167,51 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     return servePlugin(req, res, route, requestId);
   }
 
-  function handle(req: Request, res: Response, next: NextFunction): void {
+  /** One request the router owns, from its id to its log line. Errors of every kind end here. */
+  async function serve(req: Request, res: Response, family: Family, path: string, match: PluginMatch | undefined): Promise<void> {
+    const requestId = randomUUID();
+    const started = performance.now();
+    try {
+      if (family === 'function') await dispatchFunction(req, res, path, requestId);
+      else if (match === undefined) throw new BcmsHttpError('INVALID_URL');
+      else await dispatchPlugin(req, res, match, requestId);
+    } catch (error) {
+      fail(res, error, family, requestId);
+    }
+    finish(req, res, requestId, started);
+  }
+
+  /** Decides whether a request is the router's, by its path alone; everything else falls through. */
+  function owns(req: Request, res: Response): boolean {
     const url = req.url;
-    if (!url.startsWith('/api/')) return next();
+    if (!url.startsWith('/api/')) return false;
     const query = url.indexOf('?');
     let path = query === -1 ? url : url.slice(0, query);
     if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
-
-    let family: Family;
-    let work: (requestId: string) => Promise<void>;
     if (path.startsWith(FUNCTION_PREFIX) || path === '/api/function') {
-      family = 'function';
-      work = (requestId) => dispatchFunction(req, res, path, requestId);
-    } else if (path.startsWith(PLUGIN_PREFIX)) {
-      let match;
-      try {
-        match = plugins.match(path);
-      } catch {
-        family = 'plugin';
-        const requestId = randomUUID();
-        const started = performance.now();
-        writeError(res, new BcmsHttpError('INVALID_URL'), family, requestId);
-        return finish(req, res, requestId, started);
-      }
-      if (match === undefined) return next(); // no plugin serves it: the host's route or 404
-      family = 'plugin';
-      work = (requestId) => dispatchPlugin(req, res, match, requestId);
-    } else {
-      return next();
+      void serve(req, res, 'function', path, undefined);
+      return true;
     }
-
-    const requestId = randomUUID();
-    const started = performance.now();
-    work(requestId)
-      .catch((error: unknown) => fail(res, error, family, requestId))
-      .finally(() => finish(req, res, requestId, started));
+    if (!path.startsWith(PLUGIN_PREFIX)) return false;
+    let match: PluginMatch | undefined;
+    try {
+      match = plugins.match(path);
+      if (match === undefined) return false; // no plugin serves it: the host's route or its 404
+    } catch {
+      // A parameter with a malformed percent-encoding: the path is ours, the URL is not valid.
+    }
+    void serve(req, res, 'plugin', path, match);
+    return true;
   }
 
   const router = express.Router() as BcmsExtensionsRouter;
-  router.use(handle);
+  // The router answers its own paths before Express's routing loop runs a second time; any route a
+  // host adds to this router with router.use/get still works, through the original handle.
+  const routing = router as unknown as { handle(req: Request, res: Response, next: NextFunction): void };
+  const routeStack = routing.handle;
+  routing.handle = function handle(req, res, next) {
+    if (!owns(req, res)) routeStack.call(router, req, res, next);
+  };
   return Object.assign(router, {
     ready,
     async close(): Promise<void> {

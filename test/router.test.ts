@@ -48,6 +48,16 @@ describe('bcmsExtensions(registry, options)', () => {
     await expect(router.close()).resolves.toBeUndefined();
   });
 
+  test('routes a host adds to the router itself still work', async () => {
+    const router = bcmsExtensions({ plugins: [plugin('p', { a: { path: '/a' } })] }, quiet());
+    router.get('/extra', (_req, res) => {
+      res.json({ extra: true });
+    });
+    const app = express().use(router);
+    expect((await request(app).get('/extra')).body).toEqual({ extra: true });
+    expect((await request(app).get('/api/plugin/p/c/a')).body).toEqual({ from: 'p', key: 'a' });
+  });
+
   test('two routers in one app do not share state', async () => {
     const one = bcmsExtensions({ plugins: [plugin('one', { a: { path: '/a' } })], functions: [fn('f', 1)] }, quiet());
     const two = bcmsExtensions({ plugins: [plugin('two', { a: { path: '/a' } })], functions: [fn('f', 2), fn('g', 'g')] }, { ...quiet(), bodyLimit: 10 });

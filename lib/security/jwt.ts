@@ -1,7 +1,8 @@
+import { createPublicKey, createSecretKey } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Request } from 'express';
 import { expressjwt, UnauthorizedError, type Params as ExpressJwtParams } from 'express-jwt';
-import { TokenExpiredError, type Algorithm, type Secret } from 'jsonwebtoken';
+import { TokenExpiredError, type Algorithm } from 'jsonwebtoken';
 import { BcmsHttpError } from '../http/errors';
 import type { PreRequestHandler } from '../plugin/types';
 
@@ -110,7 +111,7 @@ export function createAccessTokenVerifier(options: JwtOptions): AccessTokenVerif
   }
   const verified = new WeakMap<object, JWT>();
   const params: ExpressJwtParams = {
-    secret: secret as Secret,
+    secret: toKeyObject(secret),
     algorithms: [...algorithms],
     credentialsRequired: true,
     // Called only after the signature and claims checked out: the one place express-jwt hands over
@@ -146,6 +147,17 @@ export function createAccessTokenVerifier(options: JwtOptions): AccessTokenVerif
       // of the request is touched.
       void middleware(request as Request, undefined as never, settle);
     });
+}
+
+/**
+ * Turns a string or Buffer secret into a KeyObject once. Given a string, jsonwebtoken first tries
+ * it as a public key on every request and only then as a secret: a thrown crypto error per request,
+ * most of the guard's cost. A PEM text becomes a public key (RS*, ES*, PS*, EdDSA).
+ */
+function toKeyObject(secret: NonNullable<ExpressJwtParams['secret']>): ExpressJwtParams['secret'] {
+  if (typeof secret !== 'string' && !Buffer.isBuffer(secret)) return secret;
+  const bytes = Buffer.from(secret);
+  return bytes.includes('-----BEGIN ') ? createPublicKey(bytes) : createSecretKey(bytes);
 }
 
 /** Whether some role of the token is listed and holds the permission. */

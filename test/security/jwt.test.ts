@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import request from 'supertest';
 import jwt from 'jsonwebtoken';
 import {
@@ -123,6 +124,18 @@ describe('JWT options', () => {
 
   test('"none" among the algorithms is refused when the router is built', async () => {
     await expect(buildApp({}, { jwt: { secret: JWT_SECRET, algorithms: ['none'] } })).rejects.toThrow(/must not contain "none"/);
+  });
+
+  test('RS256 with a PEM public key as jwt.secret', async () => {
+    const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const pem = publicKey.export({ type: 'spki', format: 'pem' }) as string;
+    const t = await buildApp({ plugins: [guarded] }, { jwt: { secret: pem, algorithms: ['RS256'] } });
+    const token = jwt.sign({ userId: 'rsa-user', rls: [role('ADMIN', 'READ')] }, privateKey, { algorithm: 'RS256', expiresIn: '1m' });
+    const res = await request(t.app).get('/api/plugin/secure/me').set('Authorization', `Bearer ${token}`);
+    expect(res.body).toEqual({ userId: 'rsa-user', alg: 'RS256' });
+    // An HS256 token signed with the public key text as an HMAC secret (key confusion) is refused.
+    const confused = jwt.sign({ userId: 'x', rls: [role('ADMIN', 'READ')] }, pem, { algorithm: 'HS256' });
+    expect((await request(t.app).get('/api/plugin/secure/me').set('Authorization', `Bearer ${confused}`)).status).toBe(401);
   });
 
   test('a secret callback (express-jwt) works', async () => {
