@@ -5,6 +5,7 @@ import { expressjwt, UnauthorizedError, type Params as ExpressJwtParams } from '
 import { TokenExpiredError, type Algorithm } from 'jsonwebtoken';
 import { BcmsHttpError } from '../http/errors';
 import type { PreRequestHandler } from '../plugin/types';
+import { bearerToken, VerifiedTokenCache } from './token-cache';
 
 /** Role names of a BCMS token (`rls[].name`). */
 export enum JWTRoleName {
@@ -124,8 +125,9 @@ export function createAccessTokenVerifier(options: JwtOptions): AccessTokenVerif
   if (options.issuer !== undefined) params.issuer = options.issuer as ExpressJwtParams['issuer'];
   if (options.audience !== undefined) params.audience = options.audience as ExpressJwtParams['audience'];
   const middleware = expressjwt(params);
+  const cache = typeof secret === 'function' ? undefined : new VerifiedTokenCache(TOKEN_CACHE_SIZE);
 
-  return (request) =>
+  const verifyWithExpressJwt = (request: IncomingMessage) =>
     new Promise<JWT>((resolve, reject) => {
       const settle = (error?: unknown): void => {
         if (error === undefined) {
@@ -143,11 +145,24 @@ export function createAccessTokenVerifier(options: JwtOptions): AccessTokenVerif
           reject(tokenInvalid(error.inner instanceof TokenExpiredError ? EXPIRED : INVALID));
         }
       };
-      // express-jwt leaves `req.auth` set; the handler reads `accessToken` instead, and nothing else
-      // of the request is touched.
+      // express-jwt also sets `req.auth` (the payload); handlers read `accessToken` instead.
       void middleware(request as Request, undefined as never, settle);
     });
+
+  if (cache === undefined) return verifyWithExpressJwt;
+  return async (request) => {
+    const token = bearerToken(request);
+    if (token !== undefined) {
+      const known = cache.get(token, Math.floor(Date.now() / 1000));
+      if (known !== undefined) return known;
+    }
+    const accessToken = await verifyWithExpressJwt(request);
+    return token === undefined ? accessToken : cache.set(token, accessToken);
+  };
 }
+
+/** How many verified tokens one router remembers: a few MB at most. */
+const TOKEN_CACHE_SIZE = 10_000;
 
 /**
  * Turns a string or Buffer secret into a KeyObject once. Given a string, jsonwebtoken first tries
