@@ -58,6 +58,18 @@ async function withExtensions(registry, options = {}) {
   return app;
 }
 
+/** The `bench` plugin behind the JWT guard (ADMIN or USER holding READ). */
+function guardedPluginApp() {
+  return withExtensions(
+    {
+      plugins: [
+        benchPlugin(createJwtProtectionPreRequestHandler([JWTRoleName.ADMIN, JWTRoleName.USER], JWTPermissionName.READ)),
+      ],
+    },
+    { jwt: { secret: JWT_SECRET } },
+  );
+}
+
 const builders = {
   'baseline-get': async () => {
     const app = express();
@@ -65,15 +77,9 @@ const builders = {
     return app;
   },
   'plugin-get': () => withExtensions({ plugins: [benchPlugin()] }),
-  'plugin-get-guarded': () =>
-    withExtensions(
-      {
-        plugins: [
-          benchPlugin(createJwtProtectionPreRequestHandler([JWTRoleName.ADMIN, JWTRoleName.USER], JWTPermissionName.READ)),
-        ],
-      },
-      { jwt: { secret: JWT_SECRET } },
-    ),
+  'plugin-get-guarded': guardedPluginApp,
+  // The same server; only the requests differ (a different token each, see scenarios.js).
+  'plugin-get-guarded-cold': guardedPluginApp,
   'baseline-post': async () => {
     const app = express();
     app.post('/echo', express.json(), (req, res) => res.json({ success: true, result: req.body }));

@@ -8,14 +8,41 @@ const JWT_SECRET = 'bench-secret';
 const BODY = { name: 'bench', items: [1, 2, 3] };
 const JSON_TYPE = { 'content-type': 'application/json' };
 
-/** A BCMS-shaped token the guard accepts: ADMIN holds READ. Signed once per run. */
-function bearerHeaders() {
-  const payload = { userId: 'u1', rls: [{ name: 'ADMIN', permissions: [{ name: 'READ' }] }] };
+/**
+ * A BCMS-shaped token the guard accepts: ADMIN holds READ. Signed once per run and valid for an
+ * hour: a run longer than that would see its guarded requests answered 401 (counted as failures).
+ */
+function bearerHeaders(userId = 'u1') {
+  const payload = { userId, rls: [{ name: 'ADMIN', permissions: [{ name: 'READ' }] }] };
   const token = jwt.sign(payload, JWT_SECRET, { algorithm: 'HS256', expiresIn: '1h' });
   return { authorization: `Bearer ${token}` };
 }
 
-/** In run order; `baseline` and `target` make the ratio column (scenario req/s ÷ baseline req/s). */
+/**
+ * How many distinct tokens plugin-get-guarded-cold cycles through. The router's verified-token
+ * cache (lib/security/token-cache.ts) holds 10,000 tokens and evicts the oldest insertion first
+ * (FIFO: a hit does not refresh an entry). Sent round-robin, a token comes back only after the
+ * 19,999 others; each of those misses and is inserted, so by then at least 10,000 insertions have
+ * pushed it out and it misses again: every request is verified by express-jwt. The 50 connections
+ * can reorder requests by a few dozen places at most, far less than the 10,000 margin.
+ */
+const COLD_TOKENS = 20_000;
+// A copy of TOKEN_CACHE_SIZE in lib/security/jwt.ts (not exported): keep the two in step.
+const TOKEN_CACHE_CAPACITY = 10_000;
+if (COLD_TOKENS <= TOKEN_CACHE_CAPACITY) throw new Error('COLD_TOKENS must exceed the token cache capacity');
+
+/** `count` header sets, each with a different valid token (userId u0, u1, …). */
+function distinctBearerHeaders(count) {
+  const headers = Array.from({ length: count }, (_, i) => bearerHeaders(`u${i}`));
+  if (new Set(headers.map((h) => h.authorization)).size !== count) throw new Error('signed tokens are not distinct');
+  return headers;
+}
+
+/**
+ * In run order; `baseline` and `target` make the ratio column (scenario req/s ÷ baseline req/s).
+ * `headers` are signed once per run and sent with every request; `rotatingHeaders` are also signed
+ * once per run, and each request carries the next set, round-robin (see run.js).
+ */
 const scenarios = [
   { name: 'baseline-get', method: 'GET', path: '/hello', expect: { message: 'Hello' } },
   {
@@ -34,6 +61,16 @@ const scenarios = [
     expect: { message: 'Hello' },
     baseline: 'baseline-get',
     target: 1.0,
+  },
+  {
+    // Same server as plugin-get-guarded, but no request's token is in the cache: what a miss costs.
+    // No target: it is here to be reported, not to pass.
+    name: 'plugin-get-guarded-cold',
+    method: 'GET',
+    path: '/api/plugin/bench/hello/world',
+    rotatingHeaders: () => distinctBearerHeaders(COLD_TOKENS),
+    expect: { message: 'Hello' },
+    baseline: 'baseline-get',
   },
   {
     name: 'baseline-post',
@@ -55,4 +92,4 @@ const scenarios = [
   },
 ];
 
-module.exports = { JWT_SECRET, scenarios };
+module.exports = { COLD_TOKENS, JWT_SECRET, TOKEN_CACHE_CAPACITY, scenarios };

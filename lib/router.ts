@@ -133,38 +133,50 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     // A host body parser that ran first already set `req.body`: use it as it is.
     if (req.body === undefined && hasBody(req)) req.body = parseJsonBody(await readRawBody(req, bodyLimit));
     const context: BcmsFunctionContext = { request: req, logger, errorHandler, auth };
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new BcmsHttpError('FUNCTION_TIMEOUT', `Function "${definition.config.name}" ran past its time-out of ${functionTimeoutMs} ms.`)), functionTimeoutMs);
-    });
-    let result: unknown;
-    try {
-      result = await Promise.race([definition.handler(context), timeout]);
-    } finally {
-      clearTimeout(timer);
-    }
-    const body = `{"success":true,"result":${JSON.stringify(result) ?? 'null'}}`;
-    writeJson(res, 200, body, requestId);
+    const result = await withTimeout(definition, context);
+    writeJson(res, 200, `{"success":true,"result":${JSON.stringify(result) ?? 'null'}}`, requestId);
   }
 
-  async function dispatchFunction(req: Request, res: Response, path: string, requestId: string): Promise<void> {
-    if (functions === undefined) await ready;
+  /** The handler's result, or FUNCTION_TIMEOUT once `functionTimeoutMs` passed (the handler runs on). */
+  function withTimeout(definition: BcmsFunction, context: BcmsFunctionContext): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        const message = `Function "${definition.config.name}" ran past its time-out of ${functionTimeoutMs} ms.`;
+        reject(new BcmsHttpError('FUNCTION_TIMEOUT', message));
+      }, functionTimeoutMs);
+      const settle = (): void => clearTimeout(timer);
+      // Called inside the executor, a synchronous throw of the handler rejects this promise too.
+      Promise.resolve(definition.handler(context)).then(
+        (value) => (settle(), resolve(value)),
+        (error: unknown) => (settle(), reject(error)),
+      );
+    });
+  }
+
+  /** The function a path names, or its 404 / 405; `undefined` once a preflight was answered. */
+  function functionFor(req: Request, res: Response, path: string, requestId: string): BcmsFunction | undefined {
     const name = path.length > FUNCTION_PREFIX.length ? path.slice(FUNCTION_PREFIX.length) : '';
     const definition = (functions as Map<string, BcmsFunction>).get(name);
     if (definition === undefined) throw new BcmsHttpError('FUNCTION_NOT_FOUND', `Function "${name}" not found.`);
-    if (req.method === 'OPTIONS') return writePreflight(res, FUNCTION_ALLOW, req.headers['access-control-request-headers'], requestId);
+    if (req.method === 'OPTIONS') {
+      writePreflight(res, FUNCTION_ALLOW, req.headers['access-control-request-headers'], requestId);
+      return undefined;
+    }
     if (req.method !== 'POST') throw new BcmsHttpError('METHOD_NOT_ALLOWED', `${req.method} is not allowed here; use POST.`, { Allow: FUNCTION_ALLOW });
-    return serveFunction(req, res, definition, requestId);
+    return definition;
   }
 
-  async function dispatchPlugin(req: Request, res: Response, match: PluginMatch, requestId: string): Promise<void> {
-    if (functions === undefined) await ready;
+  /** The method of a matched plugin path, or its 405; `undefined` once a preflight was answered. */
+  function routeFor(req: Request, res: Response, match: PluginMatch, requestId: string): PluginRoute | undefined {
     if (match.params !== null) req.params = match.params;
     const method = req.method === 'HEAD' ? 'GET' : (req.method as string);
-    if (method === 'OPTIONS') return writePreflight(res, match.path.allow, req.headers['access-control-request-headers'], requestId);
+    if (method === 'OPTIONS') {
+      writePreflight(res, match.path.allow, req.headers['access-control-request-headers'], requestId);
+      return undefined;
+    }
     const route = match.path.verbs.get(method);
     if (route === undefined) throw new BcmsHttpError('METHOD_NOT_ALLOWED', `${req.method} is not allowed here.`, { Allow: match.path.allow });
-    return servePlugin(req, res, route, requestId);
+    return route;
   }
 
   /** One request the router owns, from its id to its log line. Errors of every kind end here. */
@@ -172,9 +184,15 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     const requestId = randomUUID();
     const started = performance.now();
     try {
-      if (family === 'function') await dispatchFunction(req, res, path, requestId);
-      else if (match === undefined) throw new BcmsHttpError('INVALID_URL');
-      else await dispatchPlugin(req, res, match, requestId);
+      if (functions === undefined) await ready;
+      if (family === 'function') {
+        const definition = functionFor(req, res, path, requestId);
+        if (definition !== undefined) await serveFunction(req, res, definition, requestId);
+      } else {
+        if (match === undefined) throw new BcmsHttpError('INVALID_URL');
+        const route = routeFor(req, res, match, requestId);
+        if (route !== undefined) await servePlugin(req, res, route, requestId);
+      }
     } catch (error) {
       fail(res, error, family, requestId);
     }

@@ -24,6 +24,9 @@ export function hasBody(req: IncomingMessage): boolean {
  * Content-Length says so, and as soon as the stream passes the limit otherwise.
  */
 export function readRawBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  // Read already (a host middleware consumed the stream without setting req.body): no 'end' would
+  // ever come, so the request would hang. What is gone is gone: the body counts as empty.
+  if (req.readableEnded) return Promise.resolve(Buffer.alloc(0));
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > limit) {
     return Promise.reject(new BcmsHttpError('BODY_TOO_LARGE', `Request body is larger than the limit of ${limit} bytes.`));

@@ -145,6 +145,19 @@ describe('public functions', () => {
     expect((await request(t.app).post('/api/function/echo').send({ after: true })).body.result).toEqual({ body: { after: true } });
   });
 
+  test('a body a host middleware consumed without setting req.body does not hang the request', async () => {
+    const router = bcmsExtensions({ functions: [echo] }, { logger: memoryLogger().logger });
+    const app = express();
+    app.use((req, _res, next) => {
+      req.resume();
+      req.on('end', () => next());
+    });
+    app.use(router);
+    await router.ready;
+    const res = await request(app).post('/api/function/echo').send({ lost: true });
+    expect(res.body).toEqual({ success: true, result: { body: '<undefined>' } });
+  });
+
   test('a body a host parser already read is used as it is (unsigned routes)', async () => {
     const router = bcmsExtensions({ functions: [echo] }, { logger: memoryLogger().logger });
     const app = express();
