@@ -17,18 +17,25 @@ function machine() {
   };
 }
 
-function median(values) {
+/** The q-quantile (0 ≤ q ≤ 1) by linear interpolation between the closest ranks; null if empty. */
+function quantile(values, q) {
   if (values.length === 0) return null;
   const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+  const position = (sorted.length - 1) * q;
+  const below = Math.floor(position);
+  const above = Math.ceil(position);
+  return sorted[below] + (sorted[above] - sorted[below]) * (position - below);
+}
+
+function median(values) {
+  return quantile(values, 0.5);
 }
 
 function sum(values) {
   return values.reduce((total, value) => total + value, 0);
 }
 
-/** Status code counts of all rounds added up, in autocannon's `{ "200": { count } }` shape. */
+/** Status code counts of several slices added up, in autocannon's `{ "200": { count } }` shape. */
 function mergeStatusCodes(results) {
   const merged = {};
   for (const result of results) {
@@ -40,34 +47,37 @@ function mergeStatusCodes(results) {
 }
 
 /**
- * One row per scenario from `rounds[r][i]` (scenario i measured in round r): the medians of req/s
- * and p99 over the rounds and, for a scenario with a baseline, the ratio of each round (against
- * the baseline measured in that same round), their median, min and max, and whether the median
- * met the target. `met` is null without a baseline or without a target.
+ * One row per scenario from the measured pairs (`{ baseline, scenario, slices }`, see run.js).
+ * A scenario's own slices are its B slices in its pair; a baseline's are its A slices in every
+ * pair it took part in, pooled. req/s and p99 are medians over those slices. A scenario with a
+ * baseline also gets its slice-pair ratios, their median and interquartile range, and whether the
+ * median met the target (`met` is null without a baseline or without a target).
  */
-function compare(scenarios, rounds) {
-  return scenarios.map((scenario, i) => {
-    const own = rounds.map((results) => results[i]);
-    const perRound = rounds.map((results) => {
-      const result = results[i];
-      let ratio = null;
-      if (scenario.baseline !== undefined) {
-        const baseline = results.find((candidate) => candidate.name === scenario.baseline);
-        ratio = baseline && baseline.reqPerSec > 0 ? result.reqPerSec / baseline.reqPerSec : null;
+function compare(scenarios, pairs) {
+  return scenarios.map((scenario) => {
+    const own = [];
+    let ratios = null;
+    for (const pair of pairs) {
+      if (pair.scenario === scenario.name) {
+        own.push(...pair.slices.map((slice) => slice.scenario));
+        ratios = pair.slices.map((slice) => slice.ratio);
+      } else if (pair.baseline === scenario.name) {
+        own.push(...pair.slices.map((slice) => slice.baseline));
       }
-      return { ...result, ratio };
-    });
-    const ratios = perRound.map((result) => result.ratio).filter((ratio) => ratio !== null);
-    const ratio = ratios.length === perRound.length ? median(ratios) : null;
+    }
+    // A null ratio is a slice whose baseline served nothing: no median is better than a skewed one.
+    const ratio = ratios === null || ratios.includes(null) ? null : median(ratios);
     return {
       name: scenario.name,
       baseline: scenario.baseline,
       target: scenario.target,
+      slices: own.length,
       reqPerSec: median(own.map((result) => result.reqPerSec)),
       p99Ms: median(own.map((result) => result.p99Ms)),
       ratio,
-      ratioMin: ratio === null ? null : Math.min(...ratios),
-      ratioMax: ratio === null ? null : Math.max(...ratios),
+      ratioP25: ratio === null ? null : quantile(ratios, 0.25),
+      ratioP75: ratio === null ? null : quantile(ratios, 0.75),
+      ratios,
       met: ratio === null || scenario.target === undefined ? null : ratio >= scenario.target,
       totalRequests: sum(own.map((result) => result.totalRequests)),
       statusCodes: mergeStatusCodes(own),
@@ -75,40 +85,46 @@ function compare(scenarios, rounds) {
       errors: sum(own.map((result) => result.errors)),
       timeouts: sum(own.map((result) => result.timeouts)),
       failures: sum(own.map((result) => result.failures)),
-      rounds: perRound.map(({ name, ...result }) => result),
     };
   });
 }
 
 function markdown(rows, info, settings) {
   const fixed = (value, digits) => (value === null || value === undefined ? '—' : value.toFixed(digits));
-  const n = settings.rounds;
+  const n = settings.slices;
   const lines = [
-    `| scenario | req/s (median of ${n}) | p99 latency ms (median of ${n}) | ratio to baseline (median of ${n}) | ratio range (min–max of ${n}) | target | met? |`,
+    `| scenario | req/s (median of its slices) | p99 latency ms (median of its slices) | ratio to baseline (median of ${n} slice pairs) | ratio IQR (25th–75th percentile) | target | met? |`,
     '|---|--:|--:|--:|--:|--:|---|',
   ];
   for (const row of rows) {
     const target = row.target === undefined ? '—' : `>= ${row.target.toFixed(1)} × ${row.baseline}`;
     const met = row.met === null ? '—' : row.met ? 'yes' : 'missed';
-    const range = row.ratio === null ? '—' : `${fixed(row.ratioMin, 2)}–${fixed(row.ratioMax, 2)}`;
+    const range = row.ratio === null ? '—' : `${fixed(row.ratioP25, 2)}–${fixed(row.ratioP75, 2)}`;
     const failed = row.failures > 0 ? ` (${row.failures} failed requests)` : '';
     lines.push(
       `| ${row.name}${failed} | ${fixed(row.reqPerSec, 0)} | ${fixed(row.p99Ms, 1)} | ${fixed(row.ratio, 2)} | ${range} | ${target} | ${met} |`,
     );
   }
+  // "baseline-get 24, baseline-post 8": how many slices each baseline row pools.
+  const pooled = rows
+    .filter((row) => row.baseline === undefined)
+    .map((row) => `${row.name} ${row.slices}`)
+    .join(', ');
   lines.push(
     '',
     `Machine: ${info.cpu}, ${info.cores} cores, ${info.memoryGiB} GiB, Node ${info.node}, ${info.date}`,
     '',
-    `Each server ran alone in its own process, one scenario at a time; autocannon ran in the runner's process ` +
-      `(${settings.connections} connections, ${settings.duration} s measured after a ${settings.warmup} s warm-up whose result is discarded).`,
-    `The whole list ran ${n} times in a row (rounds), each round running every scenario once in order, so a scenario and its baseline ` +
-      'were measured close in time; req/s and p99 are medians over the rounds, and the ratio is the median of the per-round ratios ' +
-      "(scenario req/s ÷ its baseline's req/s in the same round), with their min–max as the range.",
-    'The bcms-extensions scenarios log one pino line per request to a real pino logger writing to /dev/null ' +
-      "(pino.destination('/dev/null')), so formatting and writing each line is included; the baseline Express apps log nothing.",
-    "A round's req/s is the average of autocannon's per-second samples. plugin-get-guarded-cold is plugin-get-guarded's server sent " +
-      `${COLD_TOKENS.toLocaleString('en-US')} distinct valid tokens round-robin, more than its ` +
+    `Each scenario ran alongside its baseline: both servers were up at once, each in its own process, and after a ` +
+      `${settings.warmup} s warm-up each (discarded) autocannon (${settings.connections} connections, in the runner's process) ` +
+      `loaded one at a time in ${n} slice pairs of ${settings.slice} s, alternating which went first (A B, B A, …).`,
+    `The ratio is the median over the ${n} pairs of scenario req/s ÷ baseline req/s within a pair, measured seconds apart so ` +
+      "slow drifts of the machine's speed cancel out, and the IQR is the 25th–75th percentile of those ratios.",
+    "req/s and p99 are medians over a row's own slices; a baseline row pools its slices from every pair it took part in " +
+      `(${pooled}).`,
+    "The bcms-extensions scenarios log one pino line per request through a real pino logger configured as the package's " +
+      "default logger (buffered 4 KB writes) but writing to /dev/null, so formatting and writing each line is included; the baseline Express apps log nothing.",
+    "A slice's req/s is the average of autocannon's per-second samples. plugin-get-guarded-cold is plugin-get-guarded's server sent " +
+      `${COLD_TOKENS.toLocaleString('en-US')} distinct valid tokens round-robin, carried on across its warm-up and slices, more than its ` +
       `${TOKEN_CACHE_CAPACITY.toLocaleString('en-US')}-token verified-token cache (FIFO) holds, so every request misses it and ` +
       'is verified by express-jwt; autocannon rebuilds each of its requests to change the token, a little more work on the load side.',
   );
@@ -121,9 +137,10 @@ function markdown(rows, info, settings) {
   return lines.join('\n');
 }
 
-function writeJson(file, rows, info, settings) {
+/** `pairs` holds every slice's numbers, in the order they were measured. */
+function writeJson(file, rows, pairs, info, settings) {
   fs.mkdirSync(path.dirname(file), { recursive: true });
-  fs.writeFileSync(file, `${JSON.stringify({ machine: info, settings, scenarios: rows }, null, 2)}\n`);
+  fs.writeFileSync(file, `${JSON.stringify({ machine: info, settings, scenarios: rows, pairs }, null, 2)}\n`);
 }
 
 module.exports = { compare, machine, markdown, writeJson };

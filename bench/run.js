@@ -1,9 +1,11 @@
 'use strict';
-// `npm run bench`: in each of BENCH_ROUNDS rounds, runs every scenario once, in order: starts its
-// server in a child process, verifies its answer, loads it with autocannon from this process and
-// stops it. Then prints a Markdown table of medians over the rounds and writes
-// bench/results/latest.json (with every round's numbers). Exits 0 when the run completed, whether or not targets were met;
-// non-zero on an error (a wrong answer, a failed request, a server that does not start).
+// `npm run bench`: measures each scenario against its baseline in interleaved A/B slices. For each
+// (baseline, scenario) pair it starts both servers in child processes, verifies both answers, warms
+// both up, then loads them in turn with autocannon from this process, BENCH_SLICES slice pairs of
+// BENCH_SLICE seconds each, and stops them. Then prints a Markdown table of medians and writes
+// bench/results/latest.json (with every slice's numbers). Exits 0 when the run completed, whether
+// or not targets were met; non-zero on an error (a wrong answer, a failed request, a server that
+// does not start).
 
 const { execFileSync, fork } = require('node:child_process');
 const os = require('node:os');
@@ -31,12 +33,19 @@ function positiveInteger(name, fallback) {
 }
 
 function readSettings() {
+  // Replaced by BENCH_SLICES and BENCH_SLICE; say so rather than silently run something else.
+  for (const gone of ['BENCH_ROUNDS', 'BENCH_DURATION']) {
+    if (process.env[gone] !== undefined) throw new Error(`${gone} is no longer read: use BENCH_SLICES and BENCH_SLICE`);
+  }
   return {
-    // Rounds of the whole list: a scenario and its baseline are measured minutes apart at most, and
-    // the median over rounds shrugs off one round disturbed by the machine's noise.
-    rounds: positiveInteger('BENCH_ROUNDS', 3),
+    // Slice pairs per (baseline, scenario) pair. The machine's speed drifts over seconds to minutes
+    // (a ratio measured minutes apart ranged 0.93–1.76); a slice of the scenario and one of its
+    // baseline taken back to back see nearly the same machine, so their ratio cancels the drift.
+    slices: positiveInteger('BENCH_SLICES', 8),
+    // Seconds per measured slice.
+    slice: positiveNumber('BENCH_SLICE', 3),
     connections: Math.round(positiveNumber('BENCH_CONNECTIONS', 50)),
-    duration: positiveNumber('BENCH_DURATION', 10),
+    // Seconds of discarded load per server before its first slice.
     warmup: positiveNumber('BENCH_WARMUP', 2),
     // Profiles each server with --cpu-prof into bench/results/profiles (slows them down).
     profile: process.env.BENCH_PROFILE === '1',
@@ -59,9 +68,14 @@ function pinning() {
   }
 }
 
-/** Forks `server.js <name>` (through `taskset` when pinned) and resolves once it reports its port. */
-function startServer(name, settings) {
-  const profile = settings.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.join(RESULTS, 'profiles')}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
+/**
+ * Forks `server.js <name>` (through `taskset` when pinned) and resolves once it reports its port.
+ * `profileName` names its --cpu-prof file: a baseline's server is started once per pair.
+ */
+function startServer(name, settings, profileName = name) {
+  const profile = settings.profile
+    ? ['--cpu-prof', `--cpu-prof-dir=${path.join(RESULTS, 'profiles')}`, `--cpu-prof-name=${profileName}.cpuprofile`]
+    : [];
   const options = settings.pinned
     ? { execPath: 'taskset', execArgv: ['-c', settings.pinned.server, process.execPath, ...profile] }
     : { execArgv: profile };
@@ -94,8 +108,8 @@ function stopServer(child) {
 /**
  * What a scenario sends, built once per run (so tokens are signed before any load). With
  * `rotatingHeaders`, `nextHeaders()` hands out the sets round-robin; each server gets a fresh
- * rotation that starts at the first set and carries on through verification, warm-up and the
- * measured run, so no set comes back before all the others have been sent.
+ * rotation that starts at the first set and carries on through verification, warm-up and all of
+ * its slices, so no set comes back before all the others have been sent.
  */
 function prepare(scenario) {
   const request = {
@@ -147,8 +161,46 @@ function failuresOf(result) {
   return result.non2xx + result.errors + result.timeouts;
 }
 
-async function measure({ scenario, request, rotation }, settings, round) {
-  const server = await startServer(scenario.name, settings);
+/** The numbers of one autocannon load that the report keeps. */
+function summarize(result) {
+  return {
+    reqPerSec: result.requests.average,
+    p99Ms: result.latency.p99,
+    totalRequests: result.requests.total,
+    statusCodes: result.statusCodeStats,
+    non2xx: result.non2xx,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    failures: failuresOf(result),
+  };
+}
+
+/**
+ * (baseline, scenario) plans in scenario order, one pair per scenario with a `baseline`. A scenario
+ * that is neither would never be measured, so it is an error rather than a silently missing row.
+ */
+function pairsOf(plans) {
+  const byName = new Map(plans.map((plan) => [plan.scenario.name, plan]));
+  const pairs = plans
+    .filter((plan) => plan.scenario.baseline !== undefined)
+    .map((plan) => {
+      const baseline = byName.get(plan.scenario.baseline);
+      if (baseline === undefined) throw new Error(`${plan.scenario.name}: unknown baseline "${plan.scenario.baseline}"`);
+      return { baseline, scenario: plan };
+    });
+  const paired = new Set(pairs.flatMap((pair) => [pair.baseline.scenario.name, pair.scenario.scenario.name]));
+  const lone = plans.filter((plan) => !paired.has(plan.scenario.name)).map((plan) => plan.scenario.name);
+  if (lone.length > 0) throw new Error(`scenarios in no pair (no baseline, and nobody's baseline): ${lone.join(', ')}`);
+  return pairs;
+}
+
+/**
+ * Starts a plan's server and verifies its answer; resolves to `{ name, load(seconds), stop() }`.
+ * The server's header rotation (if any) lives as long as the server, so it carries on across
+ * verification, warm-up and every slice.
+ */
+async function openServer({ scenario, request, rotation }, settings, profileName) {
+  const server = await startServer(scenario.name, settings, profileName);
   try {
     const url = `http://127.0.0.1:${server.port}${scenario.path}`;
     const nextHeaders = rotation();
@@ -156,46 +208,64 @@ async function measure({ scenario, request, rotation }, settings, round) {
     await verify(scenario, url, first);
     const options = loadOptions(request, nextHeaders);
     const load = (duration) => autocannon({ url, connections: settings.connections, duration, ...options });
-    // Warm-up: lets V8 optimise the hot paths before measuring; its numbers are discarded.
-    const warm = await load(settings.warmup);
-    if (failuresOf(warm) > 0) throw new Error(`${scenario.name}: warm-up had failed requests ${JSON.stringify(warm.statusCodeStats)}`);
-    const result = await load(settings.duration);
-    const summary = {
-      name: scenario.name,
-      reqPerSec: result.requests.average,
-      p99Ms: result.latency.p99,
-      totalRequests: result.requests.total,
-      statusCodes: result.statusCodeStats,
-      non2xx: result.non2xx,
-      errors: result.errors,
-      timeouts: result.timeouts,
-      failures: failuresOf(result),
-    };
-    console.error(
-      `[round ${round}/${settings.rounds}] ${scenario.name}: ${Math.round(summary.reqPerSec)} req/s, p99 ${summary.p99Ms} ms`,
-    );
-    return summary;
-  } finally {
+    return { name: scenario.name, load, stop: server.stop };
+  } catch (error) {
     await server.stop();
+    throw error;
+  }
+}
+
+/**
+ * Measures one (baseline A, scenario B) pair: both servers up at once (pinned to the same core,
+ * but only one under load at any time; the idle one just waits on its socket), both warmed up,
+ * then `settings.slices` slice pairs. The order flips every pair (A B, B A, A B, …) so that
+ * neither always runs right after the other (e.g. while the other's garbage is still collected).
+ */
+async function measurePair(pair, settings, label) {
+  const open = [];
+  try {
+    open.push(await openServer(pair.baseline, settings, `${pair.baseline.scenario.name}.with-${pair.scenario.scenario.name}`));
+    open.push(await openServer(pair.scenario, settings, pair.scenario.scenario.name));
+    const [a, b] = open;
+    // Warm-up: lets V8 optimise the hot paths before measuring; its numbers are discarded.
+    for (const server of open) {
+      const warm = await server.load(settings.warmup);
+      if (failuresOf(warm) > 0) throw new Error(`${server.name}: warm-up had failed requests ${JSON.stringify(warm.statusCodeStats)}`);
+    }
+    const slices = [];
+    for (let index = 0; index < settings.slices; index += 1) {
+      const order = index % 2 === 0 ? [a, b] : [b, a];
+      const measured = new Map();
+      for (const server of order) measured.set(server, summarize(await server.load(settings.slice)));
+      const baseline = measured.get(a);
+      const scenario = measured.get(b);
+      const ratio = baseline.reqPerSec > 0 ? scenario.reqPerSec / baseline.reqPerSec : null;
+      slices.push({ index, first: order[0].name, baseline, scenario, ratio });
+      console.error(
+        `[${label} slice ${index + 1}/${settings.slices}] ${a.name} ${Math.round(baseline.reqPerSec)} req/s p99 ${baseline.p99Ms} ms, ` +
+          `${b.name} ${Math.round(scenario.reqPerSec)} req/s p99 ${scenario.p99Ms} ms, ` +
+          `ratio ${ratio === null ? '—' : ratio.toFixed(2)} (${order[0].name} first)`,
+      );
+    }
+    return { baseline: a.name, scenario: b.name, slices };
+  } finally {
+    await Promise.all(open.map((server) => server.stop()));
   }
 }
 
 async function main() {
   const settings = { ...readSettings(), pinned: pinning() };
-  const plans = scenarios.map(prepare);
-  // rounds[r][i]: scenario i in round r. One at a time: on a 2-core machine, two servers at once
-  // would share cores and skew each other.
-  const rounds = [];
-  for (let round = 1; round <= settings.rounds; round += 1) {
-    const results = [];
-    for (const plan of plans) results.push(await measure(plan, settings, round));
-    rounds.push(results);
+  const pairs = pairsOf(scenarios.map(prepare));
+  // One pair at a time: on a 2-core machine, a third or fourth server would only add contention.
+  const measured = [];
+  for (const [i, pair] of pairs.entries()) {
+    measured.push(await measurePair(pair, settings, `pair ${i + 1}/${pairs.length}`));
   }
 
-  const rows = compare(scenarios, rounds);
+  const rows = compare(scenarios, measured);
   const info = machine();
   console.log(markdown(rows, info, settings));
-  writeJson(path.join(RESULTS, 'latest.json'), rows, info, settings);
+  writeJson(path.join(RESULTS, 'latest.json'), rows, measured, info, settings);
 
   const failed = rows.filter((row) => row.failures > 0);
   if (failed.length > 0) {

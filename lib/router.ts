@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
@@ -47,6 +47,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   checkFunctionModules(modules);
   const verifyAccessToken = createAccessTokenVerifier(settings.jwt);
 
+  const nextRequestId = createRequestIds();
   let functions: Map<string, BcmsFunction> | undefined;
   const ready = loadFunctions(modules).then((loaded) => {
     functions = loaded;
@@ -54,14 +55,13 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   // The refusal is logged even when the host never awaits `ready`, and is not an unhandled rejection.
   ready.catch((error: unknown) => logger.error({ err: error }, 'bcms-extensions: the registry was refused'));
 
-  function finish(req: IncomingMessage, res: ServerResponse, requestId: string, started: number): void {
-    const url = (req as Request).originalUrl ?? req.url ?? '';
-    const query = url.indexOf('?');
+  /** The request's log line. `path` is the router-relative path: no query string, never a token. */
+  function finish(req: Request, res: ServerResponse, path: string, requestId: string, started: number): void {
     logger.info(
       {
         requestId,
         method: req.method,
-        path: query === -1 ? url : url.slice(0, query),
+        path: req.baseUrl ? req.baseUrl + path : path,
         status: res.statusCode,
         ms: Math.round((performance.now() - started) * 1000) / 1000,
       },
@@ -179,24 +179,40 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     return route;
   }
 
-  /** One request the router owns, from its id to its log line. Errors of every kind end here. */
-  async function serve(req: Request, res: Response, family: Family, path: string, match: PluginMatch | undefined): Promise<void> {
-    const requestId = randomUUID();
+  /**
+   * One request the router owns, from its id to its log line. Errors of every kind end here.
+   * Plain promise callbacks rather than an async function: one promise less per request.
+   */
+  function serve(req: Request, res: Response, family: Family, path: string, match: PluginMatch | undefined): void {
+    const requestId = nextRequestId();
     const started = performance.now();
-    try {
-      if (functions === undefined) await ready;
-      if (family === 'function') {
-        const definition = functionFor(req, res, path, requestId);
-        if (definition !== undefined) await serveFunction(req, res, definition, requestId);
-      } else {
-        if (match === undefined) throw new BcmsHttpError('INVALID_URL');
-        const route = routeFor(req, res, match, requestId);
-        if (route !== undefined) await servePlugin(req, res, route, requestId);
-      }
-    } catch (error) {
+    const done = (): void => finish(req, res, path, requestId, started);
+    const failed = (error: unknown): void => {
       fail(res, error, family, requestId);
+      done();
+    };
+    let work: Promise<void> | undefined;
+    try {
+      work =
+        functions === undefined
+          ? ready.then(() => dispatch(req, res, family, path, match, requestId))
+          : dispatch(req, res, family, path, match, requestId);
+    } catch (error) {
+      return failed(error);
     }
-    finish(req, res, requestId, started);
+    if (work === undefined) return done();
+    work.then(done, failed);
+  }
+
+  /** Runs the request's function or plugin method; `undefined` when it was answered already. */
+  function dispatch(req: Request, res: Response, family: Family, path: string, match: PluginMatch | undefined, requestId: string): Promise<void> | undefined {
+    if (family === 'function') {
+      const definition = functionFor(req, res, path, requestId);
+      return definition && serveFunction(req, res, definition, requestId);
+    }
+    if (match === undefined) throw new BcmsHttpError('INVALID_URL');
+    const route = routeFor(req, res, match, requestId);
+    return route && servePlugin(req, res, route, requestId);
   }
 
   /** Decides whether a request is the router's, by its path alone; everything else falls through. */
@@ -236,6 +252,16 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
       // Nothing is opened yet beyond memory; the content store adds its pool here.
     },
   });
+}
+
+/**
+ * Request ids: a random prefix per router and a counter, unique across restarts and instances
+ * (48 random bits) and far cheaper per request than a random UUID.
+ */
+function createRequestIds(): () => string {
+  const prefix = randomBytes(6).toString('hex');
+  let count = 0;
+  return () => `${prefix}-${(++count).toString(36)}`;
 }
 
 const SIGNATURE_CHALLENGE = { 'WWW-Authenticate': 'Signature realm="bcms",headers="(request-target) date digest"' };

@@ -70,6 +70,8 @@ describe('CORS on every response', () => {
     expect(res.headers['access-control-allow-credentials']).toBeUndefined();
     expect(res.headers['x-request-id']).toBeDefined();
     expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+    // An error lets a browser script read why it failed and which log line to look for.
+    if (status >= 400) expect(res.headers['access-control-expose-headers']).toBe('X-Request-Id, WWW-Authenticate, Allow');
   });
 
   test('OPTIONS preflight on a plugin path: 204 with the path verbs and the requested headers', async () => {

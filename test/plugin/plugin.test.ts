@@ -96,7 +96,7 @@ describe('plugin endpoints', () => {
     expect(res.text).toBe('{"posts":["a","b"]}');
     expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
     expect(res.headers['access-control-allow-origin']).toBe('*');
-    expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+    expect(res.headers['x-request-id']).toMatch(/^[0-9a-f]{12}-[0-9a-z]+$/);
   });
 
   test('controller path and method path are joined with no extra segment; a trailing "/" is the same path', async () => {
