@@ -72,6 +72,15 @@ function guardedPluginApp() {
 }
 
 const builders = {
+  'express-use-ceiling': async () => {
+    const app = express();
+    const body = JSON.stringify({ message: 'Hello' });
+    app.use((req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
+      res.end(body);
+    });
+    return app;
+  },
   'baseline-get': async () => {
     const app = express();
     app.get('/hello', (req, res) => res.json({ message: 'Hello' }));

@@ -255,7 +255,10 @@ async function measurePair(pair, settings, label) {
 
 async function main() {
   const settings = { ...readSettings(), pinned: pinning() };
-  const pairs = pairsOf(scenarios.map(prepare));
+  // BENCH_ONLY=plugin-get,function-post measures just those scenarios (each with its baseline).
+  const only = (process.env.BENCH_ONLY ?? '').split(',').filter(Boolean);
+  const pairs = pairsOf(scenarios.map(prepare)).filter((pair) => only.length === 0 || only.includes(pair.scenario.scenario.name));
+  if (pairs.length === 0) throw new Error(`BENCH_ONLY="${process.env.BENCH_ONLY}" names no scenario with a baseline`);
   // One pair at a time: on a 2-core machine, a third or fourth server would only add contention.
   const measured = [];
   for (const [i, pair] of pairs.entries()) {

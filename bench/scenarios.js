@@ -46,6 +46,15 @@ function distinctBearerHeaders(count) {
 const scenarios = [
   { name: 'baseline-get', method: 'GET', path: '/hello', expect: { message: 'Hello' } },
   {
+    // The most any middleware mounted in Express can do: an app.use that only writes its answer
+    // (Content-Type and Content-Length). No target: it shows how close the router comes to it.
+    name: 'express-use-ceiling',
+    method: 'GET',
+    path: '/hello',
+    expect: { message: 'Hello' },
+    baseline: 'baseline-get',
+  },
+  {
     name: 'plugin-get',
     method: 'GET',
     path: '/api/plugin/bench/hello/world',
