@@ -19,3 +19,19 @@ export { createJwtProtectionPreRequestHandler, JWTPermissionName, JWTRoleName } 
 export type { JWT, JWTPayload, JWTPermission, JWTPreRequestHandlerResult, JWTRole, JwtOptions } from './security/jwt';
 export { BcmsHttpError, errorCodes } from './http/errors';
 export type { ErrorCode, ErrorHandler } from './http/errors';
+export { BCMSRepo } from './db/bcms-repo';
+export { migrate, MIGRATIONS_DIRECTORY, MIGRATIONS_TABLE } from './db/migrate';
+export type { DatabaseOption } from './db/connection';
+export type {
+  BcmsEntry,
+  BcmsEntryMeta,
+  BcmsEntryMetaProp,
+  BcmsEntryRepo,
+  BcmsRepo,
+  BcmsTemplate,
+  BcmsTemplateRepo,
+  EntryUpdate,
+  NewEntry,
+  NewTemplate,
+  TemplateUpdate,
+} from './db/repository';

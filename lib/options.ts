@@ -1,5 +1,6 @@
 import pino from 'pino';
 import { parseByteSize } from './http/body';
+import type { DatabaseOption } from './db/connection';
 import type { Logger } from './logger';
 import type { JwtOptions } from './security/jwt';
 
@@ -7,8 +8,11 @@ import type { JwtOptions } from './security/jwt';
 export interface BcmsExtensionsOptions {
   /** Verifies JWTs for guarded plugin endpoints and private functions. */
   jwt?: JwtOptions;
-  /** Knex instance, Postgres URL or `{ pglite: DIR }`: taken up by the content store. */
-  database?: unknown;
+  /**
+   * A Knex instance, a Postgres URL, or `{ pglite: DIR }` (`'memory://'` in memory). Default:
+   * `DATABASE_URL` when set, else embedded PGlite in `.bcms/data` under the working directory.
+   */
+  database?: DatabaseOption;
   signature?: { clockSkewSeconds?: number };
   /** Largest JSON body: bytes, or a size such as `'1mb'`. Default `'1mb'`. */
   bodyLimit?: number | string;

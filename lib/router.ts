@@ -2,6 +2,11 @@ import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import type { Knex } from 'knex';
+import { bindBcmsRepo } from './db/bcms-repo';
+import { openDatabase, type DatabaseOption } from './db/connection';
+import { createRepository } from './db/repository';
+import { ContentStore } from './db/store';
 import { checkFunctionModules, loadFunctions } from './function/load';
 import type { BcmsFunction, BcmsFunctionAuth, BcmsFunctionContext, BcmsFunctionModule } from './function/types';
 import { hasBody, isJsonType, parseJsonBody, readRawBody } from './http/body';
@@ -19,9 +24,14 @@ export interface BcmsRegistry {
 
 /** What `bcmsExtensions` returns: an Express router, plus its life cycle. */
 export interface BcmsExtensionsRouter extends Router {
-  /** Resolves once every function factory has run; rejects with a registry that cannot work. */
+  /**
+   * Resolves once every function factory has run and the database is migrated (or found
+   * unreachable: requests then retry); rejects with a registry that cannot work.
+   */
   readonly ready: Promise<void>;
-  /** Closes what the router opened. */
+  /** The Knex instance the router uses (migrated once `ready` resolved). */
+  readonly db: Knex;
+  /** Closes what the router opened: its pool, or its embedded database. */
   close(): Promise<void>;
 }
 
@@ -46,12 +56,18 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   const modules = registry.functions ?? [];
   checkFunctionModules(modules);
   const verifyAccessToken = createAccessTokenVerifier(settings.jwt);
+  const store = new ContentStore(openDatabase(settings.database as DatabaseOption | undefined), logger);
+  const repo = createRepository(store);
+  bindBcmsRepo(repo);
 
   const nextRequestId = createRequestIds();
   let functions: Map<string, BcmsFunction> | undefined;
-  const ready = loadFunctions(modules).then((loaded) => {
-    functions = loaded;
-  });
+  const ready = Promise.all([
+    loadFunctions(modules).then((loaded) => {
+      functions = loaded;
+    }),
+    store.start(),
+  ]).then(() => undefined);
   // The refusal is logged even when the host never awaits `ready`, and is not an unhandled rejection.
   ready.catch((error: unknown) => logger.error({ err: error }, 'bcms-extensions: the registry was refused'));
 
@@ -91,7 +107,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
       const type = req.headers['content-type'];
       if (type === undefined || isJsonType(type)) req.body = parseJsonBody(await readRawBody(req, bodyLimit));
     }
-    const base: BcmsPluginContext = { request: req, response: res, logger, errorHandler };
+    const base: BcmsPluginContext = { request: req, response: res, logger, errorHandler, repo };
     let context: BcmsPluginContext = base;
     const { preRequestHandler, handler } = route.method;
     if (preRequestHandler !== undefined) {
@@ -132,7 +148,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     const auth = definition.config.public ? null : await authenticate(req);
     // A host body parser that ran first already set `req.body`: use it as it is.
     if (req.body === undefined && hasBody(req)) req.body = parseJsonBody(await readRawBody(req, bodyLimit));
-    const context: BcmsFunctionContext = { request: req, logger, errorHandler, auth };
+    const context: BcmsFunctionContext = { request: req, logger, errorHandler, repo, auth };
     const result = await withTimeout(definition, context);
     writeJson(res, 200, `{"success":true,"result":${JSON.stringify(result) ?? 'null'}}`, requestId);
   }
@@ -248,9 +264,8 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   };
   return Object.assign(router, {
     ready,
-    async close(): Promise<void> {
-      // Nothing is opened yet beyond memory; the content store adds its pool here.
-    },
+    db: store.database.knex,
+    close: () => store.database.close(),
   });
 }
 

@@ -8,9 +8,15 @@ import {
   createControllerMethod,
   type BcmsPlugin,
 } from '../lib';
+import type { Knex } from 'knex';
 import { memoryLogger } from './support/app';
+import { sharedTestDatabase } from './support/database';
 
-const quiet = () => ({ logger: memoryLogger().logger });
+let db: Knex;
+beforeAll(async () => {
+  db = (await sharedTestDatabase()).knex;
+});
+const quiet = () => ({ logger: memoryLogger().logger, database: db });
 
 function plugin(name: string, methods: Record<string, { path: string; type?: 'get' | 'post' }>, controllerPath = '/c'): BcmsPlugin {
   return createBcmsPlugin({
@@ -153,6 +159,7 @@ describe('bcmsExtensions(registry, options)', () => {
     expect(() => bcmsExtensions({}, { functionTimeoutMs: 0 })).toThrow('option functionTimeoutMs must be a positive integer');
     expect(() => bcmsExtensions({}, { logger: {} as never })).toThrow('option logger must be pino-compatible');
     const options = Object.freeze({ jwt: Object.freeze({ secret: 's' }), ...quiet() });
+    // (the database is the test file's; see test/support/database.ts)
     expect(() => bcmsExtensions({}, options)).not.toThrow();
     expect(options.jwt).toEqual({ secret: 's' });
   });

@@ -1,4 +1,5 @@
 import type { Request } from 'express';
+import type { BcmsRepo } from '../db/repository';
 import type { ErrorHandler } from '../http/errors';
 import type { Logger } from '../logger';
 import type { JWT } from '../security/jwt';
@@ -20,6 +21,8 @@ export interface BcmsFunctionContext<Body = any> {
   request: Request & { body: Body };
   logger: Logger;
   errorHandler: ErrorHandler;
+  /** Templates and entries of the router's database. */
+  repo: BcmsRepo;
   auth: BcmsFunctionAuth | null;
 }
 

@@ -1,4 +1,5 @@
 import type { Request, Response } from 'express';
+import type { BcmsRepo } from '../db/repository';
 import type { ErrorHandler } from '../http/errors';
 import type { Logger } from '../logger';
 import type { JWT } from '../security/jwt';
@@ -12,6 +13,8 @@ export interface BcmsPluginContext {
   response: Response;
   logger: Logger;
   errorHandler: ErrorHandler;
+  /** Templates and entries of the router's database. */
+  repo: BcmsRepo;
 }
 
 export interface PreRequestContext extends BcmsPluginContext {

@@ -146,7 +146,7 @@ describe('public functions', () => {
   });
 
   test('a body a host middleware consumed without setting req.body does not hang the request', async () => {
-    const router = bcmsExtensions({ functions: [echo] }, { logger: memoryLogger().logger });
+    const router = bcmsExtensions({ functions: [echo] }, { logger: memoryLogger().logger, database: t.router.db });
     const app = express();
     app.use((req, _res, next) => {
       req.resume();
@@ -159,7 +159,7 @@ describe('public functions', () => {
   });
 
   test('a body a host parser already read is used as it is (unsigned routes)', async () => {
-    const router = bcmsExtensions({ functions: [echo] }, { logger: memoryLogger().logger });
+    const router = bcmsExtensions({ functions: [echo] }, { logger: memoryLogger().logger, database: t.router.db });
     const app = express();
     app.use(express.json());
     app.use(router);

@@ -2,6 +2,7 @@ import { Writable } from 'node:stream';
 import express, { type Express } from 'express';
 import jwt from 'jsonwebtoken';
 import pino from 'pino';
+import { sharedTestDatabase } from './database';
 import { bcmsExtensions, type BcmsExtensionsOptions, type BcmsExtensionsRouter, type BcmsRegistry } from '../../lib';
 
 export const JWT_SECRET = 'test-secret-with-enough-length-123';
@@ -34,7 +35,8 @@ export interface TestApp {
 /** A host app with its own route and 404, and the router mounted next to them. */
 export async function buildApp(registry: BcmsRegistry, options: BcmsExtensionsOptions = {}): Promise<TestApp> {
   const log = memoryLogger();
-  const router = bcmsExtensions(registry, { jwt: { secret: JWT_SECRET }, logger: log.logger, ...options });
+  const database = options.database ?? (await sharedTestDatabase()).knex;
+  const router = bcmsExtensions(registry, { jwt: { secret: JWT_SECRET }, logger: log.logger, ...options, database });
   const app = express();
   app.get('/host/health', (_req, res) => {
     res.json({ host: true });

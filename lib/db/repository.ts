@@ -1,0 +1,239 @@
+import type { Knex } from 'knex';
+import type { ContentStore } from './store';
+
+/** A template, as BCMS shapes it. Times are epoch milliseconds. */
+export interface BcmsTemplate {
+  _id: string;
+  name: string;
+  label: string;
+  desc: string;
+  singleEntry: boolean;
+  props: unknown[];
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface BcmsEntryMetaProp {
+  id: string;
+  /** Always an array in BCMS: `meta[0].props[0].data[0]` is the first value of the first prop. */
+  data: unknown[];
+}
+
+export interface BcmsEntryMeta {
+  lng: string;
+  props: BcmsEntryMetaProp[];
+}
+
+/** An entry, as BCMS shapes it. Times are epoch milliseconds. */
+export interface BcmsEntry {
+  _id: string;
+  templateId: string;
+  userId: string;
+  status: string;
+  meta: BcmsEntryMeta[];
+  content: unknown[];
+  createdAt: number;
+  updatedAt: number;
+}
+
+export type NewTemplate = Pick<BcmsTemplate, 'name'> & Partial<Pick<BcmsTemplate, 'label' | 'desc' | 'singleEntry' | 'props'>>;
+export type TemplateUpdate = Pick<BcmsTemplate, '_id'> & Partial<Omit<BcmsTemplate, '_id' | 'createdAt' | 'updatedAt'>>;
+export type NewEntry = Pick<BcmsEntry, 'templateId'> & Partial<Pick<BcmsEntry, 'userId' | 'status' | 'meta' | 'content'>>;
+export type EntryUpdate = Pick<BcmsEntry, '_id'> & Partial<Pick<BcmsEntry, 'userId' | 'status' | 'meta' | 'content'>>;
+
+export interface BcmsEntryRepo {
+  /** Every entry of a template, oldest first; `[]` for an unknown or malformed id. */
+  findAllByTemplateId(templateId: string): Promise<BcmsEntry[]>;
+  findById(id: string): Promise<BcmsEntry | null>;
+  countByTemplateId(templateId: string): Promise<number>;
+  add(entry: NewEntry): Promise<BcmsEntry>;
+  /** Changes the given fields of the entry `_id`; `null` when there is none. */
+  update(entry: EntryUpdate): Promise<BcmsEntry | null>;
+  /** `true` when an entry was deleted. */
+  deleteById(id: string): Promise<boolean>;
+}
+
+export interface BcmsTemplateRepo {
+  findAll(): Promise<BcmsTemplate[]>;
+  findById(id: string): Promise<BcmsTemplate | null>;
+  findByName(name: string): Promise<BcmsTemplate | null>;
+  add(template: NewTemplate): Promise<BcmsTemplate>;
+  update(template: TemplateUpdate): Promise<BcmsTemplate | null>;
+  /** Deletes the template and, as BCMS does, its entries. */
+  deleteById(id: string): Promise<boolean>;
+}
+
+/** What handlers get as `repo`. */
+export interface BcmsRepo {
+  entry: BcmsEntryRepo;
+  template: BcmsTemplateRepo;
+}
+
+// Ids are UUIDs: anything else cannot name a row, and asking Postgres would be a type error.
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const isId = (value: unknown): value is string => typeof value === 'string' && UUID.test(value);
+
+const TEMPLATE_COLUMNS = ['id', 'name', 'label', 'desc', 'single_entry', 'props', 'created_at', 'updated_at'];
+const ENTRY_COLUMNS = ['id', 'template_id', 'user_id', 'status', 'meta', 'content', 'created_at', 'updated_at'];
+
+interface TemplateRow {
+  id: string;
+  name: string;
+  label: string;
+  desc: string;
+  single_entry: boolean;
+  props: unknown[];
+  created_at: Date;
+  updated_at: Date;
+}
+
+interface EntryRow {
+  id: string;
+  template_id: string;
+  user_id: string;
+  status: string;
+  meta: BcmsEntryMeta[];
+  content: unknown[];
+  created_at: Date;
+  updated_at: Date;
+}
+
+const toTemplate = (row: TemplateRow): BcmsTemplate => ({
+  _id: row.id,
+  name: row.name,
+  label: row.label,
+  desc: row.desc,
+  singleEntry: row.single_entry,
+  props: row.props,
+  createdAt: row.created_at.getTime(),
+  updatedAt: row.updated_at.getTime(),
+});
+
+const toEntry = (row: EntryRow): BcmsEntry => ({
+  _id: row.id,
+  templateId: row.template_id,
+  userId: row.user_id,
+  status: row.status,
+  meta: row.meta,
+  content: row.content,
+  createdAt: row.created_at.getTime(),
+  updatedAt: row.updated_at.getTime(),
+});
+
+/** JSONB columns take JSON text: `pg` would send a JS array as a Postgres array. */
+const json = (value: unknown): string => JSON.stringify(value);
+
+/** The repository of one router's database. Every query is parameterised by Knex. */
+export function createRepository(store: ContentStore): BcmsRepo {
+  const knex = (): Knex => store.database.knex;
+  const run = <T>(query: (db: Knex) => Promise<T>): Promise<T> => store.run(() => query(knex()));
+
+  const entry: BcmsEntryRepo = {
+    async findAllByTemplateId(templateId) {
+      if (!isId(templateId)) return [];
+      const rows = await run(
+        (db) => db('bcms_entries').select(ENTRY_COLUMNS).where('template_id', templateId).orderBy(['created_at', 'id']) as Promise<EntryRow[]>,
+      );
+      return rows.map(toEntry);
+    },
+    async findById(id) {
+      if (!isId(id)) return null;
+      const row = await run((db) => db('bcms_entries').select(ENTRY_COLUMNS).where('id', id).first() as Promise<EntryRow | undefined>);
+      return row === undefined ? null : toEntry(row);
+    },
+    async countByTemplateId(templateId) {
+      if (!isId(templateId)) return 0;
+      const row = await run((db) => db('bcms_entries').where('template_id', templateId).count({ count: '*' }).first());
+      // pg answers count(*) as a string (a bigint); PGlite as a number.
+      return Number(row?.count ?? 0);
+    },
+    async add(input) {
+      if (!isId(input?.templateId)) throw new TypeError(`repo.entry.add: templateId ${JSON.stringify(input?.templateId)} is not a template id`);
+      try {
+        const [row] = await run((db) =>
+          db<EntryRow>('bcms_entries')
+            .insert({
+              template_id: input.templateId,
+              user_id: input.userId ?? '',
+              status: input.status ?? '',
+              meta: json(input.meta ?? []),
+              content: json(input.content ?? []),
+            } as never)
+            .returning(ENTRY_COLUMNS),
+        );
+        return toEntry(row as EntryRow);
+      } catch (error) {
+        if ((error as { code?: string }).code === '23503') throw new Error(`repo.entry.add: no template with id "${input.templateId}"`, { cause: error });
+        throw error;
+      }
+    },
+    async update(input) {
+      if (!isId(input?._id)) return null;
+      const changes: Record<string, unknown> = { updated_at: knex().raw('clock_timestamp()') };
+      if (input.userId !== undefined) changes.user_id = input.userId;
+      if (input.status !== undefined) changes.status = input.status;
+      if (input.meta !== undefined) changes.meta = json(input.meta);
+      if (input.content !== undefined) changes.content = json(input.content);
+      const [row] = await run((db) => db<EntryRow>('bcms_entries').where('id', input._id).update(changes as never).returning(ENTRY_COLUMNS));
+      return row === undefined ? null : toEntry(row as EntryRow);
+    },
+    async deleteById(id) {
+      if (!isId(id)) return false;
+      return (await run((db) => db('bcms_entries').where('id', id).delete())) > 0;
+    },
+  };
+
+  const template: BcmsTemplateRepo = {
+    async findAll() {
+      const rows = await run((db) => db('bcms_templates').select(TEMPLATE_COLUMNS).orderBy(['created_at', 'id']) as Promise<TemplateRow[]>);
+      return rows.map(toTemplate);
+    },
+    async findById(id) {
+      if (!isId(id)) return null;
+      const row = await run((db) => db('bcms_templates').select(TEMPLATE_COLUMNS).where('id', id).first() as Promise<TemplateRow | undefined>);
+      return row === undefined ? null : toTemplate(row);
+    },
+    async findByName(name) {
+      if (typeof name !== 'string') return null;
+      const row = await run((db) => db('bcms_templates').select(TEMPLATE_COLUMNS).where('name', name).first() as Promise<TemplateRow | undefined>);
+      return row === undefined ? null : toTemplate(row);
+    },
+    async add(input) {
+      if (typeof input?.name !== 'string' || input.name === '') throw new TypeError('repo.template.add: name must be a non-empty string');
+      try {
+        const [row] = await run((db) =>
+          db<TemplateRow>('bcms_templates')
+            .insert({
+              name: input.name,
+              label: input.label ?? input.name,
+              desc: input.desc ?? '',
+              single_entry: input.singleEntry ?? false,
+              props: json(input.props ?? []),
+            } as never)
+            .returning(TEMPLATE_COLUMNS),
+        );
+        return toTemplate(row as TemplateRow);
+      } catch (error) {
+        if ((error as { code?: string }).code === '23505') throw new Error(`repo.template.add: a template named "${input.name}" exists`, { cause: error });
+        throw error;
+      }
+    },
+    async update(input) {
+      if (!isId(input?._id)) return null;
+      const changes: Record<string, unknown> = { updated_at: knex().raw('clock_timestamp()') };
+      if (input.name !== undefined) changes.name = input.name;
+      if (input.label !== undefined) changes.label = input.label;
+      if (input.desc !== undefined) changes.desc = input.desc;
+      if (input.singleEntry !== undefined) changes.single_entry = input.singleEntry;
+      if (input.props !== undefined) changes.props = json(input.props);
+      const [row] = await run((db) => db<TemplateRow>('bcms_templates').where('id', input._id).update(changes as never).returning(TEMPLATE_COLUMNS));
+      return row === undefined ? null : toTemplate(row as TemplateRow);
+    },
+    async deleteById(id) {
+      if (!isId(id)) return false;
+      return (await run((db) => db('bcms_templates').where('id', id).delete())) > 0;
+    },
+  };
+
+  return { entry, template };
+}

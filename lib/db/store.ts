@@ -1,0 +1,76 @@
+import type { Logger } from '../logger';
+import { BcmsHttpError } from '../http/errors';
+import type { Database } from './connection';
+import { migrate } from './migrate';
+
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'EAI_AGAIN',
+  '57P01', '57P02', '57P03', '53300', // admin shutdown, crash shutdown, cannot connect now, too many connections
+]);
+
+/** Whether an error means "the database cannot be reached", as opposed to a bad query. */
+export function isUnreachable(error: unknown): boolean {
+  if (error === null || typeof error !== 'object') return false;
+  const { code, name, message } = error as { code?: unknown; name?: unknown; message?: unknown };
+  if (typeof code === 'string' && (UNREACHABLE_CODES.has(code) || code.startsWith('08'))) return true;
+  if (name === 'KnexTimeoutError') return true;
+  return typeof message === 'string' && /connection terminated|connection error|client was closed|timeout exceeded when trying to connect|PGlite is closed/i.test(message);
+}
+
+/**
+ * The router's database, migrated before its first use. While the database cannot be reached,
+ * every use answers 503 DATABASE_UNAVAILABLE, and the next use tries the connection and the
+ * migrations again: a database that comes back is taken up without a restart.
+ */
+export class ContentStore {
+  private migrated: Promise<void> | undefined;
+
+  constructor(
+    readonly database: Database,
+    private readonly logger: Logger,
+  ) {}
+
+  /** The first attempt, at start: an unreachable database is logged, not fatal. */
+  async start(): Promise<void> {
+    try {
+      await this.ready();
+    } catch (error) {
+      if (!(error instanceof BcmsHttpError)) throw error;
+      // ready() logged it; requests will try again.
+    }
+  }
+
+  /** Resolves once migrated; throws DATABASE_UNAVAILABLE while the database cannot be reached. */
+  ready(): Promise<void> {
+    this.migrated ??= migrate(this.database.knex).then(
+      (applied) => {
+        if (applied.length > 0) this.logger.info({ database: this.database.description, applied }, 'bcms-extensions: migrations applied');
+      },
+      (error: unknown) => {
+        this.migrated = undefined;
+        throw this.unavailable(error);
+      },
+    );
+    return this.migrated;
+  }
+
+  /** Runs a query once the store is ready; a lost connection becomes 503 and a retry next time. */
+  async run<T>(query: () => Promise<T>): Promise<T> {
+    await this.ready();
+    try {
+      return await query();
+    } catch (error) {
+      if (isUnreachable(error)) {
+        this.migrated = undefined;
+        throw this.unavailable(error);
+      }
+      throw error;
+    }
+  }
+
+  private unavailable(error: unknown): unknown {
+    if (!isUnreachable(error)) return error;
+    this.logger.error({ err: error, database: this.database.description }, 'bcms-extensions: database unreachable');
+    return new BcmsHttpError('DATABASE_UNAVAILABLE');
+  }
+}

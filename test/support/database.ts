@@ -1,0 +1,61 @@
+import { randomBytes } from 'node:crypto';
+import knexFactory, { type Knex } from 'knex';
+import { openDatabase } from '../../lib/db/connection';
+
+export type Backend = 'pglite' | 'postgres';
+
+export interface TestDatabase {
+  backend: Backend;
+  knex: Knex;
+  /** The URL of the server (Postgres only), for tests that need a connection string. */
+  url?: string;
+  close(): Promise<void>;
+}
+
+/** PGlite always; the Postgres server of DATABASE_URL too when it is set (as CI sets it). */
+export function backends(): Backend[] {
+  return process.env.DATABASE_URL ? ['pglite', 'postgres'] : ['pglite'];
+}
+
+/**
+ * A database of the test file's own: PGlite in memory, or a schema of its own on the server, so
+ * test files running in parallel never see each other's rows.
+ */
+export async function openTestDatabase(backend: Backend): Promise<TestDatabase> {
+  if (backend === 'pglite') {
+    const database = openDatabase({ pglite: 'memory://' });
+    return { backend, knex: database.knex, close: () => database.close() };
+  }
+  const url = process.env.DATABASE_URL;
+  if (!url) throw new Error('DATABASE_URL is not set');
+  const schema = `bcms_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const admin = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: 1 } });
+  await admin.raw('create schema ??', [schema]);
+  const knex = knexFactory({ client: 'pg', connection: url, searchPath: [schema], pool: { min: 0, max: 5 } });
+  return {
+    backend,
+    knex,
+    url,
+    async close() {
+      await knex.destroy();
+      await admin.raw('drop schema ?? cascade', [schema]);
+      await admin.destroy();
+    },
+  };
+}
+
+let shared: Promise<TestDatabase> | undefined;
+
+/** One database for a whole test file, for tests that need one but are not about it. */
+export function sharedTestDatabase(): Promise<TestDatabase> {
+  shared ??= openTestDatabase(process.env.DATABASE_URL ? 'postgres' : 'pglite');
+  return shared;
+}
+
+/** Closed after the file's tests (test/support/setup.ts). */
+export async function closeSharedTestDatabase(): Promise<void> {
+  if (shared === undefined) return;
+  const database = await shared;
+  shared = undefined;
+  await database.close();
+}

@@ -1,0 +1,4 @@
+import { closeSharedTestDatabase } from './database';
+
+// Every test file closes the database it shared (PGlite holds hundreds of MB until closed).
+afterAll(closeSharedTestDatabase);
