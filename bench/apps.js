@@ -20,8 +20,8 @@ const { JWT_SECRET } = require('./scenarios');
  * production; /dev/null only discards the bytes afterwards.
  */
 function discardingLogger() {
-  // The package's default logger (buffered 4 KB writes), pointed at /dev/null instead of stdout.
-  return pino({ level: 'info' }, pino.destination({ dest: '/dev/null', sync: false, minLength: 4096 }));
+  // The package's default logger (pino's synchronous destination), pointed at /dev/null instead of stdout.
+  return pino({ level: 'info' }, pino.destination({ dest: '/dev/null', sync: true }));
 }
 
 /** The `bench` plugin: GET /api/plugin/bench/hello/world answers `{ message: 'Hello' }`. */

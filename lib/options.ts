@@ -40,6 +40,14 @@ export const defaultOptions = Object.freeze({
 
 const KNOWN = new Set(['jwt', 'database', 'signature', 'bodyLimit', 'functionTimeoutMs', 'logger']);
 
+/** A nested option is an object of known keys: a typo such as `jwt.secert` must not pass silently. */
+function checkKeys(value: unknown, name: string, known: readonly string[]): void {
+  if (value === null || typeof value !== 'object') throw new TypeError(`option ${name} must be an object`);
+  for (const key of Object.keys(value)) {
+    if (!known.includes(key)) throw new TypeError(`unknown option "${name}.${key}" (known: ${known.map((k) => `${name}.${k}`).join(', ')})`);
+  }
+}
+
 /**
  * Merges the caller's options into the frozen defaults, never mutating the caller's objects.
  * A mistake throws now, while the app is built, rather than at the first request.
@@ -51,8 +59,8 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined): Reso
     if (!KNOWN.has(key)) throw new TypeError(`unknown option "${key}" (known: ${[...KNOWN].join(', ')})`);
   }
   const { jwt = {}, signature = {} } = options;
-  if (jwt === null || typeof jwt !== 'object') throw new TypeError('option jwt must be an object');
-  if (signature === null || typeof signature !== 'object') throw new TypeError('option signature must be an object');
+  checkKeys(jwt, 'jwt', ['secret', 'algorithms', 'issuer', 'audience']);
+  checkKeys(signature, 'signature', ['clockSkewSeconds']);
 
   const clockSkewSeconds = signature.clockSkewSeconds ?? defaultOptions.signature.clockSkewSeconds;
   if (!Number.isFinite(clockSkewSeconds) || clockSkewSeconds < 0) {
@@ -62,9 +70,8 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined): Reso
   if (!Number.isInteger(functionTimeoutMs) || functionTimeoutMs <= 0) {
     throw new TypeError(`option functionTimeoutMs must be a positive integer of milliseconds, got ${String(functionTimeoutMs)}`);
   }
-  // Buffered (4 KB) writes to stdout: one write per request line cost more than the line itself.
-  // pino flushes the buffer when the process exits.
-  const logger = options.logger ?? pino({ name: 'bcms-extensions' }, pino.destination({ sync: false, minLength: 4096 }));
+  // pino's own default: synchronous writes to stdout, so no line is lost when the process is killed.
+  const logger = options.logger ?? pino({ name: 'bcms-extensions' });
   for (const level of ['info', 'warn', 'error', 'debug'] as const) {
     if (typeof logger[level] !== 'function') throw new TypeError(`option logger must be pino-compatible: logger.${level} is not a function`);
   }

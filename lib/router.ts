@@ -39,6 +39,13 @@ const FUNCTION_PREFIX = '/api/function/';
 const PLUGIN_PREFIX = '/api/plugin/';
 const FUNCTION_ALLOW = 'POST, OPTIONS';
 
+/** The verbs of every matching path, for `Allow`. */
+function allowOf(matches: readonly PluginMatch[]): string {
+  if (matches.length === 1) return (matches[0] as PluginMatch).path.allow;
+  const verbs = new Set(matches.flatMap((match) => [...match.path.verbs.keys()]));
+  return [...verbs, 'OPTIONS'].join(', ');
+}
+
 /**
  * Mounts the extension interface: plugin endpoints under `/api/plugin/`, functions under
  * `/api/function/`. Paths it does not own fall through to the host's routes.
@@ -85,7 +92,18 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     );
   }
 
-  function fail(res: ServerResponse, error: unknown, family: Family, requestId: string): void {
+  /**
+   * Renders what a request threw. Headers a handler set (say Cache-Control) do not go out on its
+   * error: only those the host set before the router, and the router's own, stay.
+   */
+  function fail(req: Request, res: ServerResponse, error: unknown, family: Family, requestId: string, hostHeaders: readonly string[]): void {
+    // The connection, not the request stream: a body read to its end destroys the stream too.
+    if (req.socket?.destroyed === true && !res.headersSent) {
+      // The client went away (mid-body, say): there is no one to answer, and nothing went wrong here.
+      logger.debug({ err: error, requestId }, 'bcms-extensions: client closed the request');
+      res.statusCode = 499; // for the log line only, as nginx logs it
+      return;
+    }
     let answer: BcmsHttpError;
     if (error instanceof BcmsHttpError) {
       answer = error;
@@ -98,10 +116,13 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
       res.end();
       return;
     }
+    for (const name of res.getHeaderNames()) {
+      if (!hostHeaders.includes(name) && name !== 'access-control-allow-origin' && name !== 'x-request-id') res.removeHeader(name);
+    }
     writeError(res, answer, family, requestId);
   }
 
-  async function servePlugin(req: Request, res: Response, route: PluginRoute, requestId: string): Promise<void> {
+  async function servePlugin(req: Request, res: Response, route: PluginRoute): Promise<void> {
     if (req.body === undefined && req.method !== 'GET' && req.method !== 'HEAD' && hasBody(req)) {
       // A JSON (or untyped) body is parsed; any other type is left unread for the handler.
       const type = req.headers['content-type'];
@@ -117,7 +138,8 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     }
     const result: unknown = await handler(context);
     if (res.headersSent) return; // the handler answered through `response` itself
-    writeJson(res, 200, JSON.stringify(result) ?? 'null', requestId);
+    // 200 unless the handler chose another status with response.status(...).
+    writeJson(res, res.statusCode, JSON.stringify(result) ?? 'null');
   }
 
   /** Private functions: a JWT whose role holds EXECUTE. Signatures come with their own issue. */
@@ -144,13 +166,17 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     throw new BcmsHttpError('SIGNATURE_REQUIRED', undefined, SIGNATURE_CHALLENGE);
   }
 
-  async function serveFunction(req: Request, res: Response, definition: BcmsFunction, requestId: string): Promise<void> {
+  async function serveFunction(req: Request, res: Response, definition: BcmsFunction): Promise<void> {
     const auth = definition.config.public ? null : await authenticate(req);
     // A host body parser that ran first already set `req.body`: use it as it is.
-    if (req.body === undefined && hasBody(req)) req.body = parseJsonBody(await readRawBody(req, bodyLimit));
+    if (req.body === undefined && hasBody(req)) {
+      const type = req.headers['content-type'];
+      if (type !== undefined && !isJsonType(type)) throw new BcmsHttpError('UNSUPPORTED_MEDIA_TYPE');
+      req.body = parseJsonBody(await readRawBody(req, bodyLimit));
+    }
     const context: BcmsFunctionContext = { request: req, logger, errorHandler, repo, auth };
     const result = await withTimeout(definition, context);
-    writeJson(res, 200, `{"success":true,"result":${JSON.stringify(result) ?? 'null'}}`, requestId);
+    writeJson(res, 200, `{"success":true,"result":${JSON.stringify(result) ?? 'null'}}`);
   }
 
   /** The handler's result, or FUNCTION_TIMEOUT once `functionTimeoutMs` passed (the handler runs on). */
@@ -169,66 +195,63 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     });
   }
 
-  /** The function a path names, or its 404 / 405; `undefined` once a preflight was answered. */
-  function functionFor(req: Request, res: Response, path: string, requestId: string): BcmsFunction | undefined {
+  /** The function a path names, or FUNCTION_NOT_FOUND. */
+  function functionAt(path: string): BcmsFunction {
     const name = path.length > FUNCTION_PREFIX.length ? path.slice(FUNCTION_PREFIX.length) : '';
     const definition = (functions as Map<string, BcmsFunction>).get(name);
     if (definition === undefined) throw new BcmsHttpError('FUNCTION_NOT_FOUND', `Function "${name}" not found.`);
-    if (req.method === 'OPTIONS') {
-      writePreflight(res, FUNCTION_ALLOW, req.headers['access-control-request-headers'], requestId);
-      return undefined;
-    }
-    if (req.method !== 'POST') throw new BcmsHttpError('METHOD_NOT_ALLOWED', `${req.method} is not allowed here; use POST.`, { Allow: FUNCTION_ALLOW });
     return definition;
   }
 
-  /** The method of a matched plugin path, or its 405; `undefined` once a preflight was answered. */
-  function routeFor(req: Request, res: Response, match: PluginMatch, requestId: string): PluginRoute | undefined {
-    if (match.params !== null) req.params = match.params;
-    const method = req.method === 'HEAD' ? 'GET' : (req.method as string);
-    if (method === 'OPTIONS') {
-      writePreflight(res, match.path.allow, req.headers['access-control-request-headers'], requestId);
-      return undefined;
+  /**
+   * Answers a request the router owns: synchronously (a preflight), or through the promise it
+   * returns. Throws, or rejects, with what went wrong.
+   */
+  function dispatch(req: Request, res: Response, family: Family, path: string, matches: readonly PluginMatch[] | undefined): Promise<void> | void {
+    const preflightHeaders = req.headers['access-control-request-headers'];
+    if (family === 'function') {
+      const definition = functionAt(path);
+      if (req.method === 'OPTIONS') return writePreflight(res, FUNCTION_ALLOW, preflightHeaders);
+      if (req.method !== 'POST') throw new BcmsHttpError('METHOD_NOT_ALLOWED', `${req.method} is not allowed here; use POST.`, { Allow: FUNCTION_ALLOW });
+      return serveFunction(req, res, definition);
     }
-    const route = match.path.verbs.get(method);
-    if (route === undefined) throw new BcmsHttpError('METHOD_NOT_ALLOWED', `${req.method} is not allowed here.`, { Allow: match.path.allow });
-    return route;
+    if (matches === undefined) throw new BcmsHttpError('INVALID_URL');
+    const method = req.method === 'HEAD' ? 'GET' : (req.method as string);
+    if (method === 'OPTIONS') return writePreflight(res, allowOf(matches), preflightHeaders);
+    // The first matching path that serves this verb, as Express would pick its route.
+    for (const match of matches) {
+      const route = match.path.verbs.get(method);
+      if (route === undefined) continue;
+      if (match.params !== null) req.params = match.params;
+      return servePlugin(req, res, route);
+    }
+    throw new BcmsHttpError('METHOD_NOT_ALLOWED', `${req.method} is not allowed here.`, { Allow: allowOf(matches) });
   }
 
   /**
    * One request the router owns, from its id to its log line. Errors of every kind end here.
    * Plain promise callbacks rather than an async function: one promise less per request.
    */
-  function serve(req: Request, res: Response, family: Family, path: string, match: PluginMatch | undefined): void {
+  function serve(req: Request, res: Response, family: Family, path: string, matches: readonly PluginMatch[] | undefined): void {
     const requestId = nextRequestId();
     const started = performance.now();
+    const hostHeaders = res.getHeaderNames();
+    // Every answer carries these, one a handler writes itself included (DESIGN.md "HTTP").
+    res.setHeader('Access-Control-Allow-Origin', '*');
+    res.setHeader('X-Request-Id', requestId);
     const done = (): void => finish(req, res, path, requestId, started);
     const failed = (error: unknown): void => {
-      fail(res, error, family, requestId);
+      fail(req, res, error, family, requestId, hostHeaders);
       done();
     };
-    let work: Promise<void> | undefined;
+    let work: Promise<void> | void;
     try {
-      work =
-        functions === undefined
-          ? ready.then(() => dispatch(req, res, family, path, match, requestId))
-          : dispatch(req, res, family, path, match, requestId);
+      work = functions === undefined ? ready.then(() => dispatch(req, res, family, path, matches)) : dispatch(req, res, family, path, matches);
     } catch (error) {
       return failed(error);
     }
     if (work === undefined) return done();
     work.then(done, failed);
-  }
-
-  /** Runs the request's function or plugin method; `undefined` when it was answered already. */
-  function dispatch(req: Request, res: Response, family: Family, path: string, match: PluginMatch | undefined, requestId: string): Promise<void> | undefined {
-    if (family === 'function') {
-      const definition = functionFor(req, res, path, requestId);
-      return definition && serveFunction(req, res, definition, requestId);
-    }
-    if (match === undefined) throw new BcmsHttpError('INVALID_URL');
-    const route = routeFor(req, res, match, requestId);
-    return route && servePlugin(req, res, route, requestId);
   }
 
   /** Decides whether a request is the router's, by its path alone; everything else falls through. */
@@ -239,18 +262,18 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     let path = query === -1 ? url : url.slice(0, query);
     if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
     if (path.startsWith(FUNCTION_PREFIX) || path === '/api/function') {
-      void serve(req, res, 'function', path, undefined);
+      serve(req, res, 'function', path, undefined);
       return true;
     }
     if (!path.startsWith(PLUGIN_PREFIX)) return false;
-    let match: PluginMatch | undefined;
+    let matches: readonly PluginMatch[] | undefined;
     try {
-      match = plugins.match(path);
-      if (match === undefined) return false; // no plugin serves it: the host's route or its 404
+      matches = plugins.match(path);
+      if (matches === undefined) return false; // no plugin serves it: the host's route or its 404
     } catch {
       // A parameter with a malformed percent-encoding: the path is ours, the URL is not valid.
     }
-    void serve(req, res, 'plugin', path, match);
+    serve(req, res, 'plugin', path, matches);
     return true;
   }
 

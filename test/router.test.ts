@@ -54,6 +54,16 @@ describe('bcmsExtensions(registry, options)', () => {
     await expect(router.close()).resolves.toBeUndefined();
   });
 
+  test("the router answers its own paths before any layer a host adds to it (the specialised handle is in use)", async () => {
+    const router = bcmsExtensions({ plugins: [plugin('p', { a: { path: '/a' } })] }, quiet());
+    router.use((_req, res) => {
+      res.status(418).json({ layer: true });
+    });
+    const app = express().use(router);
+    expect((await request(app).get('/api/plugin/p/c/a')).body).toEqual({ from: 'p', key: 'a' });
+    expect((await request(app).get('/elsewhere')).status).toBe(418);
+  });
+
   test('routes a host adds to the router itself still work', async () => {
     const router = bcmsExtensions({ plugins: [plugin('p', { a: { path: '/a' } })] }, quiet());
     router.get('/extra', (_req, res) => {
@@ -158,6 +168,12 @@ describe('bcmsExtensions(registry, options)', () => {
     expect(() => bcmsExtensions({}, { bodyLimit: 'lots' })).toThrow('option bodyLimit must be a byte count or a size such as "1mb", got "lots"');
     expect(() => bcmsExtensions({}, { functionTimeoutMs: 0 })).toThrow('option functionTimeoutMs must be a positive integer');
     expect(() => bcmsExtensions({}, { logger: {} as never })).toThrow('option logger must be pino-compatible');
+    expect(() => bcmsExtensions({}, { jwt: { secert: 'x' } as never })).toThrow('unknown option "jwt.secert"');
+    expect(() => bcmsExtensions({}, { signature: { clockSkew: 5 } as never })).toThrow('unknown option "signature.clockSkew"');
+    expect(() => bcmsExtensions({}, { jwt: { secret: 's', algorithms: ['HS257' as never] } })).toThrow('option jwt.algorithms: unknown algorithm "HS257"');
+    expect(() => bcmsExtensions({}, { jwt: { secret: '-----BEGIN PUBLIC KEY-----\nnot a key\n-----END PUBLIC KEY-----' } })).toThrow(
+      'option jwt.secret looks like a PEM key but cannot be read as one',
+    );
     const options = Object.freeze({ jwt: Object.freeze({ secret: 's' }), ...quiet() });
     // (the database is the test file's; see test/support/database.ts)
     expect(() => bcmsExtensions({}, options)).not.toThrow();

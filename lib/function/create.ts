@@ -6,7 +6,7 @@ import type { BcmsFunction, BcmsFunctionModule } from './types';
  * @example
  * export default createBcmsFunction(async () => ({
  *   config: { name: 'hello', public: true },
- *   handler: async ({ request }) => ({ greeting: `Hello, ${request.body.name}!` }),
+ *   handler: async ({ request }) => ({ greeting: `Hello, ${request.body?.name ?? "world"}!` }),
  * }));
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -52,14 +52,18 @@ export function readRawBody(req: IncomingMessage, limit: number): Promise<Buffer
       cleanup();
       reject(error);
     };
+    // A client that goes away mid-body may close the stream without an 'error': never wait forever.
+    const onClose = (): void => onError(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
     const cleanup = (): void => {
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
+      req.off('close', onClose);
     };
     req.on('data', onData);
     req.on('end', onEnd);
     req.on('error', onError);
+    req.on('close', onClose);
   });
 }
 

@@ -10,6 +10,7 @@ export const errorCodes = {
   INVALID_JSON: { status: 400, message: 'Request body is not valid JSON.' },
   INVALID_URL: { status: 400, message: 'Request path is not a valid URL path.' },
   BODY_TOO_LARGE: { status: 413, message: 'Request body is larger than the limit.' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'Function bodies are JSON: send Content-Type: application/json.' },
   FUNCTION_NOT_FOUND: { status: 404, message: 'Function not found.' },
   METHOD_NOT_ALLOWED: { status: 405, message: 'Method not allowed.' },
   SIGNATURE_REQUIRED: { status: 401, message: 'This function is private: sign the request (HTTP Signature) or send a bearer token whose role holds EXECUTE.' },

@@ -5,64 +5,52 @@ import { BcmsHttpError } from './errors';
 export type Family = 'plugin' | 'function';
 
 const EXPOSED = 'X-Request-Id, WWW-Authenticate, Allow';
-const EXPOSE_ON_ERRORS = { 'Access-Control-Expose-Headers': EXPOSED };
 
 /**
- * Writes a JSON answer with the headers every API response carries (DESIGN.md "HTTP").
- * The router writes its answers itself rather than through `res.json`: that skips Express's ETag
- * and content negotiation, which the API never uses. Successes carry no header beyond those: on
- * loopback, response bytes were a measurable share of each request's cost.
+ * Writes a JSON answer. `Access-Control-Allow-Origin` and `X-Request-Id` were set when the request
+ * was taken (so a handler's own answer has them too); this adds the content headers. The router
+ * writes its answers itself rather than through `res.json`: that skips Express's ETag and content
+ * negotiation, which the API never uses.
  */
-export function writeJson(
-  res: ServerResponse,
-  status: number,
-  body: string,
-  requestId: string,
-  extra?: Readonly<Record<string, string>>,
-): void {
+export function writeJson(res: ServerResponse, status: number, body: string, extra?: Readonly<Record<string, string>>): void {
   if (extra !== undefined) {
     for (const name in extra) res.setHeader(name, extra[name] as string);
   }
   res.writeHead(status, {
     'Content-Type': 'application/json; charset=utf-8',
     'Content-Length': Buffer.byteLength(body),
-    'Access-Control-Allow-Origin': '*',
-    'X-Request-Id': requestId,
   });
   res.end(body);
 }
 
 /** The body of an error, by family. 500s name the request id and nothing internal. */
 export function errorBody(error: BcmsHttpError, family: Family, requestId: string): string {
-  const message =
-    error.code === 'INTERNAL_ERROR' ? `Internal error. Request id: ${requestId}.` : error.message;
+  const message = error.code === 'INTERNAL_ERROR' ? `Internal error. Request id: ${requestId}.` : error.message;
   if (family === 'plugin') return JSON.stringify({ message });
   return JSON.stringify({ success: false, error: { code: error.code, message } });
 }
 
 export function writeError(res: ServerResponse, error: BcmsHttpError, family: Family, requestId: string): void {
+  const headers: Record<string, string> = {
+    // Errors let a browser script read why (WWW-Authenticate, Allow) and which log line (X-Request-Id).
+    'Access-Control-Expose-Headers': EXPOSED,
+    // Every 401 names its scheme (RFC 9110), a handler's errorHandler.occurred(401, ...) included.
+    ...(error.status === 401 ? { 'WWW-Authenticate': 'Bearer' } : undefined),
+    ...error.headers,
+  };
   // A too-large body is left unread: closing the connection keeps Node from draining it.
-  // Errors let a browser script read why (WWW-Authenticate, Allow) and which log line (X-Request-Id).
-  const headers = { ...EXPOSE_ON_ERRORS, ...error.headers, ...(error.code === 'BODY_TOO_LARGE' ? { Connection: 'close' } : undefined) };
-  writeJson(res, error.status, errorBody(error, family, requestId), requestId, headers);
+  if (error.code === 'BODY_TOO_LARGE') headers.Connection = 'close';
+  writeJson(res, error.status, errorBody(error, family, requestId), headers);
 }
 
 /** CORS preflight: 204 with the verbs of the path. No credentials mode, so `*` is allowed. */
-export function writePreflight(
-  res: ServerResponse,
-  allow: string,
-  requestedHeaders: string | undefined,
-  requestId: string,
-): void {
+export function writePreflight(res: ServerResponse, allow: string, requestedHeaders: string | undefined): void {
   res.writeHead(204, {
-    'Access-Control-Allow-Origin': '*',
     'Access-Control-Allow-Methods': allow,
-    'Access-Control-Allow-Headers':
-      requestedHeaders ?? 'Authorization, Content-Type, Date, Digest, Content-Digest, X-Bcms-Nonce',
+    'Access-Control-Allow-Headers': requestedHeaders ?? 'Authorization, Content-Type, Date, Digest, Content-Digest, X-Bcms-Nonce',
     'Access-Control-Expose-Headers': EXPOSED,
     'Access-Control-Max-Age': '600',
     Allow: allow,
-    'X-Request-Id': requestId,
   });
   res.end();
 }

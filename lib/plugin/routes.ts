@@ -20,6 +20,7 @@ export interface PluginPath {
   allow: string;
 }
 
+/** One path that a request path matches, with the parameters it takes from it. */
 export interface PluginMatch {
   path: PluginPath;
   params: Record<string, string> | null;
@@ -32,6 +33,8 @@ export interface PluginMatch {
 export class PluginRouteTable {
   private readonly staticPaths = new Map<string, PluginPath>();
   private readonly paramPaths: PluginPath[] = [];
+  /** For each static path, every path it matches (itself first): computed once, as they never change. */
+  private readonly staticMatches = new Map<string, readonly PluginMatch[]>();
 
   constructor(plugins: readonly BcmsPlugin[]) {
     if (!Array.isArray(plugins)) throw new TypeError('registry.plugins must be an array of plugins (createBcmsPlugin)');
@@ -85,19 +88,32 @@ export class PluginRouteTable {
         }
       }
     });
+    for (const [pattern, entry] of this.staticPaths) {
+      this.staticMatches.set(pattern, Object.freeze(this.matchParams(pattern, [{ path: entry, params: null }])));
+    }
   }
 
-  /** The path a request path (no query, no trailing `/`) names, with its decoded parameters. */
-  match(path: string): PluginMatch | undefined {
-    const found = this.staticPaths.get(path);
-    if (found !== undefined) return { path: found, params: null };
-    if (this.paramPaths.length === 0) return undefined;
+  /**
+   * Every path a request path (no query, no trailing `/`) matches, static first, then paths with
+   * parameters in the order they were declared, as Express would try them; `undefined` for none.
+   * The caller picks the first one that serves the request's verb: `GET /items/new` reaches
+   * `GET /items/:id` even when `POST /items/new` exists.
+   */
+  match(path: string): readonly PluginMatch[] | undefined {
+    const known = this.staticMatches.get(path);
+    if (known !== undefined) return known;
+    const found = this.matchParams(path, []);
+    return found.length === 0 ? undefined : found;
+  }
+
+  private matchParams(path: string, found: PluginMatch[]): PluginMatch[] {
+    if (this.paramPaths.length === 0) return found;
     const parts = path.split('/');
     for (const candidate of this.paramPaths) {
       const params = matchSegments(candidate.segments as readonly string[], parts);
-      if (params !== undefined) return { path: candidate, params };
+      if (params !== undefined) found.push({ path: candidate, params });
     }
-    return undefined;
+    return found;
   }
 }
 
@@ -136,6 +152,5 @@ function checkPath(path: unknown, owner: string): void {
 
 /** Joins with no extra segment between the parts, as the spec says, and drops a trailing `/`. */
 function joinPath(...parts: string[]): string {
-  const joined = parts.map((part) => (part.endsWith('/') ? part.slice(0, -1) : part)).join('');
-  return joined;
+  return parts.map((part) => (part.endsWith('/') ? part.slice(0, -1) : part)).join('');
 }

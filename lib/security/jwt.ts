@@ -72,6 +72,7 @@ export interface JwtOptions {
 /** Verifies the bearer token of a request, or throws TOKEN_MISSING / TOKEN_INVALID. */
 export type AccessTokenVerifier = (request: IncomingMessage) => Promise<JWT>;
 
+const ALGORITHMS = new Set(['HS256', 'HS384', 'HS512', 'RS256', 'RS384', 'RS512', 'ES256', 'ES384', 'ES512', 'PS256', 'PS384', 'PS512']);
 const INVALID = 'Invalid token.';
 const EXPIRED = 'Token has expired.';
 const BEARER_CHALLENGE = { 'WWW-Authenticate': 'Bearer' };
@@ -102,6 +103,10 @@ export function createAccessTokenVerifier(options: JwtOptions): AccessTokenVerif
   }
   if (algorithms.some((name) => String(name).toLowerCase() === 'none')) {
     throw new TypeError('option jwt.algorithms must not contain "none": unsigned tokens are never accepted');
+  }
+  const unknown = algorithms.find((name) => !ALGORITHMS.has(name));
+  if (unknown !== undefined) {
+    throw new TypeError(`option jwt.algorithms: unknown algorithm ${JSON.stringify(unknown)} (known: ${[...ALGORITHMS].join(', ')})`);
   }
   const secret = options.secret;
   if (secret === undefined || secret === null || secret === '') {
@@ -154,7 +159,11 @@ export function createAccessTokenVerifier(options: JwtOptions): AccessTokenVerif
     const token = bearerToken(request);
     if (token !== undefined) {
       const known = cache.get(token, Math.floor(Date.now() / 1000));
-      if (known !== undefined) return known;
+      if (known !== undefined) {
+        // As express-jwt would have: its convention is `req.auth`, the payload.
+        (request as Request & { auth?: unknown }).auth = known.payload;
+        return known;
+      }
     }
     const accessToken = await verifyWithExpressJwt(request);
     return token === undefined ? accessToken : cache.set(token, accessToken);
@@ -172,7 +181,12 @@ const TOKEN_CACHE_SIZE = 10_000;
 function toKeyObject(secret: NonNullable<ExpressJwtParams['secret']>): ExpressJwtParams['secret'] {
   if (typeof secret !== 'string' && !Buffer.isBuffer(secret)) return secret;
   const bytes = Buffer.from(secret);
-  return bytes.includes('-----BEGIN ') ? createPublicKey(bytes) : createSecretKey(bytes);
+  if (!bytes.includes('-----BEGIN ')) return createSecretKey(bytes);
+  try {
+    return createPublicKey(bytes);
+  } catch (error) {
+    throw new TypeError(`option jwt.secret looks like a PEM key but cannot be read as one: ${(error as Error).message}`);
+  }
 }
 
 /** Whether some role of the token is listed and holds the permission. */

@@ -87,6 +87,7 @@ describe('public functions', () => {
     expect(res.status).toBe(413);
     expect(res.body).toEqual(ERROR_SHAPE('BODY_TOO_LARGE', 'Request body is larger than the limit of 1024 bytes.'));
     expect(res.headers['access-control-allow-origin']).toBe('*');
+    expect(res.headers.connection).toBe('close');
 
     // Chunked: no Content-Length, so the limit is found while reading.
     const chunked = request(t.app).post('/api/function/echo').set('Content-Type', 'application/json');
@@ -110,6 +111,7 @@ describe('public functions', () => {
       expect({ path, status: res.status }).toEqual({ path, status: 404 });
       expect(res.body.success).toBe(false);
       expect(res.body.error.code).toBe('FUNCTION_NOT_FOUND');
+      if (path === '/api/function/nope') expect(res.body.error.message).toBe('Function "nope" not found.');
       expect(res.headers['access-control-allow-origin']).toBe('*');
     }
   });
@@ -127,6 +129,8 @@ describe('public functions', () => {
     const res = await request(t.app).post('/api/function/failing').send({ kind: 'handled' });
     expect(res.status).toBe(422);
     expect(res.body).toEqual(ERROR_SHAPE('HANDLER_ERROR', 'Field "email" is required.'));
+    expect(res.headers['access-control-allow-origin']).toBe('*');
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
   });
 
   test('an unexpected throw: bare 500 INTERNAL_ERROR naming the request id, which the log has too', async () => {
@@ -178,7 +182,9 @@ describe('private functions', () => {
   test('neither a token nor a signature: 401 SIGNATURE_REQUIRED with WWW-Authenticate: Signature', async () => {
     const res = await request(t.app).post('/api/function/secret-report').send({});
     expect(res.status).toBe(401);
-    expect(res.body).toEqual(ERROR_SHAPE('SIGNATURE_REQUIRED', /private/));
+    expect(res.body).toEqual(
+      ERROR_SHAPE('SIGNATURE_REQUIRED', 'This function is private: sign the request (HTTP Signature) or send a bearer token whose role holds EXECUTE.'),
+    );
     expect(res.headers['www-authenticate']).toMatch(/^Signature /);
     expect(res.headers['access-control-allow-origin']).toBe('*');
   });
@@ -199,6 +205,8 @@ describe('private functions', () => {
       .set('Authorization', `Bearer ${signToken([role('ADMIN', 'READ', 'WRITE')])}`);
     expect(res.status).toBe(403);
     expect(res.body).toEqual(ERROR_SHAPE('TOKEN_FORBIDDEN', 'Token has no role with the EXECUTE permission.'));
+    expect(res.headers['access-control-allow-origin']).toBe('*');
+    expect(res.headers['www-authenticate']).toBeUndefined();
   });
 
   test.each([
@@ -217,12 +225,39 @@ describe('private functions', () => {
       .post('/api/function/secret-report')
       .set('Authorization', 'Signature keyId="k",algorithm="hmac-sha256",headers="date",signature="abc"');
     expect(res.status).toBe(401);
-    expect(res.body.error.code).toBe('SIGNATURE_INVALID');
+    expect(res.body).toEqual(
+      ERROR_SHAPE('SIGNATURE_INVALID', 'This service does not verify HTTP Signatures yet; call with a bearer token whose role holds EXECUTE.'),
+    );
     expect(res.headers['www-authenticate']).toMatch(/^Signature /);
   });
 
   test('the body is not read before the caller is authenticated', async () => {
     const res = await request(t.app).post('/api/function/secret-report').set('Content-Type', 'application/json').send('{broken');
     expect(res.status).toBe(401);
+  });
+});
+
+describe('a client that goes away mid-body', () => {
+  test('is logged at debug level as status 499, not as an unexpected error, and the server goes on', async () => {
+    const t = await buildApp({ functions: [echo] });
+    const server = t.app.listen(0);
+    const { port } = server.address() as import('node:net').AddressInfo;
+    const net = await import('node:net');
+    await new Promise<void>((resolve) => {
+      const socket = net.connect(port, '127.0.0.1', () => {
+        socket.write('POST /api/function/echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"half":');
+        setTimeout(() => {
+          socket.destroy();
+          resolve();
+        }, 50);
+      });
+    });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const line = t.log.lines.find((entry) => entry.msg === 'request' && entry.path === '/api/function/echo');
+    expect(line?.status).toBe(499);
+    expect(t.log.lines.some((entry) => entry.level === 50)).toBe(false);
+    expect(t.log.lines.some((entry) => entry.msg === 'bcms-extensions: client closed the request' && entry.level === 20)).toBe(true);
+    expect((await request(server).post('/api/function/echo').send({ after: 1 })).status).toBe(200);
+    server.close();
   });
 });

@@ -193,6 +193,8 @@ describe('plugin endpoints', () => {
     const res = await request(t.app).get('/api/plugin/blog/posts/%E0%A4%A');
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ message: 'Request path is not a valid URL path.' });
+    expect(res.headers['access-control-allow-origin']).toBe('*');
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
   });
 
   test('paths no plugin serves fall through to the host, its routes and its 404', async () => {

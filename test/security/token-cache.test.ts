@@ -22,7 +22,8 @@ const plugin = createBcmsPlugin({
           path: '/',
           type: 'get',
           preRequestHandler: createJwtProtectionPreRequestHandler([JWTRoleName.ADMIN], JWTPermissionName.READ),
-          handler: async ({ accessToken }) => {
+          handler: async ({ accessToken, request }) => {
+            seenAuth.push((request as { auth?: { userId?: string } }).auth?.userId);
             let mutated = true;
             try {
               (accessToken.payload as { userId: string }).userId = 'someone-else';
@@ -36,6 +37,8 @@ const plugin = createBcmsPlugin({
     }),
   ],
 });
+
+const seenAuth: (string | undefined)[] = [];
 
 describe('verified-token cache', () => {
   afterEach(() => jest.restoreAllMocks());
@@ -59,6 +62,14 @@ describe('verified-token cache', () => {
       const res = await request(t.app).get('/api/plugin/cache/me').set('Authorization', `Bearer ${token}`);
       expect(res.body).toEqual({ userId: 'user-1', mutated: false });
     }
+  });
+
+  test('req.auth holds the payload on every call, as express-jwt sets it, remembered or not', async () => {
+    const t = await buildApp({ plugins: [plugin] });
+    const token = signToken();
+    seenAuth.length = 0;
+    for (let i = 0; i < 2; i++) await request(t.app).get('/api/plugin/cache/me').set('Authorization', `Bearer ${token}`).expect(200);
+    expect(seenAuth).toEqual(['user-1', 'user-1']);
   });
 
   test('a token with a changed signature is verified anew and refused', async () => {
