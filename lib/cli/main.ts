@@ -1,0 +1,62 @@
+import { openDatabase, type DatabaseOption } from '../db/connection';
+import { migrate, MIGRATIONS_TABLE } from '../db/migrate';
+
+const USAGE = `Usage: bcms-ext <command>
+
+Commands:
+  migrate [--database URL | --pglite DIR]   Bring the bcms_* tables up to date.
+                                            Default database: DATABASE_URL, else PGlite in .bcms/data.
+  help                                      Show this text.
+`;
+
+interface Io {
+  out: (text: string) => void;
+  err: (text: string) => void;
+  env: NodeJS.ProcessEnv;
+}
+
+/** The CLI, with argv and output injectable so that tests run it without spawning. Resolves to the exit code. */
+export async function main(argv: readonly string[], io: Io = defaultIo()): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
+    io.out(USAGE);
+    return command === undefined ? 1 : 0;
+  }
+  if (command === 'migrate') return runMigrate(rest, io);
+  io.err(`bcms-ext: unknown command "${command}"\n\n${USAGE}`);
+  return 1;
+}
+
+async function runMigrate(args: readonly string[], io: Io): Promise<number> {
+  let option: DatabaseOption | undefined;
+  for (let i = 0; i < args.length; i += 2) {
+    const [flag, value] = [args[i], args[i + 1]];
+    if (value === undefined || (flag !== '--database' && flag !== '--pglite')) {
+      io.err(`bcms-ext migrate: expected --database URL or --pglite DIR, got ${JSON.stringify(args.slice(i).join(' '))}\n`);
+      return 1;
+    }
+    option = flag === '--pglite' ? { pglite: value } : value;
+  }
+  let database;
+  try {
+    database = openDatabase(option, io.env);
+  } catch (error) {
+    io.err(`bcms-ext migrate: ${(error as Error).message}\n`);
+    return 1;
+  }
+  try {
+    io.out(`Migrating ${database.description} (table ${MIGRATIONS_TABLE})...\n`);
+    const applied = await migrate(database.knex);
+    io.out(applied.length === 0 ? 'Already up to date.\n' : `Applied: ${applied.join(', ')}\n`);
+    return 0;
+  } catch (error) {
+    io.err(`bcms-ext migrate: ${(error as Error).message}\nCheck that the database is running and reachable, then run the command again.\n`);
+    return 1;
+  } finally {
+    await database.close();
+  }
+}
+
+function defaultIo(): Io {
+  return { out: (text) => process.stdout.write(text), err: (text) => process.stderr.write(text), env: process.env };
+}

@@ -1,0 +1,77 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import express from 'express';
+import request from 'supertest';
+import { bcmsExtensions, createBcmsFunction } from '../../lib';
+import { openDatabase } from '../../lib/db/connection';
+import { memoryLogger } from '../support/app';
+
+const count = createBcmsFunction(async () => ({
+  config: { name: 'count', public: true },
+  handler: async ({ repo }) => (await repo.template.findAll()).map((t) => t.name),
+}));
+const add = createBcmsFunction(async () => ({
+  config: { name: 'add', public: true },
+  handler: async ({ repo, request }) => (await repo.template.add({ name: request.body.name })).name,
+}));
+
+describe('the database option', () => {
+  test('with nothing configured: DATABASE_URL when set, else PGlite in .bcms/data under the working directory', () => {
+    const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-cwd-'));
+    const previous = process.cwd();
+    process.chdir(cwd);
+    try {
+      const embedded = openDatabase(undefined, {});
+      expect(embedded.description).toBe(`pglite:${path.join(fs.realpathSync(cwd), '.bcms', 'data')}`);
+      expect(fs.existsSync(path.join(cwd, '.bcms', 'data'))).toBe(true);
+      void embedded.close();
+      const server = openDatabase(undefined, { DATABASE_URL: 'postgres://someone:secret@db.example:5433/cms' });
+      expect(server.description).toBe('postgres://db.example:5433/cms'); // never the password
+      void server.close();
+    } finally {
+      process.chdir(previous);
+    }
+  });
+
+  test('a value that is none of the three is refused when the router is built', () => {
+    expect(() => bcmsExtensions({}, { database: 42 as never })).toThrow('option database must be a Knex instance, a Postgres URL, or { pglite: DIR }');
+    expect(() => bcmsExtensions({}, { database: 'mysql://x@y/z' })).toThrow('option database: a string must be a Postgres URL');
+    expect(() => bcmsExtensions({}, { database: { pglite: '' } })).toThrow('option database must be');
+  });
+
+  test('{ pglite: DIR } on disk: data survives close() and a new router on the same directory', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-pglite-'));
+    const first = bcmsExtensions({ functions: [add, count] }, { database: { pglite: dir }, logger: memoryLogger().logger });
+    await first.ready;
+    expect((await request(express().use(first)).post('/api/function/add').send({ name: 'kept' })).body.result).toBe('kept');
+    await first.close();
+
+    const second = bcmsExtensions({ functions: [add, count] }, { database: { pglite: dir }, logger: memoryLogger().logger });
+    await second.ready;
+    expect((await request(express().use(second)).post('/api/function/count')).body.result).toEqual(['kept']);
+    await second.close();
+  }, 60_000);
+
+  // Needs the server: CI always sets DATABASE_URL (.ci/run). Without one, the outage test still
+  // covers a URL, through PGlite served over TCP.
+  (process.env.DATABASE_URL ? test : test.skip)('a Postgres URL opens a pool of the router own, which close() ends', async () => {
+    const router = bcmsExtensions({ functions: [count] }, { database: process.env.DATABASE_URL, logger: memoryLogger().logger });
+    await router.ready;
+    expect(await router.db.raw('select 1 as one').then((r: { rows: unknown[] }) => r.rows)).toEqual([{ one: 1 }]);
+    await router.close();
+    await expect(router.db.raw('select 1')).rejects.toThrow();
+  });
+});
+
+describe('BCMSRepo', () => {
+  test('used before any router was built, it says what to do', () => {
+    jest.isolateModules(() => {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const fresh = require('../../lib') as typeof import('../../lib');
+      expect(() => fresh.BCMSRepo.entry.methods.findAllByTemplateId('x')).toThrow(
+        'BCMSRepo was used before any router was built: call bcmsExtensions(...) first, or use `repo` from the handler context',
+      );
+    });
+  });
+});

@@ -1,0 +1,60 @@
+import os from 'node:os';
+import { migrate, MIGRATIONS_TABLE } from '../../lib';
+import { backends, openTestDatabase, type TestDatabase } from '../support/database';
+
+describe.each(backends())('migrations on %s', (backend) => {
+  let database: TestDatabase;
+  beforeAll(async () => {
+    database = await openTestDatabase(backend);
+  });
+  afterAll(() => database.close());
+
+  test("a host's own knex migrations are untouched, and ours keep their own table", async () => {
+    const knex = database.knex;
+    // The host's migration history, in knex's default table.
+    await knex.schema.createTable('knex_migrations', (t) => {
+      t.increments('id');
+      t.string('name');
+      t.integer('batch');
+      t.timestamp('migration_time');
+    });
+    await knex('knex_migrations').insert({ name: '001_host_users.js', batch: 1, migration_time: new Date() });
+
+    // From another working directory: the directory is absolute.
+    const cwd = process.cwd();
+    process.chdir(os.tmpdir());
+    let applied: string[];
+    try {
+      applied = await migrate(knex);
+    } finally {
+      process.chdir(cwd);
+    }
+    expect(MIGRATIONS_TABLE).toBe('bcms_migrations');
+    expect(applied).toEqual(['20261122000000_content_store.js']);
+    expect((await knex('bcms_migrations').select('name')).map((row) => row.name)).toEqual(['20261122000000_content_store.js']);
+    expect(await knex('knex_migrations').select('name')).toEqual([{ name: '001_host_users.js' }]);
+    expect(await knex.schema.hasTable('bcms_templates')).toBe(true);
+    expect(await knex.schema.hasTable('bcms_entries')).toBe(true);
+  });
+
+  test('running again, or twice at once, applies nothing more', async () => {
+    const [a, b] = await Promise.all([migrate(database.knex), migrate(database.knex)]);
+    expect([...a, ...b]).toEqual([]);
+    expect(await migrate(database.knex)).toEqual([]);
+  });
+
+  test('template_id is indexed and references templates; nested data is JSONB', async () => {
+    const columns = await database.knex('information_schema.columns')
+      .select('column_name', 'data_type')
+      .where({ table_name: 'bcms_entries' })
+      .whereRaw('table_schema = current_schema()');
+    const types = Object.fromEntries(columns.map((c: { column_name: string; data_type: string }) => [c.column_name, c.data_type]));
+    expect(types).toMatchObject({ meta: 'jsonb', content: 'jsonb', template_id: 'uuid', created_at: 'timestamp with time zone' });
+    const indexes = await database.knex.raw("select indexdef from pg_indexes where tablename = 'bcms_entries' and schemaname = current_schema()");
+    expect(indexes.rows.map((r: { indexdef: string }) => r.indexdef).join('\n')).toMatch(/\(template_id, created_at, id\)/);
+    const fks = await database.knex.raw(
+      "select confdeltype from pg_constraint where contype = 'f' and conrelid = 'bcms_entries'::regclass",
+    );
+    expect(fks.rows).toEqual([{ confdeltype: 'c' }]);
+  });
+});
