@@ -63,7 +63,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   const modules = registry.functions ?? [];
   checkFunctionModules(modules);
   const verifyAccessToken = createAccessTokenVerifier(settings.jwt);
-  const store = new ContentStore(openDatabase(settings.database as DatabaseOption | undefined), logger);
+  const store = new ContentStore(openDatabase(settings.database as DatabaseOption | undefined, process.env, logger), logger);
   const repo = createRepository(store);
   bindBcmsRepo(repo);
 

@@ -6,9 +6,12 @@ const root = path.resolve(__dirname, '..');
 const run = (args: string[]) => execFileSync(process.execPath, args, { cwd: root, encoding: 'utf8' });
 
 const PUBLIC = [
+  'BCMSRepo',
   'BcmsHttpError',
   'JWTPermissionName',
   'JWTRoleName',
+  'MIGRATIONS_DIRECTORY',
+  'MIGRATIONS_TABLE',
   'bcmsExtensions',
   'createBcmsFunction',
   'createBcmsPlugin',
@@ -16,6 +19,7 @@ const PUBLIC = [
   'createControllerMethod',
   'createJwtProtectionPreRequestHandler',
   'errorCodes',
+  'migrate',
 ];
 
 describe('the built package', () => {

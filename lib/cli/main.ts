@@ -39,7 +39,9 @@ async function runMigrate(args: readonly string[], io: Io): Promise<number> {
   }
   let database;
   try {
-    database = openDatabase(option, io.env);
+    // Knex's own retries and warnings go to stderr, with the rest of what went wrong.
+    const toErr = (object: object, message?: string): void => io.err(`${message ?? ''} ${JSON.stringify(object)}\n`);
+    database = openDatabase(option, io.env, { info: () => {}, debug: () => {}, warn: toErr, error: toErr });
   } catch (error) {
     io.err(`bcms-ext migrate: ${(error as Error).message}\n`);
     return 1;

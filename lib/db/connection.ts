@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import knexFactory, { type Knex } from 'knex';
+import type { Logger } from '../logger';
 
 /** The `database` option: a Knex instance, a Postgres URL, or an embedded PGlite directory. */
 export type DatabaseOption = Knex | string | { pglite: string };
@@ -17,14 +18,15 @@ export interface Database {
 export const DEFAULT_PGLITE_DIR = path.join('.bcms', 'data');
 
 /** `option`, else `DATABASE_URL`, else embedded PGlite in `.bcms/data`. */
-export function openDatabase(option: DatabaseOption | undefined, env: NodeJS.ProcessEnv = process.env): Database {
+export function openDatabase(option: DatabaseOption | undefined, env: NodeJS.ProcessEnv = process.env, logger?: Logger): Database {
+  const log = knexLog(logger);
   const chosen = option ?? (env.DATABASE_URL ? env.DATABASE_URL : { pglite: path.resolve(DEFAULT_PGLITE_DIR) });
   if (isKnex(chosen)) {
     return { knex: chosen, description: 'knex instance', close: async () => {} };
   }
-  if (typeof chosen === 'string') return openPostgres(chosen);
+  if (typeof chosen === 'string') return openPostgres(chosen, log);
   if (chosen !== null && typeof chosen === 'object' && typeof chosen.pglite === 'string' && chosen.pglite !== '') {
-    return openPglite(chosen.pglite);
+    return openPglite(chosen.pglite, log);
   }
   throw new TypeError('option database must be a Knex instance, a Postgres URL, or { pglite: DIR } ("memory://" for in memory)');
 }
@@ -33,7 +35,14 @@ function isKnex(value: unknown): value is Knex {
   return typeof value === 'function' && typeof (value as Knex).raw === 'function' && typeof (value as Knex).client === 'object';
 }
 
-function openPostgres(url: string): Database {
+/** Knex's own messages (connection retries, warnings) go to the router's logger, not to console. */
+function knexLog(logger: Logger | undefined): Knex.Config['log'] {
+  if (logger === undefined) return undefined;
+  const to = (level: 'warn' | 'error' | 'debug') => (message: unknown) => logger[level]({ knex: String(message) }, 'bcms-extensions: knex');
+  return { warn: to('warn'), error: to('error'), deprecate: to('warn'), debug: to('debug') };
+}
+
+function openPostgres(url: string, log: Knex.Config['log']): Database {
   let description: string;
   try {
     const parsed = new URL(url);
@@ -48,11 +57,12 @@ function openPostgres(url: string): Database {
     connection: { connectionString: url, connectionTimeoutMillis: 5_000 },
     pool: { min: 0, max: 10 },
     acquireConnectionTimeout: 10_000,
+    log,
   });
   return { knex, description, close: () => knex.destroy() };
 }
 
-function openPglite(dir: string): Database {
+function openPglite(dir: string, log: Knex.Config['log']): Database {
   const inMemory = dir.startsWith('memory://');
   const dataDir = inMemory ? dir : path.resolve(dir);
   if (!inMemory) fs.mkdirSync(dataDir, { recursive: true });
@@ -62,7 +72,7 @@ function openPglite(dir: string): Database {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const ClientPgLite = require('knex-pglite') as typeof import('knex-pglite');
   const pglite = new PGlite(dataDir);
-  const knex = knexFactory({ client: ClientPgLite as unknown as typeof Knex.Client, connection: { pglite } as never });
+  const knex = knexFactory({ client: ClientPgLite as unknown as typeof Knex.Client, connection: { pglite } as never, log });
   const close = async (): Promise<void> => {
     // knex-pglite closes PGlite with its one connection; a database never queried has none.
     await knex.destroy();

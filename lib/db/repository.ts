@@ -132,7 +132,7 @@ export function createRepository(store: ContentStore): BcmsRepo {
     async findAllByTemplateId(templateId) {
       if (!isId(templateId)) return [];
       const rows = await run(
-        (db) => db('bcms_entries').select(ENTRY_COLUMNS).where('template_id', templateId).orderBy(['created_at', 'id']) as Promise<EntryRow[]>,
+        (db) => db('bcms_entries').select(ENTRY_COLUMNS).where('template_id', templateId).orderBy(['created_at', 'seq']) as Promise<EntryRow[]>,
       );
       return rows.map(toEntry);
     },
@@ -179,13 +179,14 @@ export function createRepository(store: ContentStore): BcmsRepo {
     },
     async deleteById(id) {
       if (!isId(id)) return false;
-      return (await run((db) => db('bcms_entries').where('id', id).delete())) > 0;
+      // `returning`: PGlite does not report a row count for a delete.
+      return (await run((db) => db('bcms_entries').where('id', id).delete().returning('id'))).length > 0;
     },
   };
 
   const template: BcmsTemplateRepo = {
     async findAll() {
-      const rows = await run((db) => db('bcms_templates').select(TEMPLATE_COLUMNS).orderBy(['created_at', 'id']) as Promise<TemplateRow[]>);
+      const rows = await run((db) => db('bcms_templates').select(TEMPLATE_COLUMNS).orderBy(['created_at', 'seq']) as Promise<TemplateRow[]>);
       return rows.map(toTemplate);
     },
     async findById(id) {
@@ -231,7 +232,7 @@ export function createRepository(store: ContentStore): BcmsRepo {
     },
     async deleteById(id) {
       if (!isId(id)) return false;
-      return (await run((db) => db('bcms_templates').where('id', id).delete())) > 0;
+      return (await run((db) => db('bcms_templates').where('id', id).delete().returning('id'))).length > 0;
     },
   };
 
