@@ -1,0 +1,50 @@
+'use strict';
+// A plugin: entry counts per template (open to anyone) and the latest form submissions (signed-in
+// readers only).
+const {
+  createBcmsPlugin,
+  createController,
+  createControllerMethod,
+  createJwtProtectionPreRequestHandler,
+  JWTPermissionName,
+  JWTRoleName,
+} = require('bcms-extensions');
+const { SUBMISSIONS_TEMPLATE } = require('../seed');
+
+const StatsController = createController({
+  name: 'Stats',
+  path: '/stats',
+  methods: () => ({
+    counts: createControllerMethod({
+      path: '/counts',
+      type: 'get',
+      handler: async ({ repo }) => {
+        const templates = await repo.template.findAll();
+        const counts = await Promise.all(
+          templates.map(async (template) => ({ template: template.name, label: template.label, entries: await repo.entry.countByTemplateId(template._id) })),
+        );
+        return { counts };
+      },
+    }),
+    submissions: createControllerMethod({
+      path: '/submissions',
+      type: 'get',
+      preRequestHandler: createJwtProtectionPreRequestHandler([JWTRoleName.ADMIN, JWTRoleName.USER], JWTPermissionName.READ),
+      handler: async ({ repo, request }) => {
+        const limit = Math.min(Math.max(Number.parseInt(String(request.query.limit ?? '10'), 10) || 10, 1), 100);
+        const template = await repo.template.findByName(SUBMISSIONS_TEMPLATE);
+        const entries = await repo.entry.findAllByTemplateId(template._id);
+        const recent = entries.slice(-limit).reverse();
+        return {
+          submissions: recent.map((entry) => ({
+            _id: entry._id,
+            createdAt: entry.createdAt,
+            ...Object.fromEntries(entry.meta[0].props.map((prop) => [prop.id, prop.data[0]])),
+          })),
+        };
+      },
+    }),
+  }),
+});
+
+module.exports = createBcmsPlugin({ name: 'content-stats', controllers: [StatsController] });

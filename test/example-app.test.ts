@@ -1,0 +1,151 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+// The example app as the README runs it (a child process, on PGlite), and the README's curl
+// examples run as they are written, with real curl, through bash.
+const root = path.resolve(__dirname, '..');
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+interface Running {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+function start(port: number, dataDir: string, extraEnv: Record<string, string> = {}): Promise<Running> {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  delete env.DATABASE_URL; // the README's first run: the embedded default
+  delete env.ADMIN_PASSWORD;
+  delete env.ADMIN_EMAIL;
+  delete env.NODE_OPTIONS;
+  Object.assign(env, { PORT: String(port), EXAMPLE_DATA_DIR: dataDir, LOG_LEVEL: 'warn' }, extraEnv);
+  const child = spawn(process.execPath, [path.join(root, 'example-app', 'server.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (chunk) => (output += chunk));
+  child.stderr!.on('data', (chunk) => (output += chunk));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    const poll = setInterval(() => {
+      if (output.includes('Stop with Ctrl+C.')) {
+        clearInterval(poll);
+        resolve({ child, output: () => output, exited });
+      }
+    }, 50);
+    void exited.then((code) => {
+      clearInterval(poll);
+      reject(new Error(`the example app exited (${code}) before it was ready:\n${output}`));
+    });
+  });
+}
+
+/** The README's curl block, between its markers. */
+function readmeCurlExamples(): string[] {
+  const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
+  const block = /<!-- example-curl:start -->\s*```sh\n([\s\S]*?)```\s*<!-- example-curl:end -->/.exec(readme);
+  if (!block) throw new Error('README.md has no example-curl block');
+  return block[1]!.trim().split('\n');
+}
+
+/** Runs the lines in one bash, printing a separator after each, and returns each line's output. */
+function runExamples(lines: string[], port: number, password: string): Promise<string[]> {
+  const script = lines
+    .map((line) => line.replaceAll('localhost:8080', `localhost:${port}`).replace(/^export ADMIN_PASSWORD=.*$/, `export ADMIN_PASSWORD='${password}'`))
+    .map((line) => `${line}\necho; echo '@@@'`)
+    .join('\n');
+  return new Promise((resolve, reject) => {
+    execFile('bash', ['-euo', 'pipefail', '-c', script], { encoding: 'utf8' }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`${error.message}\n${stderr}`));
+      else resolve(stdout.split('@@@\n').map((part) => part.trim()).slice(0, lines.length));
+    });
+  });
+}
+
+describe('the example app, as the README runs it', () => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-example-'));
+  let port: number;
+
+  beforeAll(async () => {
+    port = await freePort();
+  });
+
+  test('first start: seeds, prints a generated password, answers every README curl example, stops on SIGTERM with 0', async () => {
+    const app = await start(port, dataDir);
+    const password = /export ADMIN_PASSWORD='([^']+)'/.exec(app.output())?.[1];
+    expect(password).toMatch(/^[A-Za-z0-9_-]{16}$/);
+    expect(app.output()).toMatch(/started in \d+\.\d s/);
+
+    const lines = readmeCurlExamples();
+    expect(lines.length).toBe(6);
+    const outputs = await runExamples(lines, port, password!);
+    const json = (i: number) => JSON.parse(outputs[i]!);
+    expect(json(1)).toEqual({ counts: [{ template: 'blog', label: 'Blog', entries: 3 }, { template: 'form-submissions', label: 'Form submissions', entries: 0 }] });
+    expect(json(2)).toEqual({
+      success: true,
+      result: [
+        { _id: expect.any(String), title: 'Hello, world' },
+        { _id: expect.any(String), title: 'Plugins and functions' },
+        { _id: expect.any(String), title: 'Content through the repository' },
+      ],
+    });
+    expect(outputs[3]).toBe(''); // TOKEN=$(...) prints nothing
+    expect(json(4)).toEqual({ success: true, result: { submissionId: expect.stringMatching(/^[0-9a-f-]{36}$/) } });
+    expect(json(5)).toEqual({ submissions: [{ _id: json(4).result.submissionId, createdAt: expect.any(Number), name: 'Ada', email: 'ada@example.com', message: 'Hello' }] });
+
+    // A request in flight when SIGTERM arrives still gets its answer.
+    const inFlight = fetch(`http://localhost:${port}/api/function/get-all-blogs-titles`, { method: 'POST' });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    app.child.kill('SIGTERM');
+    expect((await inFlight).status).toBe(200);
+    expect(await app.exited).toBe(0);
+    expect(app.output()).toMatch(/SIGTERM: stopping\.\.\.\nStopped\./);
+  }, 90_000);
+
+  test('second start on the same data: nothing generated or seeded again, data kept; SIGINT stops it with 0', async () => {
+    const app = await start(port, dataDir);
+    expect(app.output()).not.toMatch(/generated/);
+    const counts = await (await fetch(`http://localhost:${port}/api/plugin/content-stats/stats/counts`)).json();
+    expect(counts).toEqual({ counts: [{ template: 'blog', label: 'Blog', entries: 3 }, { template: 'form-submissions', label: 'Form submissions', entries: 1 }] });
+    expect(app.output()).toMatch(/admin@example\.com\s+\(password as set at first start/);
+    expect(app.output()).toMatch(/reader@example\.com\s+\(password as set at first start/);
+    app.child.kill('SIGINT');
+    expect(await app.exited).toBe(0);
+  }, 90_000);
+
+  test('ADMIN_EMAIL and ADMIN_PASSWORD choose the admin account, and nothing is printed for it', async () => {
+    const app = await start(await freePort(), fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-example-')), { ADMIN_EMAIL: 'owner@example.org', ADMIN_PASSWORD: 'correct horse battery' });
+    expect(app.output()).toMatch(/owner@example\.org\s+\(password as set/);
+    const url = /http:\/\/localhost:(\d+)/.exec(app.output())![0];
+    const login = await fetch(`${url}/api/auth/login`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ email: 'owner@example.org', password: 'correct horse battery' }) });
+    expect(login.status).toBe(200);
+    const wrong = await fetch(`${url}/api/auth/login`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ email: 'owner@example.org', password: 'nope' }) });
+    expect(wrong.status).toBe(401);
+    app.child.kill('SIGTERM');
+    expect(await app.exited).toBe(0);
+  }, 90_000);
+
+  test('a port in use: one line saying so, no stack, exit 1', async () => {
+    const busy = net.createServer();
+    await new Promise<void>((resolve) => busy.listen(0, resolve));
+    const taken = (busy.address() as net.AddressInfo).port;
+    const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(taken), EXAMPLE_DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
+    delete env.DATABASE_URL;
+    delete env.NODE_OPTIONS;
+    const child = spawn(process.execPath, [path.join(root, 'example-app', 'server.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    const code = await new Promise((resolve) => child.on('exit', resolve));
+    busy.close();
+    expect(code).toBe(1);
+    expect(stderr.trim()).toBe(`Port ${taken} is in use: start on another one, for example PORT=${taken + 1} npm start`);
+  }, 90_000);
+});
