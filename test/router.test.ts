@@ -111,7 +111,7 @@ describe('bcmsExtensions(registry, options)', () => {
     const broken = createBcmsFunction(async () => {
       throw new Error('missing API_URL');
     });
-    const router = bcmsExtensions({ functions: [fn('ok'), broken] }, { logger: log.logger });
+    const router = bcmsExtensions({ functions: [fn('ok'), broken] }, { logger: log.logger, database: db });
     await expect(router.ready).rejects.toThrow('registry.functions[1]: its factory threw: missing API_URL');
     const res = await request(express().use(router)).post('/api/function/ok');
     expect(res.status).toBe(500);

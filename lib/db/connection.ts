@@ -53,8 +53,9 @@ function openPostgres(url: string, log: Knex.Config['log']): Database {
   }
   const knex = knexFactory({
     client: 'pg',
-    // Fail fast while the server is down, so callers get a 503 in seconds, not after knex's 60 s.
-    connection: { connectionString: url, connectionTimeoutMillis: 5_000 },
+    // Fail fast while the server is down or hung, so callers get a 503 in seconds, not after knex's
+    // 60 s, and a connection that stops answering is given up (and back to the pool) after 30 s.
+    connection: { connectionString: url, connectionTimeoutMillis: 5_000, query_timeout: 30_000, keepAlive: true } as never,
     pool: { min: 0, max: 10 },
     acquireConnectionTimeout: 10_000,
     log,

@@ -125,7 +125,21 @@ const oldestFirst = (a: { created_at: Date; seq: string | number }, b: { created
   a.created_at.getTime() - b.created_at.getTime() || Number(a.seq) - Number(b.seq);
 
 /** JSONB columns take JSON text: `pg` would send a JS array as a Postgres array. */
-const json = (value: unknown): string => JSON.stringify(value);
+function json(value: unknown, where: string): string {
+  if (!Array.isArray(value)) throw new TypeError(`${where} must be an array`);
+  const text = JSON.stringify(value);
+  // Postgres text cannot hold NUL (JSONB refuses \u0000): say so, rather than a raw 22P05.
+  if (text.includes('\\u0000')) throw new TypeError(`${where} contains a NUL character, which Postgres cannot store`);
+  return text;
+}
+
+function text(value: unknown, where: string, allowEmpty = true): string {
+  if (typeof value !== 'string' || (!allowEmpty && value === '')) throw new TypeError(`${where} must be a ${allowEmpty ? '' : 'non-empty '}string`);
+  if (value.includes('\0')) throw new TypeError(`${where} contains a NUL character, which Postgres cannot store`);
+  return value;
+}
+
+const NUL = '\0';
 
 /** The repository of one router's database. Every query is parameterised by Knex. */
 export function createRepository(store: ContentStore): BcmsRepo {
@@ -163,10 +177,10 @@ export function createRepository(store: ContentStore): BcmsRepo {
           db<EntryRow>('bcms_entries')
             .insert({
               template_id: input.templateId,
-              user_id: input.userId ?? '',
-              status: input.status ?? '',
-              meta: json(input.meta ?? []),
-              content: json(input.content ?? []),
+              user_id: text(input.userId ?? '', 'repo.entry.add: userId'),
+              status: text(input.status ?? '', 'repo.entry.add: status'),
+              meta: json(input.meta ?? [], 'repo.entry.add: meta'),
+              content: json(input.content ?? [], 'repo.entry.add: content'),
             } as never)
             .returning(ENTRY_COLUMNS),
         );
@@ -179,10 +193,10 @@ export function createRepository(store: ContentStore): BcmsRepo {
     async update(input) {
       if (!isId(input?._id)) return null;
       const changes: Record<string, unknown> = { updated_at: knex().raw('clock_timestamp()') };
-      if (input.userId !== undefined) changes.user_id = input.userId;
-      if (input.status !== undefined) changes.status = input.status;
-      if (input.meta !== undefined) changes.meta = json(input.meta);
-      if (input.content !== undefined) changes.content = json(input.content);
+      if (input.userId !== undefined) changes.user_id = text(input.userId, 'repo.entry.update: userId');
+      if (input.status !== undefined) changes.status = text(input.status, 'repo.entry.update: status');
+      if (input.meta !== undefined) changes.meta = json(input.meta, 'repo.entry.update: meta');
+      if (input.content !== undefined) changes.content = json(input.content, 'repo.entry.update: content');
       const [row] = await run((db) => db<EntryRow>('bcms_entries').where('id', input._id).update(changes as never).returning(ENTRY_COLUMNS));
       return row === undefined ? null : toEntry(row as EntryRow);
     },
@@ -204,21 +218,21 @@ export function createRepository(store: ContentStore): BcmsRepo {
       return row === undefined ? null : toTemplate(row);
     },
     async findByName(name) {
-      if (typeof name !== 'string') return null;
+      if (typeof name !== 'string' || name.includes(NUL)) return null;
       const row = await run((db) => db('bcms_templates').select(TEMPLATE_COLUMNS).where('name', name).first() as Promise<TemplateRow | undefined>);
       return row === undefined ? null : toTemplate(row);
     },
     async add(input) {
-      if (typeof input?.name !== 'string' || input.name === '') throw new TypeError('repo.template.add: name must be a non-empty string');
+      text(input?.name, 'repo.template.add: name', false);
       try {
         const [row] = await run((db) =>
           db<TemplateRow>('bcms_templates')
             .insert({
               name: input.name,
-              label: input.label ?? input.name,
-              desc: input.desc ?? '',
-              single_entry: input.singleEntry ?? false,
-              props: json(input.props ?? []),
+              label: text(input.label ?? input.name, 'repo.template.add: label'),
+              desc: text(input.desc ?? '', 'repo.template.add: desc'),
+              single_entry: input.singleEntry === true,
+              props: json(input.props ?? [], 'repo.template.add: props'),
             } as never)
             .returning(TEMPLATE_COLUMNS),
         );
@@ -231,13 +245,18 @@ export function createRepository(store: ContentStore): BcmsRepo {
     async update(input) {
       if (!isId(input?._id)) return null;
       const changes: Record<string, unknown> = { updated_at: knex().raw('clock_timestamp()') };
-      if (input.name !== undefined) changes.name = input.name;
-      if (input.label !== undefined) changes.label = input.label;
-      if (input.desc !== undefined) changes.desc = input.desc;
-      if (input.singleEntry !== undefined) changes.single_entry = input.singleEntry;
-      if (input.props !== undefined) changes.props = json(input.props);
-      const [row] = await run((db) => db<TemplateRow>('bcms_templates').where('id', input._id).update(changes as never).returning(TEMPLATE_COLUMNS));
-      return row === undefined ? null : toTemplate(row as TemplateRow);
+      if (input.name !== undefined) changes.name = text(input.name, 'repo.template.update: name', false);
+      if (input.label !== undefined) changes.label = text(input.label, 'repo.template.update: label');
+      if (input.desc !== undefined) changes.desc = text(input.desc, 'repo.template.update: desc');
+      if (input.singleEntry !== undefined) changes.single_entry = input.singleEntry === true;
+      if (input.props !== undefined) changes.props = json(input.props, 'repo.template.update: props');
+      try {
+        const [row] = await run((db) => db<TemplateRow>('bcms_templates').where('id', input._id).update(changes as never).returning(TEMPLATE_COLUMNS));
+        return row === undefined ? null : toTemplate(row as TemplateRow);
+      } catch (error) {
+        if ((error as { code?: string }).code === '23505') throw new Error(`repo.template.update: a template named "${input.name}" exists`, { cause: error });
+        throw error;
+      }
     },
     async deleteById(id) {
       if (!isId(id)) return false;

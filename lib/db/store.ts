@@ -14,7 +14,10 @@ export function isUnreachable(error: unknown): boolean {
   const { code, name, message } = error as { code?: unknown; name?: unknown; message?: unknown };
   if (typeof code === 'string' && (UNREACHABLE_CODES.has(code) || code.startsWith('08'))) return true;
   if (name === 'KnexTimeoutError') return true;
-  return typeof message === 'string' && /connection terminated|connection error|client was closed|timeout exceeded when trying to connect|PGlite is closed/i.test(message);
+  return (
+    typeof message === 'string' &&
+    /connection terminated|connection error|client was closed|timeout exceeded when trying to connect|timeout expired|connection timeout|query read timeout|PGlite is closed/i.test(message)
+  );
 }
 
 /**

@@ -4,8 +4,10 @@ import path from 'node:path';
 import express from 'express';
 import request from 'supertest';
 import { bcmsExtensions, createBcmsFunction } from '../../lib';
+import knexFactory from 'knex';
 import { openDatabase } from '../../lib/db/connection';
 import { memoryLogger } from '../support/app';
+import { TcpProxy } from '../support/proxy';
 
 const count = createBcmsFunction(async () => ({
   config: { name: 'count', public: true },
@@ -56,12 +58,37 @@ describe('the database option', () => {
   // Needs the server: CI always sets DATABASE_URL (.ci/run). Without one, the outage test still
   // covers a URL, through PGlite served over TCP.
   (process.env.DATABASE_URL ? test : test.skip)('a Postgres URL opens a pool of the router own, which close() ends', async () => {
-    const router = bcmsExtensions({ functions: [count] }, { database: process.env.DATABASE_URL, logger: memoryLogger().logger });
+    // A schema of the test's own, through the URL, so the server's public schema is left alone.
+    const schema = `bcms_url_${process.pid}`;
+    const admin = knexFactory({ client: 'pg', connection: process.env.DATABASE_URL, pool: { min: 0, max: 1 } });
+    await admin.raw('create schema if not exists ??', [schema]);
+    const url = new URL(process.env.DATABASE_URL as string);
+    url.searchParams.set('options', `-c search_path=${schema}`);
+    const router = bcmsExtensions({ functions: [count] }, { database: url.toString(), logger: memoryLogger().logger });
     await router.ready;
+    expect(await router.db.raw('select current_schema() as s').then((r: { rows: unknown[] }) => r.rows)).toEqual([{ s: schema }]);
     expect(await router.db.raw('select 1 as one').then((r: { rows: unknown[] }) => r.rows)).toEqual([{ one: 1 }]);
     await router.close();
     await expect(router.db.raw('select 1')).rejects.toThrow();
+    await admin.raw('drop schema ?? cascade', [schema]);
+    await admin.destroy();
   });
+});
+
+describe('a database that hangs instead of refusing', () => {
+  test('ready resolves, and requests get 503 once the 5 s connect time-out passes, not a 500 or a hang', async () => {
+    const proxy = await TcpProxy.reserve({ host: '127.0.0.1', port: 1 });
+    await proxy.hang();
+    const log = memoryLogger();
+    const router = bcmsExtensions({ functions: [count] }, { database: `postgres://postgres@127.0.0.1:${proxy.port}/test`, logger: log.logger });
+    await expect(router.ready).resolves.toBeUndefined();
+    expect(log.text()).not.toMatch(/the registry was refused/);
+    const res = await request(express().use(router)).post('/api/function/count');
+    expect(res.status).toBe(503);
+    expect(res.body.error.code).toBe('DATABASE_UNAVAILABLE');
+    await router.close();
+    await proxy.stop();
+  }, 30_000);
 });
 
 describe('BCMSRepo', () => {

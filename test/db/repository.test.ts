@@ -109,6 +109,22 @@ describe.each(backends())('repository on %s', (backend) => {
     expect(await database.knex.schema.hasTable('bcms_entries')).toBe(true);
   });
 
+  test('what Postgres cannot store, or that would break the BCMS shape, is refused with a clear error', async () => {
+    const template = await repo.template.add({ name: 'strict' });
+    const entry = await repo.entry.add({ templateId: template._id });
+    await expect(repo.entry.update({ _id: entry._id, meta: null as never })).rejects.toThrow('repo.entry.update: meta must be an array');
+    await expect(repo.entry.update({ _id: entry._id, meta: 'oops' as never })).rejects.toThrow('repo.entry.update: meta must be an array');
+    await expect(repo.entry.update({ _id: entry._id, userId: null as never })).rejects.toThrow('repo.entry.update: userId must be a string');
+    await expect(repo.entry.add({ templateId: template._id, meta: [{ lng: 'en', props: [{ id: 't', data: ['a\u0000b'] }] }] })).rejects.toThrow(
+      'repo.entry.add: meta contains a NUL character',
+    );
+    await expect(repo.template.update({ _id: template._id, name: '' })).rejects.toThrow('repo.template.update: name must be a non-empty string');
+    await repo.template.add({ name: 'taken' });
+    await expect(repo.template.update({ _id: template._id, name: 'taken' })).rejects.toThrow('repo.template.update: a template named "taken" exists');
+    await expect(repo.template.findByName('a\u0000b')).resolves.toBeNull();
+    expect(await repo.entry.findById(entry._id)).toMatchObject({ meta: [], userId: '' }); // nothing was half-written
+  });
+
   test('adding an entry to a template that is not there says so', async () => {
     await expect(repo.entry.add({ templateId: '00000000-0000-4000-8000-000000000000' })).rejects.toThrow(
       'repo.entry.add: no template with id "00000000-0000-4000-8000-000000000000"',

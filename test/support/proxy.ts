@@ -37,6 +37,17 @@ export class TcpProxy {
     await new Promise<void>((resolve) => this.server!.listen(this.port, '127.0.0.1', resolve));
   }
 
+  /** A database that accepts connections and then never answers (a hung server, a dropped route). */
+  async hang(): Promise<void> {
+    this.server = net.createServer((client) => {
+      this.sockets.add(client);
+      client.on('close', () => this.sockets.delete(client));
+      client.on('error', () => client.destroy());
+      client.resume(); // read and drop whatever is sent
+    });
+    await new Promise<void>((resolve) => this.server!.listen(this.port, '127.0.0.1', resolve));
+  }
+
   async stop(): Promise<void> {
     for (const socket of this.sockets) socket.destroy();
     if (this.server) await new Promise((resolve) => this.server!.close(resolve));
