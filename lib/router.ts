@@ -69,12 +69,15 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
 
   const nextRequestId = createRequestIds();
   let functions: Map<string, BcmsFunction> | undefined;
-  const ready = Promise.all([
+  // Settles only once both are done, so that a refused registry leaves no migration running behind it.
+  const ready = Promise.allSettled([
     loadFunctions(modules).then((loaded) => {
       functions = loaded;
     }),
     store.start(),
-  ]).then(() => undefined);
+  ]).then((outcomes) => {
+    for (const outcome of outcomes) if (outcome.status === 'rejected') throw outcome.reason;
+  });
   // The refusal is logged even when the host never awaits `ready`, and is not an unhandled rejection.
   ready.catch((error: unknown) => logger.error({ err: error }, 'bcms-extensions: the registry was refused'));
 
