@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import knexFactory from 'knex';
+import { serverSchema } from './support/database';
 
 // The example app as the README runs it (a child process, on PGlite), and the README's curl
 // examples run as they are written, with real curl, through bash.
@@ -136,23 +136,18 @@ describe('the example app, as the README runs it', () => {
 
   // Needs the server: CI always sets DATABASE_URL (.ci/run).
   (process.env.DATABASE_URL ? test : test.skip)('with DATABASE_URL it runs on that Postgres server', async () => {
-    const schema = `bcms_example_${process.pid}`;
-    const admin = knexFactory({ client: 'pg', connection: process.env.DATABASE_URL, pool: { min: 0, max: 1 } });
-    await admin.raw('create schema if not exists ??', [schema]);
-    const url = new URL(process.env.DATABASE_URL as string);
-    url.searchParams.set('options', `-c search_path=${schema}`);
+    const { schema, url, admin, drop } = await serverSchema('bcms_example');
     try {
-      const app = await start(await freePort(), dataDir, { DATABASE_URL: url.toString() });
+      const app = await start(await freePort(), dataDir, { DATABASE_URL: url });
       expect(app.output()).toMatch(/database DATABASE_URL/);
       const base = /http:\/\/localhost:\d+/.exec(app.output())![0];
-      const titles = (await (await fetch(`${base}/api/function/get-all-blogs-titles`, { method: "POST" })).json()) as { result: unknown[] };
+      const titles = (await (await fetch(`${base}/api/function/get-all-blogs-titles`, { method: 'POST' })).json()) as { result: unknown[] };
       expect(titles.result).toHaveLength(3);
       expect((await admin.raw('select count(*)::int as n from ??.bcms_entries', [schema])).rows).toEqual([{ n: 3 }]);
       app.child.kill('SIGTERM');
       expect(await app.exited).toBe(0);
     } finally {
-      await admin.raw('drop schema if exists ?? cascade', [schema]);
-      await admin.destroy();
+      await drop();
     }
   }, 90_000);
 

@@ -4,9 +4,9 @@ import path from 'node:path';
 import express from 'express';
 import request from 'supertest';
 import { bcmsExtensions, createBcmsFunction } from '../../lib';
-import knexFactory from 'knex';
 import { openDatabase } from '../../lib/db/connection';
 import { memoryLogger } from '../support/app';
+import { serverSchema } from '../support/database';
 import { TcpProxy } from '../support/proxy';
 
 const count = createBcmsFunction(async () => ({
@@ -59,19 +59,14 @@ describe('the database option', () => {
   // covers a URL, through PGlite served over TCP.
   (process.env.DATABASE_URL ? test : test.skip)('a Postgres URL opens a pool of the router own, which close() ends', async () => {
     // A schema of the test's own, through the URL, so the server's public schema is left alone.
-    const schema = `bcms_url_${process.pid}`;
-    const admin = knexFactory({ client: 'pg', connection: process.env.DATABASE_URL, pool: { min: 0, max: 1 } });
-    await admin.raw('create schema if not exists ??', [schema]);
-    const url = new URL(process.env.DATABASE_URL as string);
-    url.searchParams.set('options', `-c search_path=${schema}`);
-    const router = bcmsExtensions({ functions: [count] }, { database: url.toString(), logger: memoryLogger().logger });
+    const { schema, url, drop } = await serverSchema('bcms_url');
+    const router = bcmsExtensions({ functions: [count] }, { database: url, logger: memoryLogger().logger });
     await router.ready;
     expect(await router.db.raw('select current_schema() as s').then((r: { rows: unknown[] }) => r.rows)).toEqual([{ s: schema }]);
     expect(await router.db.raw('select 1 as one').then((r: { rows: unknown[] }) => r.rows)).toEqual([{ one: 1 }]);
     await router.close();
     await expect(router.db.raw('select 1')).rejects.toThrow();
-    await admin.raw('drop schema ?? cascade', [schema]);
-    await admin.destroy();
+    await drop();
   });
 });
 

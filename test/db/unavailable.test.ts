@@ -1,12 +1,10 @@
-import { randomBytes } from 'node:crypto';
 import request from 'supertest';
 import express from 'express';
-import knexFactory from 'knex';
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { bcmsExtensions, createBcmsFunction, createBcmsPlugin, createController, createControllerMethod, type BcmsExtensionsRouter } from '../../lib';
 import { memoryLogger } from '../support/app';
-import { backends } from '../support/database';
+import { backends, serverSchema } from '../support/database';
 import { TcpProxy } from '../support/proxy';
 
 const countTemplates = createBcmsFunction(async () => ({
@@ -53,24 +51,18 @@ async function startBackend(kind: string): Promise<Backend> {
       },
     };
   }
+  const { url, drop } = await serverSchema('bcms_outage');
   const base = new URL(process.env.DATABASE_URL as string);
-  const schema = `bcms_outage_${randomBytes(4).toString('hex')}`;
-  const admin = knexFactory({ client: 'pg', connection: base.toString(), pool: { min: 0, max: 1 } });
-  await admin.raw('create schema ??', [schema]);
   return {
     host: base.hostname,
     port: Number(base.port || 5432),
     url: (proxyPort) => {
-      const through = new URL(base.toString());
+      const through = new URL(url);
       through.hostname = '127.0.0.1';
       through.port = String(proxyPort);
-      through.searchParams.set('options', `-c search_path=${schema}`);
       return through.toString();
     },
-    close: async () => {
-      await admin.raw('drop schema ?? cascade', [schema]);
-      await admin.destroy();
-    },
+    close: drop,
   };
 }
 

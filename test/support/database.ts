@@ -61,3 +61,26 @@ export async function closeSharedTestDatabase(): Promise<void> {
   shared = undefined;
   await database.close();
 }
+
+/**
+ * A schema of its own on the DATABASE_URL server, and a URL whose connections use it
+ * (`options=-c search_path=...`): for code that takes a URL rather than a Knex instance.
+ */
+export async function serverSchema(prefix: string): Promise<{ schema: string; url: string; admin: Knex; drop(): Promise<void> }> {
+  const base = process.env.DATABASE_URL;
+  if (!base) throw new Error('DATABASE_URL is not set');
+  const schema = `${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const admin = knexFactory({ client: 'pg', connection: base, pool: { min: 0, max: 1 } });
+  await admin.raw('create schema ??', [schema]);
+  const url = new URL(base);
+  url.searchParams.set('options', `-c search_path=${schema}`);
+  return {
+    schema,
+    url: url.toString(),
+    admin,
+    async drop() {
+      await admin.raw('drop schema if exists ?? cascade', [schema]);
+      await admin.destroy();
+    },
+  };
+}
