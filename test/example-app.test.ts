@@ -128,6 +128,30 @@ describe('the example app, as the README runs it', () => {
     const url = /http:\/\/localhost:(\d+)/.exec(app.output())![0];
     const login = await fetch(`${url}/api/auth/login`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ email: 'owner@example.org', password: 'correct horse battery' }) });
     expect(login.status).toBe(200);
+    const { accessToken } = (await login.json()) as { accessToken: string };
+
+    // The CMS's own routes, behind its own express-jwt guard.
+    expect((await fetch(`${url}/api/templates`)).status).toBe(401);
+    const listed = (await (await fetch(`${url}/api/templates`, { headers: { Authorization: `Bearer ${accessToken}` } })).json()) as { templates: { _id: string; name: string }[] };
+    const blog = listed.templates.find((t) => t.name === 'blog')!;
+    const created = await fetch(`${url}/api/templates/${blog._id}/entries`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${accessToken}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ meta: [{ lng: 'en', props: [{ id: 'title', data: ['Written through the CMS'] }] }] }),
+    });
+    expect(created.status).toBe(201);
+    const entries = (await (await fetch(`${url}/api/templates/${blog._id}/entries`, { headers: { Authorization: `Bearer ${accessToken}` } })).json()) as { entries: unknown[] };
+    expect(entries.entries).toHaveLength(4);
+    // ...and the extension interface sees the same content.
+    const titles = (await (await fetch(`${url}/api/function/get-all-blogs-titles`, { method: 'POST' })).json()) as { result: { title: string }[] };
+    expect(titles.result.map((t) => t.title)).toContain('Written through the CMS');
+
+    // The seeded reader may read but not write.
+    const readerPassword = /reader@example\.com\s+password: (\S+)/.exec(app.output())![1];
+    const reader = (await (await fetch(`${url}/api/auth/login`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ email: 'reader@example.com', password: readerPassword }) })).json()) as { accessToken: string };
+    const denied = await fetch(`${url}/api/templates/${blog._id}/entries`, { method: 'POST', headers: { Authorization: `Bearer ${reader.accessToken}`, 'Content-Type': 'application/json' }, body: '{"meta":[]}' });
+    expect(denied.status).toBe(403);
+    expect(await denied.json()).toEqual({ message: 'Your role lacks WRITE.' });
     const wrong = await fetch(`${url}/api/auth/login`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ email: 'owner@example.org', password: 'nope' }) });
     expect(wrong.status).toBe(401);
     app.child.kill('SIGTERM');
