@@ -79,7 +79,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     for (const outcome of outcomes) if (outcome.status === 'rejected') throw outcome.reason;
   });
   // The refusal is logged even when the host never awaits `ready`, and is not an unhandled rejection.
-  ready.catch((error: unknown) => logger.error({ err: error }, 'bcms-extensions: the registry was refused'));
+  ready.catch((error: unknown) => logger.error({ err: error }, 'bcms-extensions: the router could not start (a registry that cannot work, or a database it cannot migrate)'));
 
   /** The request's log line. `path` is the router-relative path: no query string, never a token. */
   function finish(req: Request, res: ServerResponse, path: string, requestId: string, started: number): void {

@@ -116,7 +116,7 @@ describe('bcmsExtensions(registry, options)', () => {
     const res = await request(express().use(router)).post('/api/function/ok');
     expect(res.status).toBe(500);
     expect(res.body.error.code).toBe('INTERNAL_ERROR');
-    expect(log.text()).toMatch(/the registry was refused/);
+    expect(log.text()).toMatch(/the router could not start/);
   });
 
   test.each([

@@ -1,10 +1,13 @@
 import { openDatabase, type DatabaseOption } from '../db/connection';
-import { migrate, MIGRATIONS_TABLE } from '../db/migrate';
+import { migrate, MIGRATIONS_TABLE, unlockMigrations } from '../db/migrate';
+import { isUnreachable } from '../db/store';
 
 const USAGE = `Usage: bcms-ext <command>
 
 Commands:
-  migrate [--database URL | --pglite DIR]   Bring the bcms_* tables up to date.
+  migrate [--database URL | --pglite DIR] [--unlock]
+                                            Bring the bcms_* tables up to date. --unlock first frees
+                                            the lock a crashed migration left taken.
                                             Default database: DATABASE_URL, else PGlite in .bcms/data.
   help                                      Show this text.
 `;
@@ -27,8 +30,10 @@ export async function main(argv: readonly string[], io: Io = defaultIo()): Promi
   return 1;
 }
 
-async function runMigrate(args: readonly string[], io: Io): Promise<number> {
+async function runMigrate(args: string[], io: Io): Promise<number> {
   let option: DatabaseOption | undefined;
+  const unlock = args.includes('--unlock');
+  args = args.filter((arg) => arg !== '--unlock');
   for (let i = 0; i < args.length; i += 2) {
     const [flag, value] = [args[i], args[i + 1]];
     if (value === undefined || (flag !== '--database' && flag !== '--pglite')) {
@@ -47,12 +52,18 @@ async function runMigrate(args: readonly string[], io: Io): Promise<number> {
     return 1;
   }
   try {
+    if (unlock) {
+      await unlockMigrations(database.knex);
+      io.out(`Freed the ${MIGRATIONS_TABLE} lock.\n`);
+    }
     io.out(`Migrating ${database.description} (table ${MIGRATIONS_TABLE})...\n`);
     const applied = await migrate(database.knex);
     io.out(applied.length === 0 ? 'Already up to date.\n' : `Applied: ${applied.join(', ')}\n`);
     return 0;
   } catch (error) {
-    io.err(`bcms-ext migrate: ${(error as Error).message}\nCheck that the database is running and reachable, then run the command again.\n`);
+    const message = (error as Error).message;
+    const next = isUnreachable(error) ? 'Check that the database is running and reachable, then run the command again.' : '';
+    io.err(`bcms-ext migrate: ${message}\n${next ? `${next}\n` : ''}`);
     return 1;
   } finally {
     await database.close();

@@ -28,10 +28,22 @@ export async function migrate(knex: Knex): Promise<string[]> {
       })) as [number, string[]];
       return applied;
     } catch (error) {
-      if (attempt >= LOCK_RETRIES || !isMigrationRace(error)) throw error;
+      if (!isMigrationRace(error)) throw error;
+      if (attempt >= LOCK_RETRIES) {
+        throw new Error(
+          `the ${MIGRATIONS_TABLE} lock has been held for ${(LOCK_RETRIES * LOCK_WAIT_MS) / 1000} s. If no other instance is migrating ` +
+            '(a migration that crashed leaves the lock taken), free it with `bcms-ext migrate --unlock`',
+          { cause: error },
+        );
+      }
       await new Promise((resolve) => setTimeout(resolve, LOCK_WAIT_MS));
     }
   }
+}
+
+/** Frees the migration lock that a crashed migration left taken (`bcms-ext migrate --unlock`). */
+export async function unlockMigrations(knex: Knex): Promise<void> {
+  await knex.migrate.forceFreeMigrationsLock({ directory: MIGRATIONS_DIRECTORY, tableName: MIGRATIONS_TABLE, loadExtensions: ['.js'] });
 }
 
 /** The lock is taken, or the other instance created the migrations table a moment before us. */

@@ -24,6 +24,23 @@ describe('bcms-ext migrate', () => {
     await database.close();
   }, 60_000);
 
+  test('a lock left taken by a crash: exit 1 saying to run --unlock, which frees it', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-cli-lock-'));
+    expect(await main(['migrate', '--pglite', dir], capture().io)).toBe(0);
+    const database = openDatabase({ pglite: dir });
+    await database.knex('bcms_migrations_lock').update({ is_locked: 1 });
+    await database.close();
+
+    const stuck = capture();
+    expect(await main(['migrate', '--pglite', dir], stuck.io)).toBe(1);
+    expect(stuck.err.join('')).toMatch(/the bcms_migrations lock has been held for 10 s.*bcms-ext migrate --unlock/);
+    expect(stuck.err.join('')).not.toMatch(/reachable/);
+
+    const unlocked = capture();
+    expect(await main(['migrate', '--pglite', dir, '--unlock'], unlocked.io)).toBe(0);
+    expect(unlocked.out.join('')).toMatch(/Freed the bcms_migrations lock\.\nMigrating .*\nAlready up to date\./);
+  }, 60_000);
+
   test('an unreachable server: exit 1 and what to do next', async () => {
     const run = capture();
     expect(await main(['migrate', '--database', 'postgres://postgres@127.0.0.1:1/none'], run.io)).toBe(1);
