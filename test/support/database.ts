@@ -7,8 +7,6 @@ export type Backend = 'pglite' | 'postgres';
 export interface TestDatabase {
   backend: Backend;
   knex: Knex;
-  /** The URL of the server (Postgres only), for tests that need a connection string. */
-  url?: string;
   close(): Promise<void>;
 }
 
@@ -26,22 +24,16 @@ export async function openTestDatabase(backend: Backend): Promise<TestDatabase> 
     const database = openDatabase({ pglite: 'memory://' });
     return { backend, knex: database.knex, close: () => database.close() };
   }
-  const url = process.env.DATABASE_URL;
-  if (!url) throw new Error('DATABASE_URL is not set');
-  const schema = `bcms_test_${process.pid}_${randomBytes(4).toString('hex')}`;
-  const admin = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: 1 } });
-  await admin.raw('create schema ??', [schema]);
+  const { url, drop } = await serverSchema('bcms_test');
   // Quiet: closing while a connection is still being made is the test's doing, not news.
   const log = { warn() {}, error() {}, deprecate() {}, debug() {} };
-  const knex = knexFactory({ client: 'pg', connection: url, searchPath: [schema], pool: { min: 0, max: 5 }, log });
+  const knex = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: 5 }, log });
   return {
     backend,
     knex,
-    url,
     async close() {
       await knex.destroy();
-      await admin.raw('drop schema ?? cascade', [schema]);
-      await admin.destroy();
+      await drop();
     },
   };
 }
