@@ -19,6 +19,11 @@ export { createJwtProtectionPreRequestHandler, JWTPermissionName, JWTRoleName } 
 export type { JWT, JWTPayload, JWTPermission, JWTPreRequestHandlerResult, JWTRole, JwtOptions } from './security/jwt';
 export { BcmsHttpError, errorCodes } from './http/errors';
 export type { ErrorCode, ErrorHandler } from './http/errors';
+export { createApiKey, listApiKeys, blockApiKey, deleteApiKey } from './security/api-keys';
+export type { ApiKey, CreatedApiKey, NewApiKey } from './security/api-keys';
+export { SIGNATURE_ALGORITHMS } from './security/algorithms';
+export type { SignatureAlgorithm } from './security/algorithms';
+export type { SignatureAuth } from './security/signature';
 export { BCMSRepo } from './db/bcms-repo';
 export { migrate, MIGRATIONS_DIRECTORY, MIGRATIONS_TABLE } from './db/migrate';
 export type { DatabaseOption } from './db/connection';

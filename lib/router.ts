@@ -16,6 +16,7 @@ import { type BcmsExtensionsOptions, resolveOptions } from './options';
 import { PluginRouteTable, type PluginMatch, type PluginRoute } from './plugin/routes';
 import type { BcmsPlugin, BcmsPluginContext, PreRequestContext } from './plugin/types';
 import { createAccessTokenVerifier, hasBearerToken, JWTPermissionName, tokenAllows } from './security/jwt';
+import { createSignatureVerifier, isSignedRequest, SIGNATURE_CHALLENGE } from './security/signature';
 
 export interface BcmsRegistry {
   plugins?: BcmsPlugin[];
@@ -65,6 +66,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   const verifyAccessToken = createAccessTokenVerifier(settings.jwt);
   const store = new ContentStore(openDatabase(settings.database as DatabaseOption | undefined, process.env, logger), logger);
   const repo = createRepository(store);
+  const verifySignedRequest = createSignatureVerifier({ store, clockSkewSeconds: settings.signature.clockSkewSeconds, logger });
   bindBcmsRepo(repo);
 
   const nextRequestId = createRequestIds();
@@ -145,8 +147,8 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     writeJson(res, res.statusCode, JSON.stringify(result) ?? 'null');
   }
 
-  /** Private functions: a JWT whose role holds EXECUTE. Signatures come with their own issue. */
-  async function authenticate(req: Request): Promise<BcmsFunctionAuth> {
+  /** A private function's caller: an HTTP Signature of an API key that lists it, or a JWT whose role holds EXECUTE. */
+  async function authenticate(req: Request, name: string): Promise<BcmsFunctionAuth> {
     if (hasBearerToken(req)) {
       let accessToken;
       try {
@@ -162,21 +164,37 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
       }
       return { type: 'jwt', accessToken };
     }
-    const header = req.headers.authorization;
-    if (header !== undefined && /^signature\b/i.test(header)) {
-      throw new BcmsHttpError('SIGNATURE_INVALID', 'This service does not verify HTTP Signatures yet; call with a bearer token whose role holds EXECUTE.', SIGNATURE_CHALLENGE);
+    if (isSignedRequest(req)) {
+      if (bodyWasRead(req)) {
+        logger.error(
+          { path: req.originalUrl },
+          'bcms-extensions: a body parser ran before the router, so a signed body cannot be checked against its digest. ' +
+            'Mount the router before express.json() and other body parsers: app.use(bcmsExtensions(...)) first.',
+        );
+        throw new BcmsHttpError('BODY_ALREADY_PARSED');
+      }
+      const { auth, body } = await verifySignedRequest(req, { function: name }, () => readFunctionBody(req));
+      req.body = parseJsonBody(body);
+      return auth;
     }
-    throw new BcmsHttpError('SIGNATURE_REQUIRED', undefined, SIGNATURE_CHALLENGE);
+    const scheme = req.headers.authorization?.trim().split(/\s/, 1)[0];
+    const message = scheme
+      ? `This function is private, and the ${scheme} scheme is not accepted: sign the request (Authorization: Signature) or send a bearer token whose role holds EXECUTE.`
+      : undefined;
+    throw new BcmsHttpError('SIGNATURE_REQUIRED', message, { ...SIGNATURE_CHALLENGE });
+  }
+
+  /** A function's raw body: JSON or untyped, at most `bodyLimit` bytes. */
+  function readFunctionBody(req: Request): Promise<Buffer> {
+    const type = req.headers['content-type'];
+    if (type !== undefined && !isJsonType(type)) return Promise.reject(new BcmsHttpError('UNSUPPORTED_MEDIA_TYPE'));
+    return readRawBody(req, bodyLimit);
   }
 
   async function serveFunction(req: Request, res: Response, definition: BcmsFunction): Promise<void> {
-    const auth = definition.config.public ? null : await authenticate(req);
+    const auth = definition.config.public ? null : await authenticate(req, definition.config.name);
     // A host body parser that ran first already set `req.body`: use it as it is.
-    if (req.body === undefined && hasBody(req)) {
-      const type = req.headers['content-type'];
-      if (type !== undefined && !isJsonType(type)) throw new BcmsHttpError('UNSUPPORTED_MEDIA_TYPE');
-      req.body = parseJsonBody(await readRawBody(req, bodyLimit));
-    }
+    if (req.body === undefined && auth?.type !== 'signature' && hasBody(req)) req.body = parseJsonBody(await readFunctionBody(req));
     const context: BcmsFunctionContext = { request: req, logger, errorHandler, repo, auth };
     const result = await withTimeout(definition, context);
     writeJson(res, 200, `{"success":true,"result":${JSON.stringify(result) ?? 'null'}}`);
@@ -305,4 +323,7 @@ function createRequestIds(): () => string {
   return () => `${prefix}-${(++count).toString(36)}`;
 }
 
-const SIGNATURE_CHALLENGE = { 'WWW-Authenticate': 'Signature realm="bcms",headers="(request-target) date digest"' };
+/** Whether a body parser already consumed the request (body-parser marks it `_body`). */
+function bodyWasRead(req: Request): boolean {
+  return req.body !== undefined || (req as { _body?: unknown })._body === true || req.readableEnded;
+}

@@ -3,6 +3,7 @@ import type { BcmsRepo } from '../db/repository';
 import type { ErrorHandler } from '../http/errors';
 import type { Logger } from '../logger';
 import type { JWT } from '../security/jwt';
+import type { SignatureAuth } from '../security/signature';
 
 export interface BcmsFunctionConfig {
   /** Last segment of the call URL: `POST /api/function/<name>`. URL-safe. */
@@ -11,8 +12,8 @@ export interface BcmsFunctionConfig {
   public: boolean;
 }
 
-/** Who called a private function; `null` for a public one. */
-export type BcmsFunctionAuth = { type: 'jwt'; accessToken: JWT };
+/** Who called a private function: the API key whose signature was accepted, or the JWT. `null` for a public function. */
+export type BcmsFunctionAuth = SignatureAuth | { type: 'jwt'; accessToken: JWT };
 
 // `any` by default, as Express types `req.body`: BCMS function files read it without a cast.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

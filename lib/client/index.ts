@@ -1,0 +1,147 @@
+import { createHmac, createPrivateKey, randomBytes, sign, type KeyObject } from 'node:crypto';
+import { HEADER_ALGORITHM, type SignatureAlgorithm } from '../security/algorithms';
+import { contentDigestHeader, digestHeader } from '../security/digest';
+
+/** The key a request is signed with: an HMAC secret, or a private key (RSA or Ed25519). */
+export type SigningKey = { keyId: string; secret: string; privateKey?: undefined } | { keyId: string; privateKey: string | KeyObject; secret?: undefined };
+
+export type SignRequestOptions = SigningKey & {
+  /** The HTTP method. */
+  method: string;
+  /** The full URL (its host is signed too), or a path with its query (then `host` is not signed). */
+  url: string;
+  /** The exact bytes that will be sent; none is an empty body. */
+  body?: string | Buffer;
+  /** Sign a `Digest: SHA-256=` header (RFC 3230, the default) or a `Content-Digest: sha-256=` one (RFC 9530). */
+  digest?: 'digest' | 'content-digest';
+  /** The request's Date; default now. */
+  date?: Date;
+};
+
+/**
+ * Signs a request to a private function (DESIGN.md "Private functions: HTTP Signature") and returns
+ * the headers to send with it: `Date`, the body's digest, a random `X-Bcms-Nonce` (so two identical
+ * calls in one second differ) and `Authorization: Signature ...`. For any HTTP client.
+ *
+ * @example
+ * const body = JSON.stringify({ email: 'a@example.com' });
+ * const url = 'http://localhost:8080/api/function/submit-form';
+ * const headers = signRequest({ method: 'POST', url, body, keyId, secret });
+ * await fetch(url, { method: 'POST', body, headers: { ...headers, 'Content-Type': 'application/json' } });
+ */
+export function signRequest(options: SignRequestOptions): Record<string, string> {
+  const { method, url, body = '', digest = 'digest', date = new Date() } = options;
+  if (typeof options.keyId !== 'string' || options.keyId === '') throw new TypeError('signRequest: keyId is required');
+  const { key, algorithm } = signingKey(options);
+  const absolute = /^[a-z][a-z0-9+.-]*:\/\//i.test(url);
+  const target = absolute ? new URL(url) : new URL(url, 'http://unused.invalid');
+  const headers: Record<string, string> = {
+    Date: date.toUTCString(),
+    [digest === 'digest' ? 'Digest' : 'Content-Digest']: digest === 'digest' ? digestHeader(body) : contentDigestHeader(body),
+    'X-Bcms-Nonce': randomBytes(16).toString('base64url'),
+  };
+  const lines: [string, string][] = [['(request-target)', `${method.toLowerCase()} ${target.pathname}${target.search}`]];
+  // What fetch and node:http send as Host: the port only when it is not the scheme's default.
+  if (absolute) lines.push(['host', target.host]);
+  for (const [name, value] of Object.entries(headers)) lines.push([name.toLowerCase(), value]);
+  const signingString = lines.map(([name, value]) => `${name}: ${value}`).join('\n');
+  const signature =
+    algorithm === 'hmac-sha256'
+      ? createHmac('sha256', key as string).update(signingString).digest('base64')
+      : sign(algorithm === 'rsa-sha256' ? 'sha256' : null, Buffer.from(signingString), key as KeyObject).toString('base64');
+  const names = lines.map(([name]) => name).join(' ');
+  headers.Authorization = `Signature keyId="${options.keyId}",algorithm="${HEADER_ALGORITHM[algorithm]}",headers="${names}",signature="${signature}"`;
+  return headers;
+}
+
+function signingKey(options: SigningKey): { key: string | KeyObject; algorithm: SignatureAlgorithm } {
+  if (typeof options.secret === 'string' && options.secret !== '') {
+    if (options.privateKey !== undefined) throw new TypeError('signRequest: pass secret or privateKey, not both');
+    return { key: options.secret, algorithm: 'hmac-sha256' };
+  }
+  if (options.privateKey === undefined) throw new TypeError('signRequest: secret (hmac-sha256) or privateKey (rsa-sha256, ed25519) is required');
+  const key = typeof options.privateKey === 'string' ? createPrivateKey(options.privateKey) : options.privateKey;
+  if (key.type !== 'private') throw new TypeError('signRequest: privateKey must be a private key');
+  if (key.asymmetricKeyType === 'rsa') return { key, algorithm: 'rsa-sha256' };
+  if (key.asymmetricKeyType === 'ed25519') return { key, algorithm: 'ed25519' };
+  throw new TypeError(`signRequest: privateKey must be an RSA or Ed25519 key, got ${String(key.asymmetricKeyType)}`);
+}
+
+/** A call that did not succeed: the service's error code and message, or a transport failure. */
+export class FunctionCallError extends Error {
+  /** The service's code (`KEY_FORBIDDEN`, `SIGNATURE_EXPIRED`...), `NETWORK_ERROR`, or `INVALID_RESPONSE`. */
+  readonly code: string;
+  /** The HTTP status; 0 when no answer came. */
+  readonly status: number;
+  /** The service's X-Request-Id, to find its log line. */
+  readonly requestId: string | undefined;
+
+  constructor(code: string, message: string, status: number, requestId?: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'FunctionCallError';
+    this.code = code;
+    this.status = status;
+    this.requestId = requestId;
+  }
+}
+
+export type FunctionClientOptions = {
+  /** Where the service is, e.g. `http://localhost:8080` (a path prefix is kept). */
+  baseUrl: string;
+  /** Sign with `Digest` (default) or `Content-Digest`. */
+  digest?: 'digest' | 'content-digest';
+  /** Defaults to the global fetch (Node 20+). */
+  fetch?: typeof fetch;
+} & (SigningKey | { keyId?: undefined; secret?: undefined; privateKey?: undefined });
+
+export interface FunctionClient {
+  /**
+   * Calls `POST /api/function/<name>` with `body` as JSON, signed when the client has a key, and
+   * resolves to the function's `result`. Rejects with a FunctionCallError that carries the code.
+   */
+  call<Result = unknown>(name: string, body?: unknown): Promise<Result>;
+}
+
+/**
+ * A client for a service's functions: private ones are signed with the client's key.
+ *
+ * @example
+ * const client = createFunctionClient({ baseUrl: 'http://localhost:8080', keyId, secret });
+ * const { id } = await client.call<{ id: string }>('submit-form', { email: 'a@example.com' });
+ */
+export function createFunctionClient(options: FunctionClientOptions): FunctionClient {
+  if (options === null || typeof options !== 'object') throw new TypeError('createFunctionClient: options are required');
+  const base = new URL(options.baseUrl).toString().replace(/\/+$/, '');
+  const send = options.fetch ?? fetch;
+  // Fail now, not at the first call, on a key that cannot sign.
+  if (options.keyId !== undefined) signRequest({ ...(options as SigningKey), method: 'POST', url: base });
+  return {
+    async call<Result>(name: string, body?: unknown): Promise<Result> {
+      if (typeof name !== 'string' || name === '') throw new TypeError('call: a function name is required');
+      const url = `${base}/api/function/${encodeURIComponent(name)}`;
+      const payload = body === undefined ? '' : JSON.stringify(body);
+      const headers: Record<string, string> = payload === '' ? {} : { 'Content-Type': 'application/json' };
+      if (options.keyId !== undefined) Object.assign(headers, signRequest({ ...(options as SigningKey), method: 'POST', url, body: payload, digest: options.digest }));
+      let response: Response;
+      try {
+        response = await send(url, { method: 'POST', headers, body: payload === '' ? undefined : payload });
+      } catch (error) {
+        throw new FunctionCallError('NETWORK_ERROR', `Could not reach ${base}: ${(error as Error).message}`, 0, undefined, { cause: error });
+      }
+      const requestId = response.headers.get('x-request-id') ?? undefined;
+      const text = await response.text();
+      let answer: { success?: unknown; result?: unknown; error?: { code?: unknown; message?: unknown } } | undefined;
+      try {
+        answer = JSON.parse(text) as typeof answer;
+      } catch {
+        // not JSON: below
+      }
+      if (answer !== null && typeof answer === 'object') {
+        if (answer.success === true && response.ok) return answer.result as Result;
+        const { code, message } = answer.error ?? {};
+        if (typeof code === 'string') throw new FunctionCallError(code, typeof message === 'string' ? message : code, response.status, requestId);
+      }
+      throw new FunctionCallError('INVALID_RESPONSE', `${url} answered ${response.status} without a function result: is ${base} the service?`, response.status, requestId);
+    },
+  };
+}

@@ -1,0 +1,10 @@
+/** The algorithms an API key can be bound to (DESIGN.md "Private functions: HTTP Signature"). */
+export const SIGNATURE_ALGORITHMS = ['hmac-sha256', 'rsa-sha256', 'ed25519'] as const;
+export type SignatureAlgorithm = (typeof SIGNATURE_ALGORITHMS)[number];
+
+/** The `algorithm` parameter a key's signatures carry (`ed25519` is `ed25519-sha512` in http-signature). */
+export const HEADER_ALGORITHM: Readonly<Record<SignatureAlgorithm, string>> = Object.freeze({
+  'hmac-sha256': 'hmac-sha256',
+  'rsa-sha256': 'rsa-sha256',
+  ed25519: 'ed25519-sha512',
+});

@@ -1,0 +1,186 @@
+import { createPublicKey, randomBytes, type KeyObject } from 'node:crypto';
+import type { Knex } from 'knex';
+import { migrate } from '../db/migrate';
+import { isUrlSafe } from '../names';
+import { SIGNATURE_ALGORITHMS, type SignatureAlgorithm } from './algorithms';
+
+
+/** What `createApiKey` takes. */
+export interface NewApiKey {
+  /** For people: shown by `listApiKeys` and `bcms-ext keys list`. */
+  name: string;
+  /** The private functions this key may call, by name. */
+  functions: string[];
+  /** Default `hmac-sha256`: the service issues a shared secret. */
+  algorithm?: SignatureAlgorithm;
+  /** `rsa-sha256` (2048 bits or more) and `ed25519`: the public key, PEM or a KeyObject. */
+  publicKey?: string | KeyObject;
+  /** May deploy bundles (the deploy workflow). Default false. */
+  deploy?: boolean;
+}
+
+/** What `createApiKey` resolves to. `secret` (hmac-sha256 only) is shown this once: it is not listed again. */
+export interface CreatedApiKey {
+  id: string;
+  secret?: string;
+}
+
+/** A key as `listApiKeys` shows it: never its secret. Times are epoch milliseconds, as in BCMS. */
+export interface ApiKey {
+  id: string;
+  name: string;
+  algorithm: SignatureAlgorithm;
+  /** SPKI PEM for public-key algorithms, else null. */
+  publicKey: string | null;
+  blocked: boolean;
+  functions: string[];
+  deploy: boolean;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export const API_KEYS_TABLE = 'bcms_api_keys';
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Whether a string can be a key id; anything else names no key (and is never sent to the database). */
+export function isKeyId(id: unknown): id is string {
+  return typeof id === 'string' && UUID.test(id);
+}
+
+const migrated = new WeakMap<Knex, Promise<void>>();
+
+/** The key functions work on a database the router never saw: migrate it once per Knex instance. */
+function ensureMigrated(knex: Knex): Promise<void> {
+  let done = migrated.get(knex);
+  if (done === undefined) {
+    done = migrate(knex).then(() => undefined);
+    done.catch(() => migrated.delete(knex)); // tried again next time
+    migrated.set(knex, done);
+  }
+  return done;
+}
+
+/** Checks a `NewApiKey`; throws a TypeError that says what to change. */
+export function checkNewApiKey(input: unknown): asserts input is NewApiKey {
+  if (input === null || typeof input !== 'object') throw new TypeError('an API key needs { name, functions }');
+  const { name, functions, algorithm = 'hmac-sha256', publicKey, deploy } = input as Partial<NewApiKey>;
+  if (typeof name !== 'string' || name.trim() === '') throw new TypeError('API key name must be a non-empty string');
+  if (!Array.isArray(functions)) throw new TypeError('API key functions must be an array of function names ([] for none)');
+  for (const fn of functions) {
+    if (!isUrlSafe(fn)) throw new TypeError(`API key functions: ${JSON.stringify(fn)} is not a function name`);
+  }
+  if (!(SIGNATURE_ALGORITHMS as readonly unknown[]).includes(algorithm)) {
+    throw new TypeError(`API key algorithm must be one of ${SIGNATURE_ALGORITHMS.join(', ')}, got ${JSON.stringify(algorithm)}`);
+  }
+  if (deploy !== undefined && typeof deploy !== 'boolean') throw new TypeError('API key deploy must be true or false');
+  if (algorithm === 'hmac-sha256') {
+    if (publicKey !== undefined) throw new TypeError('an hmac-sha256 key takes no publicKey: the service issues its secret');
+  } else {
+    normalizePublicKey(publicKey, algorithm);
+  }
+}
+
+/** The public key as SPKI PEM, checked against the algorithm it is bound to. */
+function normalizePublicKey(publicKey: unknown, algorithm: Exclude<SignatureAlgorithm, 'hmac-sha256'>): string {
+  if (publicKey === undefined) throw new TypeError(`an ${algorithm} key needs publicKey (PEM)`);
+  if (typeof publicKey === 'string' && publicKey.includes('PRIVATE KEY')) {
+    throw new TypeError('publicKey is a private key: keep it with the caller and pass the public key');
+  }
+  if (typeof publicKey === 'object' && publicKey !== null && (publicKey as KeyObject).type === 'private') {
+    throw new TypeError('publicKey is a private key: keep it with the caller and pass the public key');
+  }
+  let key: KeyObject;
+  try {
+    key = typeof publicKey === 'string' ? createPublicKey(publicKey) : createPublicKey(publicKey as KeyObject);
+  } catch {
+    throw new TypeError('publicKey is not a PEM public key (-----BEGIN PUBLIC KEY-----)');
+  }
+  const type = key.asymmetricKeyType;
+  if (algorithm === 'rsa-sha256') {
+    if (type !== 'rsa') throw new TypeError(`an rsa-sha256 key needs an RSA public key, got ${String(type)}`);
+    const bits = key.asymmetricKeyDetails?.modulusLength ?? 0;
+    if (bits < 2048) throw new TypeError(`an rsa-sha256 key needs 2048 bits or more, got ${bits}`);
+  } else if (type !== 'ed25519') {
+    throw new TypeError(`an ed25519 key needs an Ed25519 public key, got ${String(type)}`);
+  }
+  return key.export({ type: 'spki', format: 'pem' }).toString();
+}
+
+/**
+ * Creates an API key. An `hmac-sha256` key (the default) gets a random secret, returned this once;
+ * a public-key one keeps the public key on file.
+ *
+ * @example
+ * const { id, secret } = await createApiKey(router.db, { name: 'forms', functions: ['submit-form'] });
+ */
+export async function createApiKey(knex: Knex, input: NewApiKey): Promise<CreatedApiKey> {
+  checkNewApiKey(input);
+  const algorithm = input.algorithm ?? 'hmac-sha256';
+  const secret = algorithm === 'hmac-sha256' ? randomBytes(32).toString('base64url') : undefined;
+  const publicKey = algorithm === 'hmac-sha256' ? null : normalizePublicKey(input.publicKey, algorithm);
+  await ensureMigrated(knex);
+  const [row] = (await knex(API_KEYS_TABLE)
+    .insert({
+      name: input.name.trim(),
+      algorithm,
+      secret: secret ?? null,
+      public_key: publicKey,
+      functions: JSON.stringify([...new Set(input.functions)]),
+      deploy: input.deploy ?? false,
+    })
+    .returning('id')) as { id: string }[];
+  const id = (row as { id: string }).id;
+  return secret === undefined ? { id } : { id, secret };
+}
+
+interface ApiKeyRow {
+  id: string;
+  name: string;
+  algorithm: SignatureAlgorithm;
+  public_key: string | null;
+  blocked: boolean;
+  functions: string[];
+  deploy: boolean;
+  created_at: Date;
+  updated_at: Date;
+}
+
+function toApiKey(row: ApiKeyRow): ApiKey {
+  return {
+    id: row.id,
+    name: row.name,
+    algorithm: row.algorithm,
+    publicKey: row.public_key,
+    blocked: row.blocked,
+    functions: row.functions,
+    deploy: row.deploy,
+    createdAt: new Date(row.created_at).getTime(),
+    updatedAt: new Date(row.updated_at).getTime(),
+  };
+}
+
+/** Every key, oldest first, without secrets. */
+export async function listApiKeys(knex: Knex): Promise<ApiKey[]> {
+  await ensureMigrated(knex);
+  const rows = (await knex(API_KEYS_TABLE)
+    .select('id', 'name', 'algorithm', 'public_key', 'blocked', 'functions', 'deploy', 'created_at', 'updated_at')
+    .orderBy([{ column: 'created_at' }, { column: 'id' }])) as ApiKeyRow[];
+  return rows.map(toApiKey);
+}
+
+/** Blocks a key: its calls are refused with 403 KEY_FORBIDDEN on every instance. `false` when there is no such key. */
+export async function blockApiKey(knex: Knex, id: string): Promise<boolean> {
+  if (!isKeyId(id)) return false;
+  await ensureMigrated(knex);
+  const rows = await knex(API_KEYS_TABLE).where({ id }).update({ blocked: true, updated_at: knex.raw('clock_timestamp()') }).returning('id');
+  return rows.length > 0;
+}
+
+/** Deletes a key and the signatures remembered for it. `false` when there is no such key. */
+export async function deleteApiKey(knex: Knex, id: string): Promise<boolean> {
+  if (!isKeyId(id)) return false;
+  await ensureMigrated(knex);
+  // `returning`: PGlite answers a delete without a row count.
+  const rows = await knex(API_KEYS_TABLE).where({ id }).delete().returning('id');
+  return rows.length > 0;
+}

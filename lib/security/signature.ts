@@ -1,0 +1,161 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { ClientRequest } from 'node:http';
+import type { Request } from 'express';
+import * as httpSignature from 'http-signature';
+import type { ContentStore } from '../db/store';
+import { BcmsHttpError, type ErrorCode } from '../http/errors';
+import type { Logger } from '../logger';
+import { HEADER_ALGORITHM, type SignatureAlgorithm } from './algorithms';
+import { isKeyId } from './api-keys';
+import { bodyMatches, claimedSha256, type DigestHeader } from './digest';
+import { acceptSignature, findKeyMaterial, purgeExpiredSignatures, type KeyMaterial } from './replay';
+
+/** Sent with every signature 401: the scheme, and the headers a signature must cover. */
+export const SIGNATURE_CHALLENGE = Object.freeze({ 'WWW-Authenticate': 'Signature realm="bcms",headers="(request-target) date digest"' });
+
+
+/** The API key a verified request was signed with, as a handler's `auth` shows it (never its secret). */
+export interface SignatureAuth {
+  type: 'signature';
+  key: { id: string; name: string; algorithm: SignatureAlgorithm; functions: readonly string[] };
+}
+
+/** What a signature must allow: calling one function, or deploying. */
+export type SignaturePermission = { function: string } | { deploy: true };
+
+export interface VerifiedRequest {
+  auth: SignatureAuth;
+  /** The raw body, whose digest was checked. */
+  body: Buffer;
+}
+
+export type VerifySignedRequest = (req: Request, permission: SignaturePermission, readBody: () => Promise<Buffer>) => Promise<VerifiedRequest>;
+
+const SIGNATURE_SCHEME = /^signature(?:\s|$)/i;
+/** Keys kept in memory (their material never changes); a deleted key is dropped when the database says so. */
+const KEY_CACHE_SIZE = 1000;
+const PURGE_INTERVAL_MS = 60_000;
+
+/** Whether a request says it is signed (`Authorization: Signature ...`). */
+export function isSignedRequest(req: Request): boolean {
+  const header = req.headers.authorization;
+  return header !== undefined && SIGNATURE_SCHEME.test(header);
+}
+
+function refuse(code: ErrorCode, message?: string): BcmsHttpError {
+  return new BcmsHttpError(code, message, { ...SIGNATURE_CHALLENGE });
+}
+
+/**
+ * Verifies signed requests (DESIGN.md "Private functions: HTTP Signature"): the draft-cavage
+ * signature over `(request-target)`, `date` and the body's digest, the date within the clock skew,
+ * the digest against the raw body, and the key's state and permission, remembering the signature
+ * in Postgres so that it is accepted once on every instance.
+ */
+export function createSignatureVerifier(options: { store: ContentStore; clockSkewSeconds: number; logger: Logger }): VerifySignedRequest {
+  const { store, clockSkewSeconds, logger } = options;
+  const knex = store.database.knex;
+  const keys = new Map<string, KeyMaterial>();
+  let lastPurge = 0;
+
+  async function keyFor(id: string): Promise<KeyMaterial | null> {
+    const cached = keys.get(id);
+    if (cached !== undefined) return cached;
+    const key = await store.run(() => findKeyMaterial(knex, id));
+    if (key === null) return null;
+    if (keys.size >= KEY_CACHE_SIZE) keys.delete(keys.keys().next().value as string);
+    keys.set(id, key);
+    return key;
+  }
+
+  function purgeNowAndThen(now: number): void {
+    if (now - lastPurge < PURGE_INTERVAL_MS) return;
+    lastPurge = now;
+    store.run(() => purgeExpiredSignatures(knex, new Date(now))).then(
+      (purged) => {
+        if (purged > 0) logger.debug({ purged }, 'bcms-extensions: purged expired signatures');
+      },
+      (error: unknown) => logger.warn({ err: error }, 'bcms-extensions: could not purge expired signatures (tried again later)'),
+    );
+  }
+
+  return async function verifySignedRequest(req, permission, readBody) {
+    let parsed: httpSignature.ParseResponse;
+    try {
+      // http-signature signs `req.url`; behind app.use('/prefix', ...) Express has cut it, while
+      // the client signed the whole path. Its own date check is off (`clockSkew: 0` would mean
+      // 300 there): ours below works at the Date header's one-second resolution.
+      const target = { method: req.method, url: req.originalUrl ?? req.url, headers: req.headers, httpVersion: req.httpVersion };
+      parsed = httpSignature.parseRequest(target as unknown as ClientRequest, { clockSkew: Number.MAX_SAFE_INTEGER, headers: [] });
+    } catch (error) {
+      throw refuse('SIGNATURE_INVALID', `Malformed signature: ${(error as Error).message}.`);
+    }
+    const signed = parsed.params.headers;
+    const digestHeader: DigestHeader | undefined = signed.includes('content-digest') ? 'content-digest' : signed.includes('digest') ? 'digest' : undefined;
+    if (!signed.includes('(request-target)') || !signed.includes('date') || digestHeader === undefined) {
+      throw refuse('SIGNATURE_INVALID', `The signature must cover (request-target), date and digest (or content-digest); it covers "${signed.join(' ')}".`);
+    }
+
+    const now = Date.now();
+    const dateSeconds = Math.floor(Date.parse(req.headers.date as string) / 1000);
+    if (!Number.isFinite(dateSeconds)) throw refuse('SIGNATURE_INVALID', 'The Date header is not an HTTP date (RFC 9110), such as "Sun, 22 Nov 2026 08:00:00 GMT".');
+    const age = Math.floor(now / 1000) - dateSeconds;
+    if (Math.abs(age) > clockSkewSeconds) {
+      const off = age > 0 ? `${age} s old` : `${-age} s in the future`;
+      throw refuse('SIGNATURE_EXPIRED', `Request Date is ${off}; this service accepts ${clockSkewSeconds} s either way. Its clock reads ${new Date(now).toUTCString()}.`);
+    }
+
+    const keyId = parsed.params.keyId;
+    const key = isKeyId(keyId) ? await keyFor(keyId.toLowerCase()) : null;
+    if (key === null) throw refuse('SIGNATURE_INVALID', 'Unknown keyId.');
+    const algorithm = HEADER_ALGORITHM[key.algorithm];
+    if (parsed.params.algorithm !== algorithm) {
+      throw refuse('SIGNATURE_INVALID', `This key signs with algorithm "${algorithm}"; the request says "${parsed.params.algorithm}".`);
+    }
+    if (!signatureVerifies(parsed, key)) throw refuse('SIGNATURE_INVALID', 'The signature does not verify with this key.');
+
+    const body = await readBody();
+    const claimed = claimedSha256(digestHeader, req.headers[digestHeader] as string);
+    if (claimed === undefined) {
+      const shape = digestHeader === 'digest' ? 'SHA-256=<base64>' : 'sha-256=:<base64>:';
+      throw refuse('SIGNATURE_INVALID', `The ${digestHeader} header must carry ${shape}, the SHA-256 of the body.`);
+    }
+    if (!bodyMatches(body, claimed)) throw refuse('DIGEST_MISMATCH');
+
+    // Remembered until the date leaves the window: a copy sent later is refused as expired instead.
+    const expiresAt = new Date((dateSeconds + clockSkewSeconds + 1) * 1000);
+    const acceptance = await store.run(() => acceptSignature(knex, key.id, parsed.params.signature, permission, expiresAt));
+    switch (acceptance) {
+      case 'unknown':
+        keys.delete(key.id);
+        throw refuse('SIGNATURE_INVALID', 'Unknown keyId.');
+      case 'blocked':
+        throw new BcmsHttpError('KEY_FORBIDDEN', 'This API key is blocked.');
+      case 'not-permitted':
+        throw new BcmsHttpError(
+          'KEY_FORBIDDEN',
+          'function' in permission ? `This API key may not call function "${permission.function}": it does not list it.` : 'This API key may not deploy.',
+        );
+      case 'replayed':
+        throw refuse('SIGNATURE_REPLAYED');
+      case 'accepted':
+        break;
+    }
+    purgeNowAndThen(now);
+    return { auth: { type: 'signature', key: { id: key.id, name: key.name, algorithm: key.algorithm, functions: key.functions } }, body };
+  };
+}
+
+/** HMAC in constant time (crypto.timingSafeEqual); public keys through http-signature. */
+function signatureVerifies(parsed: httpSignature.ParseResponse, key: KeyMaterial): boolean {
+  if (key.secret !== null) {
+    const expected = createHmac('sha256', key.secret).update(parsed.signingString).digest();
+    const given = Buffer.from(parsed.params.signature, 'base64');
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  }
+  try {
+    return httpSignature.verifySignature(parsed, key.publicKey as string);
+  } catch {
+    return false; // a signature that is not even well-formed for the key
+  }
+}

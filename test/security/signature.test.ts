@@ -1,0 +1,372 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import * as httpSignature from 'http-signature';
+import request from 'supertest';
+import { blockApiKey, bcmsExtensions, createBcmsFunction, deleteApiKey } from '../../lib';
+import { signRequest } from '../../lib/client';
+import { digestHeader } from '../../lib/security/digest';
+import { buildApp, memoryLogger, type TestApp } from '../support/app';
+import { backends, openTestDatabase, type TestDatabase } from '../support/database';
+import { hmacKey, publicKeyKey, signedPost } from '../support/signature';
+
+let lastAuth: unknown;
+let lastBody: unknown;
+const report = createBcmsFunction(async () => ({
+  config: { name: 'report', public: false },
+  handler: async ({ auth, request }) => {
+    lastAuth = auth;
+    lastBody = request.body;
+    return { report: 42 };
+  },
+}));
+const other = createBcmsFunction(async () => ({
+  config: { name: 'other', public: false },
+  handler: async () => 'other',
+}));
+const open = createBcmsFunction(async () => ({
+  config: { name: 'open', public: true },
+  handler: async ({ request }) => ({ body: request.body ?? null }),
+}));
+
+const PATH = '/api/function/report';
+const failure = (code: string, message?: string | RegExp) => ({
+  success: false,
+  error: { code, message: message === undefined ? expect.any(String) : message instanceof RegExp ? expect.stringMatching(message) : message },
+});
+
+/** Waits, when needed, until early in a second: a request signed now is checked within that second. */
+async function earlyInSecond(): Promise<void> {
+  const ms = Date.now() % 1000;
+  if (ms > 700) await new Promise((resolve) => setTimeout(resolve, 1010 - ms));
+}
+
+describe.each(backends())('signed calls to private functions (%s)', (backend) => {
+  let db: TestDatabase;
+  let t: TestApp;
+  let key: { keyId: string; secret: string };
+
+  beforeAll(async () => {
+    db = await openTestDatabase(backend);
+    t = await buildApp({ functions: [report, other, open] }, { database: db.knex });
+    key = await hmacKey(db.knex, ['report']);
+  });
+  afterAll(async () => {
+    await t.router.close();
+    await db.close();
+  });
+
+  describe('accepted', () => {
+    test('hmac-sha256 with Digest: 200, the body reaches the handler, auth names the key (no secret)', async () => {
+      const res = await signedPost(t.app, PATH, key, { email: 'a@example.com' });
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ success: true, result: { report: 42 } });
+      expect(lastBody).toEqual({ email: 'a@example.com' });
+      expect(lastAuth).toEqual({ type: 'signature', key: { id: key.keyId, name: 'test key', algorithm: 'hmac-sha256', functions: ['report'] } });
+      expect(JSON.stringify(lastAuth)).not.toContain(key.secret);
+    });
+
+    test('Content-Digest (RFC 9530) instead of Digest', async () => {
+      const res = await signedPost(t.app, PATH, key, { n: 1 }, { digest: 'content-digest' });
+      expect(res.status).toBe(200);
+      expect(lastBody).toEqual({ n: 1 });
+    });
+
+    test('an empty body is signed as the digest of no bytes', async () => {
+      const res = await signedPost(t.app, PATH, key, undefined);
+      expect(res.status).toBe(200);
+      expect(lastBody).toBeUndefined();
+    });
+
+    test.each(['rsa-sha256', 'ed25519'] as const)('%s with a public key on file', async (algorithm) => {
+      const pk = await publicKeyKey(db.knex, algorithm, ['report']);
+      const res = await signedPost(t.app, PATH, pk, { algorithm });
+      expect(res.status).toBe(200);
+      expect(lastAuth).toMatchObject({ type: 'signature', key: { id: pk.keyId, algorithm } });
+    });
+
+    test('two identical calls in one second both pass: the nonce makes their signatures differ', async () => {
+      const date = new Date();
+      const first = await signedPost(t.app, PATH, key, { same: true }, { date });
+      const second = await signedPost(t.app, PATH, key, { same: true }, { date });
+      expect([first.status, second.status]).toEqual([200, 200]);
+    });
+
+    test('under a mount path: the signed (request-target) is the whole path', async () => {
+      const app = express();
+      app.use('/cms', t.router);
+      const res = await signedPost(app, `/cms${PATH}`, key, { mounted: true });
+      expect(res.status).toBe(200);
+      expect(lastBody).toEqual({ mounted: true });
+    });
+
+    test('a request signed with http-signature itself (not our client) is accepted', async () => {
+      const server = t.app.listen(0);
+      try {
+        const { port } = server.address() as AddressInfo;
+        const body = JSON.stringify({ from: 'http-signature' });
+        const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+          const req = http.request(
+            {
+              host: '127.0.0.1',
+              port,
+              method: 'POST',
+              path: PATH,
+              headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), Digest: digestHeader(body), Date: new Date().toUTCString() },
+            },
+            (response) => {
+              let text = '';
+              response.on('data', (chunk: Buffer) => (text += chunk));
+              response.on('end', () => resolve({ status: response.statusCode ?? 0, body: text }));
+            },
+          );
+          req.on('error', reject);
+          httpSignature.sign(req, { keyId: key.keyId, key: key.secret, algorithm: 'hmac-sha256', headers: ['(request-target)', 'host', 'date', 'digest'] } as never);
+          req.end(body);
+        });
+        expect(res.status).toBe(200);
+        expect(JSON.parse(res.body)).toEqual({ success: true, result: { report: 42 } });
+        expect(lastBody).toEqual({ from: 'http-signature' });
+      } finally {
+        server.close();
+      }
+    });
+  });
+
+  describe('refused', () => {
+    const expectSignature401 = (res: request.Response): void => {
+      expect(res.status).toBe(401);
+      expect(res.headers['www-authenticate']).toMatch(/^Signature /);
+      expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+      expect(res.headers['access-control-allow-origin']).toBe('*');
+    };
+
+    test('missing: 401 SIGNATURE_REQUIRED', async () => {
+      const res = await request(t.app).post(PATH).send({});
+      expectSignature401(res);
+      expect(res.body).toEqual(failure('SIGNATURE_REQUIRED', /^This function is private/));
+    });
+
+    test('wrong scheme (Basic): 401 SIGNATURE_REQUIRED naming the scheme', async () => {
+      const res = await request(t.app).post(PATH).set('Authorization', 'Basic dXNlcjpwYXNz').send({});
+      expectSignature401(res);
+      expect(res.body).toEqual(failure('SIGNATURE_REQUIRED', /the Basic scheme is not accepted/));
+    });
+
+    test.each([
+      ['no parameters', 'Signature'],
+      ['bad parameter format', 'Signature keyId=abc'],
+      ['no signature', 'Signature keyId="k",algorithm="hmac-sha256",headers="(request-target) date digest"'],
+      ['an unsupported algorithm', 'Signature keyId="k",algorithm="md5-rot13",headers="date",signature="abc"'],
+      ['a signed header that is not sent', 'Signature keyId="k",algorithm="hmac-sha256",headers="(request-target) date x-missing",signature="abc"'],
+    ])('malformed (%s): 401 SIGNATURE_INVALID', async (_name, header) => {
+      const res = await request(t.app).post(PATH).set('Authorization', header).set('Date', new Date().toUTCString()).send({});
+      expectSignature401(res);
+      expect(res.body).toEqual(failure('SIGNATURE_INVALID', /^Malformed signature: /));
+    });
+
+    test('unknown key: 401 SIGNATURE_INVALID', async () => {
+      const res = await signedPost(t.app, PATH, { keyId: '7c0f3a52-0d0e-4c59-9a43-b6a2b5f0a111', secret: key.secret });
+      expectSignature401(res);
+      expect(res.body).toEqual(failure('SIGNATURE_INVALID', 'Unknown keyId.'));
+      const notUuid = await signedPost(t.app, PATH, { keyId: "k'; drop table bcms_api_keys; --", secret: key.secret });
+      expect(notUuid.body).toEqual(failure('SIGNATURE_INVALID', 'Unknown keyId.'));
+    });
+
+    test('bad signature (another secret): 401 SIGNATURE_INVALID', async () => {
+      const res = await signedPost(t.app, PATH, { keyId: key.keyId, secret: 'not-the-secret' });
+      expectSignature401(res);
+      expect(res.body).toEqual(failure('SIGNATURE_INVALID', 'The signature does not verify with this key.'));
+    });
+
+    test('a header changed after signing: 401 SIGNATURE_INVALID', async () => {
+      const res = await signedPost(t.app, PATH, key, {}, { tamper: (headers) => (headers['X-Bcms-Nonce'] = 'another') });
+      expect(res.body).toEqual(failure('SIGNATURE_INVALID', 'The signature does not verify with this key.'));
+    });
+
+    test('an algorithm the key is not bound to: 401 SIGNATURE_INVALID', async () => {
+      const ed = await publicKeyKey(db.knex, 'ed25519', ['report']);
+      const res = await signedPost(t.app, PATH, { keyId: ed.keyId, secret: key.secret });
+      expectSignature401(res);
+      expect(res.body).toEqual(failure('SIGNATURE_INVALID', 'This key signs with algorithm "ed25519-sha512"; the request says "hmac-sha256".'));
+    });
+
+    test.each([
+      ['too old', -301],
+      ['too new', +301],
+    ])('date %s (default skew 300 s): 401 SIGNATURE_EXPIRED', async (_name, offsetSeconds) => {
+      const res = await signedPost(t.app, PATH, key, {}, { date: new Date(Date.now() + offsetSeconds * 1000) });
+      expectSignature401(res);
+      expect(res.body).toEqual(failure('SIGNATURE_EXPIRED', offsetSeconds < 0 ? /^Request Date is 30\d s old; this service accepts 300 s/ : /^Request Date is 30\d s in the future/));
+    });
+
+    test('a date that is not an HTTP date: 401 SIGNATURE_INVALID', async () => {
+      const headers = signRequest({ ...key, method: 'POST', url: PATH, body: '{}' });
+      const authorization = headers.Authorization as string;
+      const res = await request(t.app).post(PATH).set({ ...headers, Date: 'yesterday', Authorization: authorization }).set('Content-Type', 'application/json').send('{}');
+      expect(res.body).toEqual(failure('SIGNATURE_INVALID', /^The Date header is not an HTTP date/));
+    });
+
+    test.each([
+      ['date', '(request-target) digest'],
+      ['(request-target)', 'date digest'],
+      ['the digest', '(request-target) date'],
+    ])('%s not signed: 401 SIGNATURE_INVALID saying what to cover', async (_name, covered) => {
+      const date = new Date().toUTCString();
+      const res = await request(t.app)
+        .post(PATH)
+        .set('Date', date)
+        .set('Digest', digestHeader('{}'))
+        .set('Authorization', `Signature keyId="${key.keyId}",algorithm="hmac-sha256",headers="${covered}",signature="abc"`)
+        .set('Content-Type', 'application/json')
+        .send('{}');
+      expectSignature401(res);
+      expect(res.body).toEqual(failure('SIGNATURE_INVALID', `The signature must cover (request-target), date and digest (or content-digest); it covers "${covered}".`));
+    });
+
+    test('a Digest without SHA-256: 401 SIGNATURE_INVALID', async () => {
+      // Signed as it is, so only the digest's content is wrong.
+      const res = await signedPostWithDigest('MD5=rL0Y20zC+Fzt72VPzMSk2A==');
+      expectSignature401(res);
+      expect(res.body).toEqual(failure('SIGNATURE_INVALID', 'The digest header must carry SHA-256=<base64>, the SHA-256 of the body.'));
+    });
+
+    async function signedPostWithDigest(digest: string): Promise<request.Response> {
+      const { createHmac } = await import('node:crypto');
+      const date = new Date().toUTCString();
+      const signing = `(request-target): post ${PATH}\ndate: ${date}\ndigest: ${digest}`;
+      const signature = createHmac('sha256', key.secret).update(signing).digest('base64');
+      return request(t.app)
+        .post(PATH)
+        .set({ Date: date, Digest: digest, Authorization: `Signature keyId="${key.keyId}",algorithm="hmac-sha256",headers="(request-target) date digest",signature="${signature}"` })
+        .set('Content-Type', 'application/json')
+        .send('{}');
+    }
+
+    test('the body changed after signing: 401 DIGEST_MISMATCH, and the handler never runs', async () => {
+      lastBody = 'untouched';
+      const res = await signedPost(t.app, PATH, key, { amount: 1 }, { send: JSON.stringify({ amount: 1000 }) });
+      expectSignature401(res);
+      expect(res.body).toEqual(failure('DIGEST_MISMATCH', 'Body digest does not match the body.'));
+      expect(lastBody).toBe('untouched');
+    });
+
+    test('body and Digest both changed: the signature no longer verifies', async () => {
+      const changed = JSON.stringify({ amount: 1000 });
+      const res = await signedPost(t.app, PATH, key, { amount: 1 }, { send: changed, tamper: (headers) => (headers.Digest = digestHeader(changed)) });
+      expect(res.body).toEqual(failure('SIGNATURE_INVALID', 'The signature does not verify with this key.'));
+    });
+
+    test('replay: the same signed request twice is refused the second time', async () => {
+      const headers = signRequest({ ...key, method: 'POST', url: PATH, body: '{"n":1}' });
+      const send = () => request(t.app).post(PATH).set(headers).set('Content-Type', 'application/json').send('{"n":1}');
+      expect((await send()).status).toBe(200);
+      const again = await send();
+      expectSignature401(again);
+      expect(again.body).toEqual(failure('SIGNATURE_REPLAYED', 'This signed request was already accepted once.'));
+    });
+
+    test('a key that does not list the function: 403 KEY_FORBIDDEN', async () => {
+      const res = await signedPost(t.app, '/api/function/other', key);
+      expect(res.status).toBe(403);
+      expect(res.body).toEqual(failure('KEY_FORBIDDEN', 'This API key may not call function "other": it does not list it.'));
+      expect(res.headers['www-authenticate']).toBeUndefined();
+    });
+
+    test('a blocked key: 403 KEY_FORBIDDEN at once, though the router has it in memory', async () => {
+      const blocked = await hmacKey(db.knex, ['report']);
+      expect((await signedPost(t.app, PATH, blocked)).status).toBe(200);
+      expect(await blockApiKey(db.knex, blocked.keyId)).toBe(true);
+      const res = await signedPost(t.app, PATH, blocked);
+      expect(res.status).toBe(403);
+      expect(res.body).toEqual(failure('KEY_FORBIDDEN', 'This API key is blocked.'));
+    });
+
+    test('a deleted key: 401 SIGNATURE_INVALID at once, though the router has it in memory', async () => {
+      const deleted = await hmacKey(db.knex, ['report']);
+      expect((await signedPost(t.app, PATH, deleted)).status).toBe(200);
+      expect(await deleteApiKey(db.knex, deleted.keyId)).toBe(true);
+      const res = await signedPost(t.app, PATH, deleted);
+      expect(res.body).toEqual(failure('SIGNATURE_INVALID', 'Unknown keyId.'));
+      expect((await signedPost(t.app, PATH, deleted)).body).toEqual(failure('SIGNATURE_INVALID', 'Unknown keyId.'));
+    });
+
+    test('a signed body that is not JSON: 400 INVALID_JSON; not JSON typed: 415', async () => {
+      const res = await signedPost(t.app, PATH, key, undefined, { send: '{broken', tamper: (h) => (h.Digest = digestHeader('{broken')) });
+      // The digest header was changed after signing: refused before the body matters.
+      expect(res.status).toBe(401);
+      const headers = signRequest({ ...key, method: 'POST', url: PATH, body: '{broken' });
+      const broken = await request(t.app).post(PATH).set(headers).set('Content-Type', 'application/json').send('{broken');
+      expect(broken.status).toBe(400);
+      expect(broken.body).toEqual(failure('INVALID_JSON'));
+      const text = signRequest({ ...key, method: 'POST', url: PATH, body: 'hello' });
+      const typed = await request(t.app).post(PATH).set(text).set('Content-Type', 'text/plain').send('hello');
+      expect(typed.status).toBe(415);
+      expect(typed.body).toEqual(failure('UNSUPPORTED_MEDIA_TYPE'));
+    });
+  });
+
+  test('replays are refused across routers on one database, and expired ones purged', async () => {
+    const second = bcmsExtensions({ functions: [report] }, { database: db.knex, logger: memoryLogger().logger });
+    await second.ready;
+    const app2 = express().use(second);
+    const headers = signRequest({ ...key, method: 'POST', url: PATH, body: '{}' });
+    const first = await request(t.app).post(PATH).set(headers).set('Content-Type', 'application/json').send('{}');
+    expect(first.status).toBe(200);
+    const replayed = await request(app2).post(PATH).set(headers).set('Content-Type', 'application/json').send('{}');
+    expect(replayed.status).toBe(401);
+    expect(replayed.body).toEqual(failure('SIGNATURE_REPLAYED'));
+
+    // The pair is remembered until its date leaves the window (date + 300 s), then purged: a fresh
+    // router purges on its first accepted call.
+    await db.knex('bcms_signature_replays').insert({ key_id: key.keyId, signature_hash: 'expired-one', expires_at: new Date(Date.now() - 1000) });
+    const third = bcmsExtensions({ functions: [report] }, { database: db.knex, logger: memoryLogger().logger });
+    await third.ready;
+    expect((await signedPost(express().use(third), PATH, key)).status).toBe(200);
+    for (let i = 0; i < 50; i++) {
+      // The purge runs after the answer, not before it.
+      const left = await db.knex('bcms_signature_replays').where({ signature_hash: 'expired-one' }).count({ n: '*' });
+      if (Number(left[0]?.n) === 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(await db.knex('bcms_signature_replays').where({ signature_hash: 'expired-one' })).toEqual([]);
+    const kept = await db.knex('bcms_signature_replays').where({ key_id: key.keyId }).select('expires_at');
+    expect(kept.length).toBeGreaterThan(0);
+    for (const row of kept) expect(new Date(row.expires_at).getTime()).toBeGreaterThan(Date.now());
+    await second.close();
+    await third.close();
+  });
+
+  test('signature.clockSkewSeconds 0 means zero: this second passes, the last one does not', async () => {
+    const strict = bcmsExtensions({ functions: [report] }, { database: db.knex, logger: memoryLogger().logger, signature: { clockSkewSeconds: 0 } });
+    await strict.ready;
+    const app = express().use(strict);
+    await earlyInSecond();
+    expect((await signedPost(app, PATH, key, {}, { date: new Date() })).status).toBe(200);
+    await earlyInSecond();
+    const late = await signedPost(app, PATH, key, {}, { date: new Date(Date.now() - 1000) });
+    expect(late.body).toEqual(failure('SIGNATURE_EXPIRED', /^Request Date is 1 s old; this service accepts 0 s either way/));
+    await strict.close();
+  });
+});
+
+describe('a host body parser mounted before the router', () => {
+  test('a signed call: 500 BODY_ALREADY_PARSED, and the log says to mount the router first; unsigned routes keep working', async () => {
+    const db = await openTestDatabase('pglite');
+    const log = memoryLogger();
+    const router = bcmsExtensions({ functions: [report, open] }, { database: db.knex, logger: log.logger });
+    const app = express();
+    app.use(express.json());
+    app.use(router);
+    await router.ready;
+    const key = await hmacKey(db.knex, ['report']);
+    const res = await signedPost(app, PATH, key, { parsed: 'twice' });
+    expect(res.status).toBe(500);
+    expect(res.body).toEqual(failure('BODY_ALREADY_PARSED', 'A body parser ran before the router, so the signed body cannot be checked.'));
+    expect(log.text()).toMatch(/Mount the router before express\.json\(\)/);
+    const unsigned = await request(app).post('/api/function/open').send({ parsedBy: 'host' });
+    expect(unsigned.body).toEqual({ success: true, result: { body: { parsedBy: 'host' } } });
+    await router.close();
+    await db.close();
+  });
+});
