@@ -4,6 +4,7 @@ import { performance } from 'node:perf_hooks';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { Knex } from 'knex';
 import { bindBcmsRepo } from './db/bcms-repo';
+import { createKeysPlugin, EXTENSIONS_PREFIX } from './extensions/keys';
 import { openDatabase, type DatabaseOption } from './db/connection';
 import { createRepository } from './db/repository';
 import { ContentStore } from './db/store';
@@ -66,6 +67,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   const verifyAccessToken = createAccessTokenVerifier(settings.jwt);
   const store = new ContentStore(openDatabase(settings.database as DatabaseOption | undefined, process.env, logger), logger);
   const repo = createRepository(store);
+  const ownRoutes = new PluginRouteTable([createKeysPlugin(store)], '/api');
   const verifySignedRequest = createSignatureVerifier({ store, clockSkewSeconds: settings.signature.clockSkewSeconds, logger });
   bindBcmsRepo(repo);
 
@@ -286,11 +288,12 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
       serve(req, res, 'function', path, undefined);
       return true;
     }
-    if (!path.startsWith(PLUGIN_PREFIX)) return false;
+    const table = path.startsWith(PLUGIN_PREFIX) ? plugins : path.startsWith(EXTENSIONS_PREFIX) ? ownRoutes : undefined;
+    if (table === undefined) return false;
     let matches: readonly PluginMatch[] | undefined;
     try {
-      matches = plugins.match(path);
-      if (matches === undefined) return false; // no plugin serves it: the host's route or its 404
+      matches = table.match(path);
+      if (matches === undefined) return false; // nothing serves it: the host's route or its 404
     } catch {
       // A parameter with a malformed percent-encoding: the path is ours, the URL is not valid.
     }

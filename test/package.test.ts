@@ -12,13 +12,18 @@ const PUBLIC = [
   'JWTRoleName',
   'MIGRATIONS_DIRECTORY',
   'MIGRATIONS_TABLE',
+  'SIGNATURE_ALGORITHMS',
   'bcmsExtensions',
+  'blockApiKey',
+  'createApiKey',
   'createBcmsFunction',
   'createBcmsPlugin',
   'createController',
   'createControllerMethod',
   'createJwtProtectionPreRequestHandler',
+  'deleteApiKey',
   'errorCodes',
+  'listApiKeys',
   'migrate',
 ];
 
@@ -32,6 +37,13 @@ describe('the built package', () => {
     const script = 'import * as m from "bcms-extensions"; import { bcmsExtensions } from "bcms-extensions"; console.log(JSON.stringify({ names: Object.keys(m).filter((k) => k !== "default" && k !== "__esModule").sort(), fn: typeof bcmsExtensions }));';
     const out = JSON.parse(run(['--input-type=module', '-e', script]));
     expect(out).toEqual({ names: PUBLIC, fn: 'function' });
+  });
+
+  test('bcms-extensions/client: the signing client, by require and by import', () => {
+    const names = '["FunctionCallError","createFunctionClient","signRequest"]';
+    expect(run(['-e', 'console.log(JSON.stringify(Object.keys(require("bcms-extensions/client")).sort()))']).trim()).toBe(names);
+    const script = 'import * as m from "bcms-extensions/client"; console.log(JSON.stringify(Object.keys(m).filter((k) => k !== "default" && k !== "__esModule").sort()));';
+    expect(run(['--input-type=module', '-e', script]).trim()).toBe(names);
   });
 
   test('declarations are emitted next to the code', () => {

@@ -1,6 +1,7 @@
 'use strict';
 // A private function: a contact form's submission, stored as an entry of the form-submissions
-// template. Callers sign in first and send a token whose role holds EXECUTE.
+// template. A server (the site's contact page, say) signs its calls with an API key that lists
+// this function; a signed-in user's browser may send a token whose role holds EXECUTE instead.
 const { createBcmsFunction } = require('bcms-extensions');
 const { SUBMISSIONS_TEMPLATE } = require('../seed');
 
@@ -20,7 +21,8 @@ module.exports = createBcmsFunction(async () => ({
     const template = await repo.template.findByName(SUBMISSIONS_TEMPLATE);
     const entry = await repo.entry.add({
       templateId: template._id,
-      userId: auth.accessToken.payload.userId,
+      // Who sent it: the user of the token, or the API key that signed the call.
+      userId: auth.type === 'jwt' ? auth.accessToken.payload.userId : `api-key:${auth.key.id}`,
       status: 'new',
       meta: [{ lng: 'en', props: FIELDS.map((field) => ({ id: field, data: [body[field].trim()] })) }],
     });

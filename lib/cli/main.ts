@@ -1,6 +1,9 @@
 import { openDatabase, type DatabaseOption } from '../db/connection';
 import { migrate, MIGRATIONS_TABLE, unlockMigrations } from '../db/migrate';
 import { isUnreachable } from '../db/store';
+import { defaultIo, UsageError, type Io } from './_io';
+import { CALL_USAGE, runCall } from './call';
+import { KEYS_USAGE, runKeys } from './keys';
 
 const USAGE = `Usage: bcms-ext <command>
 
@@ -9,14 +12,8 @@ Commands:
                                             Bring the bcms_* tables up to date. --unlock first frees
                                             the lock a crashed migration left taken.
                                             Default database: DATABASE_URL, else PGlite in .bcms/data.
-  help                                      Show this text.
+${KEYS_USAGE}${CALL_USAGE}  help                                      Show this text.
 `;
-
-interface Io {
-  out: (text: string) => void;
-  err: (text: string) => void;
-  env: NodeJS.ProcessEnv;
-}
 
 /** The CLI, with argv and output injectable so that tests run it without spawning. Resolves to the exit code. */
 export async function main(argv: readonly string[], io: Io = defaultIo()): Promise<number> {
@@ -25,7 +22,15 @@ export async function main(argv: readonly string[], io: Io = defaultIo()): Promi
     io.out(USAGE);
     return command === undefined ? 1 : 0;
   }
-  if (command === 'migrate') return runMigrate(rest, io);
+  try {
+    if (command === 'migrate') return await runMigrate(rest, io);
+    if (command === 'keys') return await runKeys(rest, io);
+    if (command === 'call') return await runCall(rest, io);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    io.err(`bcms-ext ${command}: ${error.message}\n`);
+    return 1;
+  }
   io.err(`bcms-ext: unknown command "${command}"\n\n${USAGE}`);
   return 1;
 }
@@ -68,8 +73,4 @@ async function runMigrate(args: string[], io: Io): Promise<number> {
   } finally {
     await database.close();
   }
-}
-
-function defaultIo(): Io {
-  return { out: (text) => process.stdout.write(text), err: (text) => process.stderr.write(text), env: process.env };
 }

@@ -1,6 +1,7 @@
 import { createHmac, createPrivateKey, randomBytes, sign, type KeyObject } from 'node:crypto';
 import { HEADER_ALGORITHM, type SignatureAlgorithm } from '../security/algorithms';
 import { contentDigestHeader, digestHeader } from '../security/digest';
+import { fetchFailure } from '../http/fetch-failure';
 
 /** The key a request is signed with: an HMAC secret, or a private key (RSA or Ed25519). */
 export type SigningKey = { keyId: string; secret: string; privateKey?: undefined } | { keyId: string; privateKey: string | KeyObject; secret?: undefined };
@@ -111,7 +112,12 @@ export interface FunctionClient {
  */
 export function createFunctionClient(options: FunctionClientOptions): FunctionClient {
   if (options === null || typeof options !== 'object') throw new TypeError('createFunctionClient: options are required');
-  const base = new URL(options.baseUrl).toString().replace(/\/+$/, '');
+  let base: string;
+  try {
+    base = new URL(options.baseUrl).toString().replace(/\/+$/, '');
+  } catch {
+    throw new TypeError(`createFunctionClient: baseUrl must be a URL such as http://localhost:8080, got ${JSON.stringify(options.baseUrl)}`);
+  }
   const send = options.fetch ?? fetch;
   // Fail now, not at the first call, on a key that cannot sign.
   if (options.keyId !== undefined) signRequest({ ...(options as SigningKey), method: 'POST', url: base });
@@ -126,7 +132,7 @@ export function createFunctionClient(options: FunctionClientOptions): FunctionCl
       try {
         response = await send(url, { method: 'POST', headers, body: payload === '' ? undefined : payload });
       } catch (error) {
-        throw new FunctionCallError('NETWORK_ERROR', `Could not reach ${base}: ${(error as Error).message}`, 0, undefined, { cause: error });
+        throw new FunctionCallError('NETWORK_ERROR', `Could not reach ${base} (${fetchFailure(error)}).`, 0, undefined, { cause: error });
       }
       const requestId = response.headers.get('x-request-id') ?? undefined;
       const text = await response.text();

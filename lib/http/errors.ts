@@ -9,6 +9,9 @@ export const errorCodes = {
   TOKEN_FORBIDDEN: { status: 403, message: 'Token is not authorized for this action.' },
   INVALID_JSON: { status: 400, message: 'Request body is not valid JSON.' },
   INVALID_URL: { status: 400, message: 'Request path is not a valid URL path.' },
+  /** The package's own endpoints (`/api/extensions/`): a body they cannot take. */
+  BAD_REQUEST: { status: 400, message: 'Request body is not what this endpoint takes.' },
+  KEY_NOT_FOUND: { status: 404, message: 'No API key has this id.' },
   BODY_TOO_LARGE: { status: 413, message: 'Request body is larger than the limit.' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'Function bodies are JSON: send Content-Type: application/json.' },
   FUNCTION_NOT_FOUND: { status: 404, message: 'Function not found.' },

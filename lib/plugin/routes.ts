@@ -36,7 +36,8 @@ export class PluginRouteTable {
   /** For each static path, every path it matches (itself first): computed once, as they never change. */
   private readonly staticMatches = new Map<string, readonly PluginMatch[]>();
 
-  constructor(plugins: readonly BcmsPlugin[]) {
+  /** `prefix`: where each plugin's paths start, before its name (the package's own routes use `/api`). */
+  constructor(plugins: readonly BcmsPlugin[], prefix = '/api/plugin') {
     if (!Array.isArray(plugins)) throw new TypeError('registry.plugins must be an array of plugins (createBcmsPlugin)');
     const names = new Set<string>();
     // Two paths that differ only in parameter names (`/:id` and `/:key`) are one path.
@@ -68,7 +69,7 @@ export class PluginRouteTable {
           if (method.preRequestHandler !== undefined && typeof method.preRequestHandler !== 'function') {
             throw new TypeError(`${at}: preRequestHandler must be a function`);
           }
-          const pattern = joinPath(`/api/plugin/${plugin.name}`, controller.path, method.path);
+          const pattern = joinPath(`${prefix}/${plugin.name}`, controller.path, method.path);
           const shape = pattern.replace(/\/:[^/]+/g, '/:');
           let entry = byShape.get(shape);
           if (entry === undefined) {

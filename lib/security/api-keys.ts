@@ -1,4 +1,4 @@
-import { createPublicKey, randomBytes, type KeyObject } from 'node:crypto';
+import { createPublicKey, KeyObject, randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { migrate } from '../db/migrate';
 import { isUrlSafe } from '../names';
@@ -91,7 +91,8 @@ function normalizePublicKey(publicKey: unknown, algorithm: Exclude<SignatureAlgo
   }
   let key: KeyObject;
   try {
-    key = typeof publicKey === 'string' ? createPublicKey(publicKey) : createPublicKey(publicKey as KeyObject);
+    key = publicKey instanceof KeyObject ? publicKey : createPublicKey(publicKey as string);
+    if (key.type !== 'public') throw new TypeError('not a public key');
   } catch {
     throw new TypeError('publicKey is not a PEM public key (-----BEGIN PUBLIC KEY-----)');
   }

@@ -30,8 +30,9 @@ describe.each(backends())('migrations on %s', (backend) => {
       process.chdir(cwd);
     }
     expect(MIGRATIONS_TABLE).toBe('bcms_migrations');
-    expect(applied).toEqual(['20261122000000_content_store.js']);
-    expect((await knex('bcms_migrations').select('name')).map((row) => row.name)).toEqual(['20261122000000_content_store.js']);
+    const ours = ['20261122000000_content_store.js', '20261122010000_api_keys.js'];
+    expect(applied).toEqual(ours);
+    expect((await knex('bcms_migrations').select('name').orderBy('id')).map((row) => row.name)).toEqual(ours);
     expect(await knex('knex_migrations').select('name')).toEqual([{ name: '001_host_users.js' }]);
     expect(await knex.schema.hasTable('bcms_templates')).toBe(true);
     expect(await knex.schema.hasTable('bcms_entries')).toBe(true);

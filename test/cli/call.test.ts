@@ -1,0 +1,73 @@
+import fs from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { createBcmsFunction } from '../../lib';
+import { main } from '../../lib/cli/main';
+import { buildApp, closedPort, type TestApp } from '../support/app';
+import { sharedTestDatabase } from '../support/database';
+import { hmacKey, publicKeyKey } from '../support/signature';
+
+const sum = createBcmsFunction(async () => ({
+  config: { name: 'sum', public: false },
+  handler: async ({ request }) => ({ total: (request.body as number[]).reduce((a, b) => a + b, 0) }),
+}));
+
+async function run(args: string[], env: NodeJS.ProcessEnv) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await main(args, { out: (t) => void out.push(t), err: (t) => void err.push(t), env });
+  return { code, out: out.join(''), err: err.join('') };
+}
+
+let t: TestApp;
+let server: Server;
+let url: string;
+beforeAll(async () => {
+  t = await buildApp({ functions: [sum] });
+  server = t.app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(() => new Promise((resolve) => server.close(resolve)));
+
+describe('bcms-ext call', () => {
+  test('signs with BCMS_KEY_ID/BCMS_KEY_SECRET and prints the result', async () => {
+    const key = await hmacKey((await sharedTestDatabase()).knex, ['sum']);
+    const res = await run(['call', 'sum', '--data', '[1,2,3]'], { BCMS_URL: url, BCMS_KEY_ID: key.keyId, BCMS_KEY_SECRET: key.secret });
+    expect(res).toEqual({ code: 0, out: '{\n  "total": 6\n}\n', err: '' });
+  });
+
+  test('an Ed25519 key from BCMS_PRIVATE_KEY_FILE, and --data @file', async () => {
+    const key = await publicKeyKey((await sharedTestDatabase()).knex, 'ed25519', ['sum']);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-call-'));
+    fs.writeFileSync(path.join(dir, 'key.pem'), key.privateKey);
+    fs.writeFileSync(path.join(dir, 'data.json'), '[40, 2]');
+    const res = await run(['call', 'sum', '--data', `@${path.join(dir, 'data.json')}`, '--url', url], { BCMS_KEY_ID: key.keyId, BCMS_PRIVATE_KEY_FILE: path.join(dir, 'key.pem') });
+    expect(res).toMatchObject({ code: 0, out: '{\n  "total": 42\n}\n' });
+  });
+
+  test("a refusal: exit 1 with the service's code and message, and what to do next", async () => {
+    const unsigned = await run(['call', 'sum', '--data', '[1]', '--url', url], {});
+    expect(unsigned.code).toBe(1);
+    expect(unsigned.err).toMatch(/^bcms-ext call: 401 SIGNATURE_REQUIRED: This function is private.*\nThe function is private: set BCMS_KEY_ID and BCMS_KEY_SECRET/);
+    const key = await hmacKey((await sharedTestDatabase()).knex, ['other']);
+    const forbidden = await run(['call', 'sum', '--url', url], { BCMS_KEY_ID: key.keyId, BCMS_KEY_SECRET: key.secret });
+    expect(forbidden.err).toBe(
+      'bcms-ext call: 403 KEY_FORBIDDEN: This API key may not call function "sum": it does not list it.\nThe key is blocked, or does not list this function: create a key with --functions NAME.\n',
+    );
+    const port = await closedPort();
+    const down = await run(['call', 'sum'], { BCMS_URL: `http://127.0.0.1:${port}` });
+    expect(down.err).toMatch(/^bcms-ext call: NETWORK_ERROR: Could not reach http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\)\.\nIs the service running there\?/);
+  });
+
+  test('bad input: exit 1 naming it', async () => {
+    expect((await run(['call'], {})).err).toBe('bcms-ext call: call takes one function name: bcms-ext call NAME [--data JSON]\n');
+    expect((await run(['call', 'sum', '--data', '{nope'], {})).err).toBe('bcms-ext call: --data is not JSON: {nope\n');
+    expect((await run(['call', 'sum'], { BCMS_KEY_ID: 'k' })).err).toBe(
+      'bcms-ext call: BCMS_KEY_ID is set: set BCMS_KEY_SECRET (hmac-sha256) or BCMS_PRIVATE_KEY_FILE (rsa-sha256, ed25519) too\n',
+    );
+    expect((await run(['call', 'sum', '--url', 'nope'], {})).err).toBe('bcms-ext call: createFunctionClient: baseUrl must be a URL such as http://localhost:8080, got "nope"\n');
+  });
+});

@@ -1,0 +1,124 @@
+import fs from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { generateKeyPairSync } from 'node:crypto';
+import { createBcmsFunction, listApiKeys } from '../../lib';
+import { main } from '../../lib/cli/main';
+import { openDatabase } from '../../lib/db/connection';
+import { buildApp, closedPort, role, signToken, type TestApp } from '../support/app';
+import { serverSchema } from '../support/database';
+
+function capture(env: NodeJS.ProcessEnv = {}) {
+  const out: string[] = [];
+  const err: string[] = [];
+  return { io: { out: (t: string) => void out.push(t), err: (t: string) => void err.push(t), env }, out: () => out.join(''), err: () => err.join('') };
+}
+
+/** Runs the CLI; resolves to its exit code and output. */
+async function run(args: string[], env: NodeJS.ProcessEnv = {}) {
+  const c = capture(env);
+  const code = await main(args, c.io);
+  return { code, out: c.out(), err: c.err() };
+}
+
+const report = createBcmsFunction(async () => ({ config: { name: 'report', public: false }, handler: async () => 'ok' }));
+
+describe('bcms-ext keys, through the running service (the embedded database is the service\'s)', () => {
+  let t: TestApp;
+  let server: Server;
+  let url: string;
+  const token = signToken([role('ADMIN', 'READ', 'WRITE', 'DELETE')]);
+
+  beforeAll(async () => {
+    t = await buildApp({ functions: [report] });
+    server = t.app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise((resolve) => server.close(resolve)));
+
+  test('create shows the secret once; list, block and delete by id', async () => {
+    const created = await run(['keys', 'create', '--name', 'site form', '--functions', 'report,other'], { BCMS_URL: url, BCMS_TOKEN: token });
+    expect(created).toMatchObject({ code: 0, err: '' });
+    const id = /BCMS_KEY_ID=(\S+)/.exec(created.out)?.[1] as string;
+    const secret = /BCMS_KEY_SECRET=(\S+)/.exec(created.out)?.[1] as string;
+    expect(created.out).toContain(`Created API key ${id} (site form, hmac-sha256; functions: report, other).`);
+    expect(created.out).toContain('Its secret is shown this once');
+    expect(secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+
+    const listed = await run(['keys', 'list', '--url', url, '--token', token]);
+    expect(listed.code).toBe(0);
+    expect(listed.out).toMatch(/^ID\s+NAME\s+ALGORITHM\s+STATE\s+FUNCTIONS\s+DEPLOY\s+CREATED\n/);
+    expect(listed.out).toMatch(new RegExp(`${id}\\s+site form\\s+hmac-sha256\\s+active\\s+report,other\\s+no\\s+\\d{4}-`));
+    expect(listed.out).not.toContain(secret);
+
+    expect(await run(['keys', 'block', id, '--url', url, '--token', token])).toMatchObject({ code: 0, out: `Blocked API key ${id}.\n` });
+    const json = await run(['keys', 'list', '--json'], { BCMS_URL: url, BCMS_TOKEN: token });
+    expect(JSON.parse(json.out)).toContainEqual(expect.objectContaining({ id, blocked: true }));
+    expect(await run(['keys', 'delete', id, '--url', url, '--token', token])).toMatchObject({ code: 0, out: `Deleted API key ${id}.\n` });
+    const gone = await run(['keys', 'delete', id, '--url', url, '--token', token]);
+    expect(gone.code).toBe(1);
+    expect(gone.err).toBe(`bcms-ext keys delete: no API key has the id "${id}" in the service at ${url} (see bcms-ext keys list).\n`);
+  });
+
+  test('--json create prints { id, secret }', async () => {
+    const created = await run(['keys', 'create', '--name', 'json', '--json', '--url', url, '--token', token]);
+    expect(JSON.parse(created.out)).toEqual({ id: expect.any(String), secret: expect.any(String) });
+  });
+
+  test('no token, a refused token, no service: exit 1 saying what to do', async () => {
+    const none = await run(['keys', 'list'], { BCMS_URL: url });
+    expect(none.code).toBe(1);
+    expect(none.err).toMatch(/^bcms-ext keys: no DATABASE_URL, so the keys are managed through the service at http:\/\/127\.0\.0\.1:\d+, which needs a token: set BCMS_TOKEN/);
+    const reader = await run(['keys', 'create', '--name', 'x', '--url', url, '--token', signToken([role('USER', 'READ')])]);
+    expect(reader.code).toBe(1);
+    expect(reader.err).toMatch(/the service refused the token \(403: Token is not authorized for this action\.\)/);
+    const port = await closedPort();
+    const down = await run(['keys', 'list', '--url', `http://127.0.0.1:${port}`, '--token', token]);
+    expect(down.code).toBe(1);
+    expect(down.err).toContain(`cannot reach the service at http://127.0.0.1:${port} (ECONNREFUSED). Start it, set BCMS_URL`);
+  });
+
+  test('bad arguments: exit 1 naming the problem', async () => {
+    expect((await run(['keys'])).err).toMatch(/^bcms-ext keys: expected create, list, block or delete, got ""/);
+    expect((await run(['keys', 'create', '--functions', 'a'])).err).toBe('bcms-ext keys: keys create needs --name NAME\n');
+    expect((await run(['keys', 'create', '--name', 'x', '--algorithm', 'ed25519'])).err).toBe('bcms-ext keys: an ed25519 key needs publicKey (PEM)\n');
+    expect((await run(['keys', 'block'])).err).toBe('bcms-ext keys: keys block takes one key id (see bcms-ext keys list)\n');
+    expect((await run(['keys', 'list', '--name', 'x'])).err).toMatch(/^bcms-ext keys: unknown option --name/);
+    expect((await run(['keys', 'list', '--url'])).err).toBe('bcms-ext keys: --url needs a value\n');
+    expect((await run(['keys', 'list', '--url', url, '--pglite', 'x'])).err).toBe('bcms-ext keys: choose one of --database, --pglite and --url, not --pglite and --url\n');
+  });
+});
+
+describe('bcms-ext keys, on the database directly', () => {
+  test('with DATABASE_URL (the server) or --pglite DIR: create a public-key key from a file, list, delete', async () => {
+    const pair = generateKeyPairSync('ed25519');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-keys-'));
+    const publicKeyFile = path.join(dir, 'key.pub');
+    fs.writeFileSync(publicKeyFile, pair.publicKey.export({ type: 'spki', format: 'pem' }));
+    const server = process.env.DATABASE_URL ? await serverSchema('bcms_cli_keys') : undefined;
+    const target = server ? { env: { DATABASE_URL: server.url }, args: [] } : { env: {}, args: ['--pglite', path.join(dir, 'data')] };
+    try {
+      const created = await run(['keys', 'create', '--name', 'deployer', '--algorithm', 'ed25519', '--public-key', publicKeyFile, '--deploy', ...target.args], target.env);
+      expect(created.code).toBe(0);
+      expect(created.out).toMatch(/^Created API key \S+ \(deployer, ed25519; functions: none; may deploy\)\.\n\nBCMS_KEY_ID=\S+\nSign with the private key/);
+      const id = /BCMS_KEY_ID=(\S+)/.exec(created.out)?.[1];
+      const listed = await run(['keys', 'list', '--json', ...target.args], target.env);
+      expect(JSON.parse(listed.out)).toEqual([expect.objectContaining({ id, algorithm: 'ed25519', deploy: true, functions: [] })]);
+      expect((await run(['keys', 'delete', id as string, ...target.args], target.env)).code).toBe(0);
+      const database = openDatabase(server ? server.url : { pglite: path.join(dir, 'data') });
+      expect(await listApiKeys(database.knex)).toEqual([]);
+      await database.close();
+    } finally {
+      await server?.drop();
+    }
+  }, 60_000);
+
+  test('an unreachable database: exit 1 and what to check', async () => {
+    const down = await run(['keys', 'list', '--database', 'postgres://postgres@127.0.0.1:1/none']);
+    expect(down.code).toBe(1);
+    expect(down.err).toMatch(/^bcms-ext keys: cannot reach postgres:\/\/127\.0\.0\.1:1\/none: .*Check that the database is running and reachable\.\n$/);
+  });
+});
