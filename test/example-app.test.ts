@@ -86,7 +86,7 @@ describe('the example app, as the README runs it', () => {
     expect(app.output()).toMatch(/started in \d+\.\d s/);
 
     const lines = readmeCurlExamples();
-    expect(lines.length).toBe(6);
+    expect(lines.length).toBe(9);
     const outputs = await runExamples(lines, port, password!);
     const json = (i: number) => JSON.parse(outputs[i]!);
     expect(json(1)).toEqual({ counts: [{ template: 'blog', label: 'Blog', entries: 3 }, { template: 'form-submissions', label: 'Form submissions', entries: 0 }] });
@@ -100,7 +100,15 @@ describe('the example app, as the README runs it', () => {
     });
     expect(outputs[3]).toBe(''); // TOKEN=$(...) prints nothing
     expect(json(4)).toEqual({ success: true, result: { submissionId: expect.stringMatching(/^[0-9a-f-]{36}$/) } });
-    expect(json(5)).toEqual({ submissions: [{ _id: json(4).result.submissionId, createdAt: expect.any(Number), name: 'Ada', email: 'ada@example.com', message: 'Hello' }] });
+    expect(outputs[5]).toBe('');
+    expect(outputs[6]).toBe(''); // the key's id and secret went into the shell's variables
+    expect(json(7)).toEqual({ submissionId: expect.stringMatching(/^[0-9a-f-]{36}$/) }); // bcms-ext call prints the result
+    expect(json(8)).toEqual({
+      submissions: [
+        { _id: json(7).submissionId, createdAt: expect.any(Number), name: 'Grace', email: 'grace@example.com', message: 'Signed' },
+        { _id: json(4).result.submissionId, createdAt: expect.any(Number), name: 'Ada', email: 'ada@example.com', message: 'Hello' },
+      ],
+    });
 
     // A request in flight when SIGTERM arrives still gets its answer.
     const inFlight = fetch(`http://localhost:${port}/api/function/get-all-blogs-titles`, { method: 'POST' });
@@ -115,7 +123,7 @@ describe('the example app, as the README runs it', () => {
     const app = await start(port, dataDir);
     expect(app.output()).not.toMatch(/generated/);
     const counts = await (await fetch(`http://localhost:${port}/api/plugin/content-stats/stats/counts`)).json();
-    expect(counts).toEqual({ counts: [{ template: 'blog', label: 'Blog', entries: 3 }, { template: 'form-submissions', label: 'Form submissions', entries: 1 }] });
+    expect(counts).toEqual({ counts: [{ template: 'blog', label: 'Blog', entries: 3 }, { template: 'form-submissions', label: 'Form submissions', entries: 2 }] });
     expect(app.output()).toMatch(/admin@example\.com\s+\(password as set at first start/);
     expect(app.output()).toMatch(/reader@example\.com\s+\(password as set at first start/);
     app.child.kill('SIGINT');
