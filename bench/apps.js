@@ -3,8 +3,10 @@
 
 const express = require('express');
 const pino = require('pino');
+const knexFactory = require('knex');
 const {
   bcmsExtensions,
+  createApiKey,
   createBcmsFunction,
   createBcmsPlugin,
   createController,
@@ -50,13 +52,31 @@ const echoFunction = createBcmsFunction(async () => ({
   handler: async ({ request }) => request.body,
 }));
 
+const echoPrivateFunction = createBcmsFunction(async () => ({
+  config: { name: 'echo-private', public: false },
+  handler: async ({ request }) => request.body,
+}));
+
 async function withExtensions(registry, options = {}) {
   const app = express();
   const router = bcmsExtensions(registry, { ...options, logger: discardingLogger() });
   app.use(router);
   // Listen only once function factories have run, so no measured request waits for them.
   await router.ready;
+  app.locals.router = router;
   return app;
+}
+
+/** DATABASE_URL, in a schema of the bench's own (bcms_bench_keys), so no other data is touched. */
+async function benchKeysDatabase() {
+  const url = process.env.DATABASE_URL;
+  if (!url) throw new Error('function-post-signed needs the Postgres server of DATABASE_URL');
+  const admin = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: 1 } });
+  await admin.raw('create schema if not exists bcms_bench_keys');
+  await admin.destroy();
+  const scoped = new URL(url);
+  scoped.searchParams.set('options', '-c search_path=bcms_bench_keys');
+  return scoped.toString();
 }
 
 /** The `bench` plugin behind the JWT guard (ADMIN or USER holding READ). */
@@ -96,6 +116,15 @@ const builders = {
     return app;
   },
   'function-post': () => withExtensions({ functions: [echoFunction] }),
+  'function-post-signed': async () => {
+    const app = await withExtensions({ functions: [echoPrivateFunction] }, { database: await benchKeysDatabase() });
+    const knex = app.locals.router.db;
+    await knex('bcms_api_keys').where({ name: 'bench' }).delete(); // an earlier run's key, and its signatures
+    const { id, secret } = await createApiKey(knex, { name: 'bench', functions: ['echo-private'] });
+    // server.js hands the key to the runner, which signs every request with it.
+    app.locals.benchKey = { keyId: id, secret };
+    return app;
+  },
 };
 
 /** Resolves to the Express app of a scenario, or throws for an unknown name. */

@@ -12,6 +12,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { isDeepStrictEqual } = require('node:util');
 const autocannon = require('autocannon');
+const { signRequest } = require('../dist/client');
 const { scenarios } = require('./scenarios');
 const { compare, machine, markdown, writeJson } = require('./report');
 
@@ -92,7 +93,7 @@ function startServer(name, settings, profileName = name) {
     });
     child.once('message', (message) => {
       clearTimeout(timer);
-      resolve({ port: message.port, stop: () => stopServer(child) });
+      resolve({ port: message.port, key: message.key, stop: () => stopServer(child) });
     });
   });
 }
@@ -118,7 +119,9 @@ function prepare(scenario) {
     body: scenario.body === undefined ? undefined : JSON.stringify(scenario.body),
   };
   const rotating = scenario.rotatingHeaders ? scenario.rotatingHeaders() : undefined;
-  const rotation = () => {
+  const rotation = (server) => {
+    // Signed anew for every request, with the key the server made: a signature is accepted once.
+    if (scenario.signed) return () => signRequest({ ...server.key, method: request.method, url: scenario.path, body: request.body });
     if (rotating === undefined) return undefined;
     let next = 0;
     return () => {
@@ -203,7 +206,7 @@ async function openServer({ scenario, request, rotation }, settings, profileName
   const server = await startServer(scenario.name, settings, profileName);
   try {
     const url = `http://127.0.0.1:${server.port}${scenario.path}`;
-    const nextHeaders = rotation();
+    const nextHeaders = rotation(server);
     const first = nextHeaders === undefined ? request : { ...request, headers: { ...request.headers, ...nextHeaders() } };
     await verify(scenario, url, first);
     const options = loadOptions(request, nextHeaders);
@@ -257,7 +260,12 @@ async function main() {
   const settings = { ...readSettings(), pinned: pinning() };
   // BENCH_ONLY=plugin-get,function-post measures just those scenarios (each with its baseline).
   const only = (process.env.BENCH_ONLY ?? '').split(',').filter(Boolean);
-  const pairs = pairsOf(scenarios.map(prepare)).filter((pair) => only.length === 0 || only.includes(pair.scenario.scenario.name));
+  const runnable = scenarios.filter((scenario) => {
+    if (!scenario.needsDatabase || process.env.DATABASE_URL) return true;
+    console.error(`${scenario.name}: skipped, DATABASE_URL is not set (it needs the Postgres server).`);
+    return false;
+  });
+  const pairs = pairsOf(runnable.map(prepare)).filter((pair) => only.length === 0 || only.includes(pair.scenario.scenario.name));
   if (pairs.length === 0) throw new Error(`BENCH_ONLY="${process.env.BENCH_ONLY}" names no scenario with a baseline`);
   // One pair at a time: on a 2-core machine, a third or fourth server would only add contention.
   const measured = [];
@@ -265,7 +273,7 @@ async function main() {
     measured.push(await measurePair(pair, settings, `pair ${i + 1}/${pairs.length}`));
   }
 
-  const rows = compare(scenarios, measured);
+  const rows = compare(runnable, measured);
   const info = machine();
   console.log(markdown(rows, info, settings));
   writeJson(path.join(RESULTS, 'latest.json'), rows, measured, info, settings);

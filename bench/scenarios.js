@@ -99,6 +99,21 @@ const scenarios = [
     baseline: 'baseline-post',
     target: 1.1,
   },
+  {
+    // A private function called with an HTTP Signature (hmac-sha256, Digest, X-Bcms-Nonce): each
+    // request is signed anew with the key the server created (run.js), so none is a replay, and
+    // each is remembered in the Postgres server of DATABASE_URL (skipped without one).
+    name: 'function-post-signed',
+    method: 'POST',
+    path: '/api/function/echo-private',
+    headers: () => JSON_TYPE,
+    signed: true,
+    needsDatabase: true,
+    body: BODY,
+    expect: { success: true, result: BODY },
+    baseline: 'baseline-post',
+    target: 0.6,
+  },
 ];
 
 module.exports = { COLD_TOKENS, JWT_SECRET, TOKEN_CACHE_CAPACITY, scenarios };

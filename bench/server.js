@@ -15,7 +15,7 @@ async function main() {
     server.listen(0, '127.0.0.1', resolve);
   });
   const { port } = server.address();
-  if (process.send) process.send({ port });
+  if (process.send) process.send({ port, key: app.locals.benchKey });
   else console.log(`${name} listening on http://127.0.0.1:${port}`);
 
   // Exit through process.exit so that `node --cpu-prof` writes its profile; a disconnect means the

@@ -38,39 +38,106 @@ export async function findKeyMaterial(knex: Knex, id: string): Promise<KeyMateri
 /** How the database answered a verified signature: `unknown` when the key is gone. */
 export type Acceptance = 'accepted' | 'replayed' | 'blocked' | 'not-permitted' | 'unknown';
 
+/** A function name the key must list, or `deploy`, which the key must hold. */
+export type Permission = { function: string } | { deploy: true };
+
+interface Candidate {
+  keyId: string;
+  hash: string;
+  permission: Permission;
+  expiresAt: Date;
+  resolve: (acceptance: Acceptance) => void;
+  reject: (error: unknown) => void;
+}
+
+/** Most signatures recorded by one statement. */
+const BATCH_SIZE = 200;
+
 /**
- * Records a verified (key, signature) pair, in one round trip that also reads the key's current
- * state: a key blocked or deleted a moment ago, on any instance, is refused at once. The primary
- * key makes the pair count once across every instance on the database.
+ * Where verified signatures are recorded, once each, across every instance on the database: the
+ * primary key (key_id, signature_hash) refuses a pair seen before. The statement that records a
+ * signature also reads the key's current state, so a key blocked or deleted a moment ago, on any
+ * instance, is refused at once.
  *
- * `permission` is a function name (the key must list it) or `deploy` (the key must hold it).
+ * Signatures verified in the same turn of the event loop are recorded by one statement: under load
+ * that is one round trip, and one plan, for many requests rather than one each.
  */
-export async function acceptSignature(
-  knex: Knex,
-  keyId: string,
-  signature: string,
-  permission: { function: string } | { deploy: true },
-  expiresAt: Date,
-): Promise<Acceptance> {
-  const hash = createHash('sha256').update(signature).digest('hex');
-  const [permitted, permittedBindings] = 'function' in permission ? ['functions @> ?::jsonb', [JSON.stringify([permission.function])]] : ['deploy', []];
-  const result = await knex.raw(
-    `with key as (
-       select blocked, ${permitted} as permitted from ${API_KEYS_TABLE} where id = ?
-     ), accepted as (
-       insert into ${REPLAYS_TABLE} (key_id, signature_hash, expires_at)
-       select ?, ?, ? from key where not key.blocked and key.permitted
+export class SignatureLedger {
+  private pending: Candidate[] = [];
+
+  constructor(
+    private readonly knex: Knex,
+    /** Runs a query as the router's store does: 503 while the database is unreachable. */
+    private readonly run: <T>(query: () => Promise<T>) => Promise<T>,
+  ) {}
+
+  accept(keyId: string, signature: string, permission: Permission, expiresAt: Date): Promise<Acceptance> {
+    const hash = createHash('sha256').update(signature).digest('hex');
+    return new Promise((resolve, reject) => {
+      if (this.pending.push({ keyId, hash, permission, expiresAt, resolve, reject }) === 1) setImmediate(() => this.flush());
+    });
+  }
+
+  private flush(): void {
+    const batch = this.pending.splice(0, BATCH_SIZE);
+    if (this.pending.length > 0) setImmediate(() => this.flush());
+    this.run(() => this.record(batch)).then(
+      (outcomes) => batch.forEach((candidate, i) => candidate.resolve(outcomes[i] as Acceptance)),
+      (error: unknown) => batch.forEach((candidate) => candidate.reject(error)),
+    );
+  }
+
+  /** One insert for the whole batch; only the refused ones need a second look, to say why. */
+  private async record(batch: readonly Candidate[]): Promise<Acceptance[]> {
+    // The same pair twice in one batch: the first one decides, the second is a replay of it.
+    const first = new Map<string, number>();
+    const unique: Candidate[] = [];
+    batch.forEach((candidate, i) => {
+      const pair = `${candidate.keyId}:${candidate.hash}`;
+      if (!first.has(pair)) {
+        first.set(pair, i);
+        unique.push(candidate);
+      }
+    });
+    const rows = unique.map(() => '(?::uuid, ?::text, ?::timestamptz, ?::text)').join(', ');
+    const bindings = unique.flatMap((c) => [c.keyId, c.hash, c.expiresAt, 'function' in c.permission ? c.permission.function : null]);
+    const inserted = (await this.knex.raw(
+      `insert into ${REPLAYS_TABLE} (key_id, signature_hash, expires_at)
+       select c.key_id, c.signature_hash, c.expires_at
+       from (values ${rows}) as c (key_id, signature_hash, expires_at, fn)
+       join ${API_KEYS_TABLE} k on k.id = c.key_id
+       where not k.blocked and case when c.fn is null then k.deploy else k.functions @> jsonb_build_array(c.fn) end
        on conflict do nothing
-       returning 1
-     )
-     select key.blocked, key.permitted, (select count(*) from accepted)::int as accepted from key`,
-    [...permittedBindings, keyId, keyId, hash, expiresAt],
-  );
-  const row = (result as { rows: { blocked: boolean; permitted: boolean; accepted: number }[] }).rows[0];
-  if (row === undefined) return 'unknown';
-  if (row.blocked) return 'blocked';
-  if (!row.permitted) return 'not-permitted';
-  return Number(row.accepted) === 1 ? 'accepted' : 'replayed';
+       returning key_id, signature_hash`,
+      bindings,
+    )) as { rows: { key_id: string; signature_hash: string }[] };
+    const accepted = new Set(inserted.rows.map((row) => `${row.key_id}:${row.signature_hash}`));
+
+    const refused = unique.filter((c) => !accepted.has(`${c.keyId}:${c.hash}`));
+    const keys = new Map<string, { blocked: boolean; functions: string[]; deploy: boolean }>();
+    if (refused.length > 0) {
+      const ids = [...new Set(refused.map((c) => c.keyId))];
+      const found = (await this.knex(API_KEYS_TABLE).select('id', 'blocked', 'functions', 'deploy').whereIn('id', ids)) as {
+        id: string;
+        blocked: boolean;
+        functions: string[];
+        deploy: boolean;
+      }[];
+      for (const key of found) keys.set(key.id, key);
+    }
+    const outcomeOf = (c: Candidate): Acceptance => {
+      if (accepted.has(`${c.keyId}:${c.hash}`)) return 'accepted';
+      const key = keys.get(c.keyId);
+      if (key === undefined) return 'unknown';
+      if (key.blocked) return 'blocked';
+      const permitted = 'function' in c.permission ? key.functions.includes(c.permission.function) : key.deploy;
+      return permitted ? 'replayed' : 'not-permitted';
+    };
+    return batch.map((c, i) => {
+      const outcome = outcomeOf(c);
+      return first.get(`${c.keyId}:${c.hash}`) === i || outcome !== 'accepted' ? outcome : 'replayed';
+    });
+  }
 }
 
 /** Forgets signatures whose date has left the clock-skew window: they would be refused as expired anyway. */

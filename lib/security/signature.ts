@@ -8,7 +8,7 @@ import type { Logger } from '../logger';
 import { HEADER_ALGORITHM, type SignatureAlgorithm } from './algorithms';
 import { isKeyId } from './api-keys';
 import { bodyMatches, claimedSha256, type DigestHeader } from './digest';
-import { acceptSignature, findKeyMaterial, purgeExpiredSignatures, type KeyMaterial } from './replay';
+import { findKeyMaterial, purgeExpiredSignatures, SignatureLedger, type KeyMaterial, type Permission } from './replay';
 
 /** Sent with every signature 401: the scheme, and the headers a signature must cover. */
 export const SIGNATURE_CHALLENGE = Object.freeze({ 'WWW-Authenticate': 'Signature realm="bcms",headers="(request-target) date digest"' });
@@ -21,7 +21,7 @@ export interface SignatureAuth {
 }
 
 /** What a signature must allow: calling one function, or deploying. */
-export type SignaturePermission = { function: string } | { deploy: true };
+export type SignaturePermission = Permission;
 
 export interface VerifiedRequest {
   auth: SignatureAuth;
@@ -56,6 +56,7 @@ export function createSignatureVerifier(options: { store: ContentStore; clockSke
   const { store, clockSkewSeconds, logger } = options;
   const knex = store.database.knex;
   const keys = new Map<string, KeyMaterial>();
+  const ledger = new SignatureLedger(knex, (query) => store.run(query));
   let lastPurge = 0;
 
   async function keyFor(id: string): Promise<KeyMaterial | null> {
@@ -124,7 +125,7 @@ export function createSignatureVerifier(options: { store: ContentStore; clockSke
 
     // Remembered until the date leaves the window: a copy sent later is refused as expired instead.
     const expiresAt = new Date((dateSeconds + clockSkewSeconds + 1) * 1000);
-    const acceptance = await store.run(() => acceptSignature(knex, key.id, parsed.params.signature, permission, expiresAt));
+    const acceptance = await ledger.accept(key.id, parsed.params.signature, permission, expiresAt);
     switch (acceptance) {
       case 'unknown':
         keys.delete(key.id);

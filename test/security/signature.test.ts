@@ -266,6 +266,13 @@ describe.each(backends())('signed calls to private functions (%s)', (backend) =>
       expect(again.body).toEqual(failure('SIGNATURE_REPLAYED', 'This signed request was already accepted once.'));
     });
 
+    test('the same signed request five times at once: one is accepted, four are replays', async () => {
+      const headers = signRequest({ ...key, method: 'POST', url: PATH, body: '{"race":1}' });
+      const sends = Array.from({ length: 5 }, () => request(t.app).post(PATH).set(headers).set('Content-Type', 'application/json').send('{"race":1}'));
+      const statuses = (await Promise.all(sends)).map((res) => (res.status === 200 ? 'ok' : res.body.error.code)).sort();
+      expect(statuses).toEqual(['SIGNATURE_REPLAYED', 'SIGNATURE_REPLAYED', 'SIGNATURE_REPLAYED', 'SIGNATURE_REPLAYED', 'ok']);
+    });
+
     test('a key that does not list the function: 403 KEY_FORBIDDEN', async () => {
       const res = await signedPost(t.app, '/api/function/other', key);
       expect(res.status).toBe(403);

@@ -1,0 +1,59 @@
+import { blockApiKey, createApiKey } from '../../lib';
+import { purgeExpiredSignatures, SignatureLedger } from '../../lib/security/replay';
+import { backends, openTestDatabase, type TestDatabase } from '../support/database';
+
+describe.each(backends())('the signature ledger (%s)', (backend) => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await openTestDatabase(backend);
+  });
+  afterAll(() => db.close());
+
+  test('signatures of one event-loop turn are recorded together, each with its own answer', async () => {
+    const ledger = new SignatureLedger(db.knex, (query) => query());
+    const forms = (await createApiKey(db.knex, { name: 'forms', functions: ['submit-form'] })).id;
+    const deployer = (await createApiKey(db.knex, { name: 'deployer', functions: [], deploy: true })).id;
+    const blocked = (await createApiKey(db.knex, { name: 'blocked', functions: ['submit-form'] })).id;
+    await blockApiKey(db.knex, blocked);
+    const later = new Date(Date.now() + 60_000);
+    const fn = { function: 'submit-form' };
+
+    const outcomes = await Promise.all([
+      ledger.accept(forms, 'sig-1', fn, later),
+      ledger.accept(forms, 'sig-1', fn, later), // the same pair again, in the same batch
+      ledger.accept(forms, 'sig-2', fn, later),
+      ledger.accept(forms, 'sig-3', { function: 'other' }, later),
+      ledger.accept(forms, 'sig-4', { deploy: true }, later),
+      ledger.accept(deployer, 'sig-1', { deploy: true }, later), // another key may carry the same signature text
+      ledger.accept(blocked, 'sig-5', fn, later),
+      ledger.accept('9d7c1f0e-0000-4000-8000-000000000000', 'sig-6', fn, later),
+    ]);
+    expect(outcomes).toEqual(['accepted', 'replayed', 'accepted', 'not-permitted', 'not-permitted', 'accepted', 'blocked', 'unknown']);
+    // A later batch: what was accepted is now a replay; what was refused was never recorded.
+    expect(await Promise.all([ledger.accept(forms, 'sig-2', fn, later), ledger.accept(forms, 'sig-3', fn, later)])).toEqual(['replayed', 'accepted']);
+    expect(Number((await db.knex('bcms_signature_replays').count({ n: '*' }))[0]?.n)).toBe(4);
+  });
+
+  test('more than one batch in a turn: all answered', async () => {
+    const ledger = new SignatureLedger(db.knex, (query) => query());
+    const id = (await createApiKey(db.knex, { name: 'many', functions: ['f'] })).id;
+    const outcomes = await Promise.all(Array.from({ length: 450 }, (_, i) => ledger.accept(id, `many-${i}`, { function: 'f' }, new Date(Date.now() + 60_000))));
+    expect(outcomes.every((outcome) => outcome === 'accepted')).toBe(true);
+  });
+
+  test('a database error rejects every signature of the batch', async () => {
+    const failing = new SignatureLedger(db.knex, () => Promise.reject(new Error('database down')));
+    const id = (await createApiKey(db.knex, { name: 'x', functions: ['f'] })).id;
+    await expect(Promise.all([failing.accept(id, 'a', { function: 'f' }, new Date()), failing.accept(id, 'b', { function: 'f' }, new Date())])).rejects.toThrow('database down');
+  });
+
+  test('purge forgets pairs whose window has passed, and keeps the others', async () => {
+    const id = (await createApiKey(db.knex, { name: 'purge', functions: ['f'] })).id;
+    await db.knex('bcms_signature_replays').insert([
+      { key_id: id, signature_hash: 'old', expires_at: new Date(Date.now() - 1000) },
+      { key_id: id, signature_hash: 'fresh', expires_at: new Date(Date.now() + 60_000) },
+    ]);
+    expect(await purgeExpiredSignatures(db.knex)).toBeGreaterThanOrEqual(1);
+    expect((await db.knex('bcms_signature_replays').where({ key_id: id }).select('signature_hash')).map((row) => row.signature_hash)).toEqual(['fresh']);
+  });
+});
