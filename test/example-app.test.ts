@@ -23,6 +23,12 @@ interface Running {
   exited: Promise<number | null>;
 }
 
+/** Every app a test started: one that failed half-way is killed, so Jest does not wait for it. */
+const started: ChildProcess[] = [];
+afterAll(() => {
+  for (const child of started) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+});
+
 function start(port: number, dataDir: string, extraEnv: Record<string, string> = {}): Promise<Running> {
   const env: NodeJS.ProcessEnv = { ...process.env };
   delete env.DATABASE_URL; // the README's first run: the embedded default (unless extraEnv sets one)
@@ -31,6 +37,7 @@ function start(port: number, dataDir: string, extraEnv: Record<string, string> =
   delete env.NODE_OPTIONS;
   Object.assign(env, { PORT: String(port), EXAMPLE_DATA_DIR: dataDir, LOG_LEVEL: 'warn' }, extraEnv);
   const child = spawn(process.execPath, [path.join(root, 'example-app', 'server.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  started.push(child);
   let output = '';
   child.stdout!.on('data', (chunk) => (output += chunk));
   child.stderr!.on('data', (chunk) => (output += chunk));
@@ -64,7 +71,11 @@ function runExamples(lines: string[], port: number, password: string): Promise<s
     .map((line) => `${line}\necho; echo '@@@'`)
     .join('\n');
   return new Promise((resolve, reject) => {
-    execFile('bash', ['-euo', 'pipefail', '-c', script], { encoding: 'utf8' }, (error, stdout, stderr) => {
+    // As a reader of the quick start runs them: against the example app's own database, which the
+    // test starts without DATABASE_URL (bcms-ext would otherwise reach that database directly).
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    delete env.DATABASE_URL;
+    execFile('bash', ['-euo', 'pipefail', '-c', script], { encoding: 'utf8', env }, (error, stdout, stderr) => {
       if (error) reject(new Error(`${error.message}\n${stderr}`));
       else resolve(stdout.split('@@@\n').map((part) => part.trim()).slice(0, lines.length));
     });
@@ -110,11 +121,27 @@ describe('the example app, as the README runs it', () => {
       ],
     });
 
-    // A request in flight when SIGTERM arrives still gets its answer.
-    const inFlight = fetch(`http://localhost:${port}/api/function/get-all-blogs-titles`, { method: 'POST' });
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    // A request in flight when SIGTERM arrives still gets its answer: its headers and half its body
+    // are sent before the signal (so the server has taken it up), the rest after.
+    const http = await import('node:http');
+    let finish = (): void => {};
+    const inFlight = new Promise<number | undefined>((resolve, reject) => {
+      const req = http.request(
+        { host: 'localhost', port, method: 'POST', path: '/api/function/get-all-blogs-titles', headers: { 'Content-Type': 'application/json', 'Content-Length': 2 } },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode));
+        },
+      );
+      req.on('error', reject);
+      req.write('{');
+      finish = () => req.end('}');
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300));
     app.child.kill('SIGTERM');
-    expect((await inFlight).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    finish();
+    expect(await inFlight).toBe(200);
     expect(await app.exited).toBe(0);
     expect(app.output()).toMatch(/SIGTERM: stopping\.\.\.\nStopped\./);
   }, 90_000);

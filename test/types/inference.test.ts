@@ -13,6 +13,7 @@ import {
   type BcmsFunctionModule,
   type JWT,
   type JWTPreRequestHandlerResult,
+  type SignatureAlgorithm,
 } from '../../lib';
 
 describe('inference from definitions', () => {
@@ -90,6 +91,21 @@ describe('inference from definitions', () => {
       handler: async ({ request }) => {
         expectTypeOf(request.body).toBeAny();
         return request.body.title as string;
+      },
+    }));
+  });
+
+  test("a private function's auth narrows by its type: the API key, or the JWT", () => {
+    createBcmsFunction(async () => ({
+      config: { name: 'who', public: false },
+      handler: async ({ auth }) => {
+        if (auth === null) return 'public';
+        if (auth.type === 'signature') {
+          expectTypeOf(auth.key).toEqualTypeOf<{ id: string; name: string; algorithm: SignatureAlgorithm; functions: readonly string[] }>();
+          return auth.key.name;
+        }
+        expectTypeOf(auth.accessToken).toEqualTypeOf<JWT>();
+        return auth.accessToken.payload.userId;
       },
     }));
   });
