@@ -31,7 +31,7 @@ function banner({ url, seconds, database, users }) {
     `  TOKEN=$(curl -s ${url}/api/auth/login -H 'Content-Type: application/json' -d "{\\"email\\":\\"${ADMIN_EMAIL}\\",\\"password\\":\\"$ADMIN_PASSWORD\\"}" | node -p 'JSON.parse(require("fs").readFileSync(0, "utf8")).accessToken')`,
     `  curl -s -X POST ${url}/api/function/submit-form -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d '{"name":"Ada","email":"ada@example.com","message":"Hello"}'`,
     `  export BCMS_URL=${url} BCMS_TOKEN=$TOKEN`,
-    `  export $(npx bcms-ext keys create --name 'contact page' --functions submit-form | grep '^BCMS_KEY_')`,
+    `  eval "$(npx bcms-ext keys create --name 'contact page' --functions submit-form --env)"`,
     `  npx bcms-ext call submit-form --data '{"name":"Grace","email":"grace@example.com","message":"Signed"}'`,
     `  curl -s ${url}/api/plugin/content-stats/stats/submissions -H "Authorization: Bearer $TOKEN"`,
     '',

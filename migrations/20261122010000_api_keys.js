@@ -1,8 +1,9 @@
 'use strict';
 // API keys for private functions, and the memory of accepted signatures (DESIGN.md "Private
 // functions: HTTP Signature"). A key is bound to one algorithm: an HMAC secret, or a public key.
-// A (key, signature) pair is remembered until its Date leaves the clock-skew window, so that a
-// replay is refused by every instance on this database; the primary key is what refuses it.
+// What a key signed (the signing string: its date, nonce and digest included) is remembered until
+// its Date leaves the clock-skew window, so that a replay is refused by every instance on this
+// database; the primary key is what refuses it.
 
 /** @param {import('knex').Knex} knex */
 exports.up = async function up(knex) {
@@ -25,9 +26,9 @@ exports.up = async function up(knex) {
     )`);
   await knex.schema.createTable('bcms_signature_replays', (table) => {
     table.uuid('key_id').notNullable().references('id').inTable('bcms_api_keys').onDelete('CASCADE');
-    table.text('signature_hash').notNullable(); // hex SHA-256 of the signature: short, fixed-size keys
+    table.text('signed_hash').notNullable(); // hex SHA-256 of the signing string: short, fixed-size keys
     table.timestamp('expires_at', { useTz: true }).notNullable();
-    table.primary(['key_id', 'signature_hash']);
+    table.primary(['key_id', 'signed_hash']);
     table.index(['expires_at'], 'bcms_signature_replays_expires_at');
   });
 };

@@ -14,6 +14,9 @@ const NEXT: Readonly<Record<string, string>> = {
   SIGNATURE_REQUIRED: 'The function is private: set BCMS_KEY_ID and BCMS_KEY_SECRET to a key that lists it (bcms-ext keys create).',
   SIGNATURE_INVALID: 'Check BCMS_KEY_ID and its BCMS_KEY_SECRET (or BCMS_PRIVATE_KEY_FILE), and that the key still exists (bcms-ext keys list).',
   SIGNATURE_EXPIRED: "This machine's clock and the service's differ by more than the accepted skew: set the clock right.",
+  SIGNATURE_REPLAYED: 'The service had already accepted this very request: call again (each call is signed anew).',
+  DIGEST_MISMATCH: 'Something between here and the service changed the body (a proxy?): the body must arrive as it was signed.',
+  BODY_ALREADY_PARSED: "The service's app parses bodies before bcms-extensions: its router must be mounted before express.json().",
   KEY_FORBIDDEN: 'The key is blocked, or does not list this function: create a key with --functions NAME.',
   FUNCTION_NOT_FOUND: 'Check the function name; the service lists no function by that name.',
   NETWORK_ERROR: 'Is the service running there? Set BCMS_URL (or --url) to where it listens.',
@@ -69,6 +72,7 @@ function signingKey(env: NodeJS.ProcessEnv): Partial<FunctionClientOptions> {
     if (env.BCMS_KEY_SECRET || env.BCMS_PRIVATE_KEY_FILE) throw new UsageError('BCMS_KEY_SECRET or BCMS_PRIVATE_KEY_FILE is set without BCMS_KEY_ID');
     return {};
   }
+  if (env.BCMS_KEY_SECRET && env.BCMS_PRIVATE_KEY_FILE) throw new UsageError('set BCMS_KEY_SECRET or BCMS_PRIVATE_KEY_FILE, not both');
   if (env.BCMS_KEY_SECRET) return { keyId, secret: env.BCMS_KEY_SECRET };
   if (env.BCMS_PRIVATE_KEY_FILE) {
     try {

@@ -7,9 +7,10 @@ import { blockApiKey, checkNewApiKey, createApiKey, deleteApiKey, listApiKeys, t
 import { parseArgs, UsageError, type Io } from './_io';
 
 export const KEYS_USAGE = `  keys create --name NAME [--functions a,b] [--deploy]
-              [--algorithm rsa-sha256|ed25519 --public-key FILE]
+              [--algorithm rsa-sha256|ed25519 --public-key FILE] [--env]
                                             Create an API key. An hmac-sha256 key (the default) gets
-                                            a secret, shown this once.
+                                            a secret, shown this once. --env prints only
+                                            export lines, for eval "$(bcms-ext keys create ... --env)".
   keys list                                 List keys (never their secrets).
   keys block ID                             Refuse the key's calls from now on (403 KEY_FORBIDDEN).
   keys delete ID                            Delete the key.
@@ -30,7 +31,7 @@ interface KeyStore {
 }
 
 const TARGET_FLAGS = { database: 'string', pglite: 'string', url: 'string', token: 'string', json: 'boolean' } as const;
-const CREATE_FLAGS = { ...TARGET_FLAGS, name: 'string', functions: 'string', algorithm: 'string', 'public-key': 'string', deploy: 'boolean' } as const;
+const CREATE_FLAGS = { ...TARGET_FLAGS, name: 'string', functions: 'string', algorithm: 'string', 'public-key': 'string', deploy: 'boolean', env: 'boolean' } as const;
 
 export async function runKeys(args: readonly string[], io: Io): Promise<number> {
   const [action, ...rest] = args;
@@ -49,7 +50,9 @@ export async function runKeys(args: readonly string[], io: Io): Promise<number> 
       case 'create': {
         const created = await store.create(input as NewApiKey);
         if (flags.json) io.out(`${JSON.stringify(created)}\n`);
+        else if (flags.env) io.out(exportLines(created));
         else io.out(describeCreated(created, input as NewApiKey));
+        if (input?.functions.length === 0 && !input.deploy) io.err('Note: this key lists no function and may not deploy, so it can call nothing (--functions a,b).\n');
         return 0;
       }
       case 'list': {
@@ -92,6 +95,13 @@ function newKeyFrom(flags: Record<string, string | true | undefined>): NewApiKey
     throw new UsageError((error as Error).message);
   }
   return input;
+}
+
+/** For `eval`: nothing to run when the command fails, unlike `export $(...)`, which then lists every variable. */
+function exportLines(created: CreatedApiKey): string {
+  const lines = [`export BCMS_KEY_ID='${created.id}'`];
+  if (created.secret !== undefined) lines.push(`export BCMS_KEY_SECRET='${created.secret}'`);
+  return `${lines.join('\n')}\n`;
 }
 
 function describeCreated(created: CreatedApiKey, input: NewApiKey): string {
@@ -176,7 +186,10 @@ function serviceKeyStore(baseUrl: string, flags: Record<string, string | true | 
         body: body === undefined ? undefined : JSON.stringify(body),
       });
     } catch (error) {
-      throw new UsageError(`cannot reach the service at ${baseUrl} (${fetchFailure(error)}). Start it, set BCMS_URL, or reach the database with DATABASE_URL.`);
+      throw new UsageError(
+        `cannot reach the service at ${baseUrl} (${fetchFailure(error)}). Start it, or set BCMS_URL to where it listens; or reach the database ` +
+          'directly with DATABASE_URL (or --pglite DIR, while no service holds that directory).',
+      );
     }
     const text = await response.text();
     let answer: unknown;

@@ -15,6 +15,11 @@ export type SignRequestOptions = SigningKey & {
   body?: string | Buffer;
   /** Sign a `Digest: SHA-256=` header (RFC 3230, the default) or a `Content-Digest: sha-256=` one (RFC 9530). */
   digest?: 'digest' | 'content-digest';
+  /**
+   * Also sign `host` (from a full `url`). Off by default: a reverse proxy that rewrites Host (nginx's
+   * `proxy_pass` does) would make every signature fail.
+   */
+  signHost?: boolean;
   /** The request's Date; default now. */
   date?: Date;
 };
@@ -22,7 +27,8 @@ export type SignRequestOptions = SigningKey & {
 /**
  * Signs a request to a private function (DESIGN.md "Private functions: HTTP Signature") and returns
  * the headers to send with it: `Date`, the body's digest, a random `X-Bcms-Nonce` (so two identical
- * calls in one second differ) and `Authorization: Signature ...`. For any HTTP client.
+ * calls in one second differ) and `Authorization: Signature ...` over them and `(request-target)`.
+ * For any HTTP client.
  *
  * @example
  * const body = JSON.stringify({ email: 'a@example.com' });
@@ -31,8 +37,10 @@ export type SignRequestOptions = SigningKey & {
  * await fetch(url, { method: 'POST', body, headers: { ...headers, 'Content-Type': 'application/json' } });
  */
 export function signRequest(options: SignRequestOptions): Record<string, string> {
-  const { method, url, body = '', digest = 'digest', date = new Date() } = options;
-  if (typeof options.keyId !== 'string' || options.keyId === '') throw new TypeError('signRequest: keyId is required');
+  const { method, url, body = '', digest = 'digest', date = new Date(), signHost = false } = options;
+  if (typeof options.keyId !== 'string' || !/^[^"\\\x00-\x1f\x7f]+$/.test(options.keyId)) {
+    throw new TypeError('signRequest: keyId is required, without quotes, backslashes or control characters');
+  }
   const { key, algorithm } = signingKey(options);
   const absolute = /^[a-z][a-z0-9+.-]*:\/\//i.test(url);
   const target = absolute ? new URL(url) : new URL(url, 'http://unused.invalid');
@@ -43,7 +51,8 @@ export function signRequest(options: SignRequestOptions): Record<string, string>
   };
   const lines: [string, string][] = [['(request-target)', `${method.toLowerCase()} ${target.pathname}${target.search}`]];
   // What fetch and node:http send as Host: the port only when it is not the scheme's default.
-  if (absolute) lines.push(['host', target.host]);
+  if (signHost && absolute) lines.push(['host', target.host]);
+  if (signHost && !absolute) throw new TypeError('signRequest: signHost needs a full url (https://host/path)');
   for (const [name, value] of Object.entries(headers)) lines.push([name.toLowerCase(), value]);
   const signingString = lines.map(([name, value]) => `${name}: ${value}`).join('\n');
   const signature =
@@ -91,6 +100,8 @@ export type FunctionClientOptions = {
   baseUrl: string;
   /** Sign with `Digest` (default) or `Content-Digest`. */
   digest?: 'digest' | 'content-digest';
+  /** Also sign `host` (see signRequest); off by default, for reverse proxies that rewrite it. */
+  signHost?: boolean;
   /** Defaults to the global fetch (Node 20+). */
   fetch?: typeof fetch;
 } & (SigningKey | { keyId?: undefined; secret?: undefined; privateKey?: undefined });
@@ -127,7 +138,7 @@ export function createFunctionClient(options: FunctionClientOptions): FunctionCl
       const url = `${base}/api/function/${encodeURIComponent(name)}`;
       const payload = body === undefined ? '' : JSON.stringify(body);
       const headers: Record<string, string> = payload === '' ? {} : { 'Content-Type': 'application/json' };
-      if (options.keyId !== undefined) Object.assign(headers, signRequest({ ...(options as SigningKey), method: 'POST', url, body: payload, digest: options.digest }));
+      if (options.keyId !== undefined) Object.assign(headers, signRequest({ ...(options as SigningKey), method: 'POST', url, body: payload, digest: options.digest, signHost: options.signHost }));
       let response: Response;
       try {
         response = await send(url, { method: 'POST', headers, body: payload === '' ? undefined : payload });

@@ -23,9 +23,11 @@ export function writeJson(res: ServerResponse, status: number, body: string, ext
   res.end(body);
 }
 
-/** The body of an error, by family. 500s name the request id and nothing internal. */
+/** The body of an error, by family. The router's own 500s name the request id and nothing internal. */
 export function errorBody(error: BcmsHttpError, family: Family, requestId: string): string {
-  const message = error.code === 'INTERNAL_ERROR' ? `Internal error. Request id: ${requestId}.` : error.message;
+  let message = error.message;
+  if (error.code === 'INTERNAL_ERROR') message = `Internal error. Request id: ${requestId}.`;
+  else if (error.code === 'BODY_ALREADY_PARSED') message = `${error.message} Request id: ${requestId}.`;
   if (family === 'plugin') return JSON.stringify({ message });
   return JSON.stringify({ success: false, error: { code: error.code, message } });
 }

@@ -160,28 +160,45 @@ function toApiKey(row: ApiKeyRow): ApiKey {
   };
 }
 
+/** Postgres's "undefined table": a database never migrated has no keys (and reading it should not migrate it). */
+function noKeysTable(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === '42P01';
+}
+
 /** Every key, oldest first, without secrets. */
 export async function listApiKeys(knex: Knex): Promise<ApiKey[]> {
-  await ensureMigrated(knex);
-  const rows = (await knex(API_KEYS_TABLE)
-    .select('id', 'name', 'algorithm', 'public_key', 'blocked', 'functions', 'deploy', 'created_at', 'updated_at')
-    .orderBy([{ column: 'created_at' }, { column: 'id' }])) as ApiKeyRow[];
-  return rows.map(toApiKey);
+  try {
+    const rows = (await knex(API_KEYS_TABLE)
+      .select('id', 'name', 'algorithm', 'public_key', 'blocked', 'functions', 'deploy', 'created_at', 'updated_at')
+      .orderBy([{ column: 'created_at' }, { column: 'id' }])) as ApiKeyRow[];
+    return rows.map(toApiKey);
+  } catch (error) {
+    if (noKeysTable(error)) return [];
+    throw error;
+  }
 }
 
 /** Blocks a key: its calls are refused with 403 KEY_FORBIDDEN on every instance. `false` when there is no such key. */
 export async function blockApiKey(knex: Knex, id: string): Promise<boolean> {
   if (!isKeyId(id)) return false;
-  await ensureMigrated(knex);
-  const rows = await knex(API_KEYS_TABLE).where({ id }).update({ blocked: true, updated_at: knex.raw('clock_timestamp()') }).returning('id');
-  return rows.length > 0;
+  try {
+    const rows = await knex(API_KEYS_TABLE).where({ id }).update({ blocked: true, updated_at: knex.raw('clock_timestamp()') }).returning('id');
+    return rows.length > 0;
+  } catch (error) {
+    if (noKeysTable(error)) return false;
+    throw error;
+  }
 }
 
 /** Deletes a key and the signatures remembered for it. `false` when there is no such key. */
 export async function deleteApiKey(knex: Knex, id: string): Promise<boolean> {
   if (!isKeyId(id)) return false;
-  await ensureMigrated(knex);
-  // `returning`: PGlite answers a delete without a row count.
-  const rows = await knex(API_KEYS_TABLE).where({ id }).delete().returning('id');
-  return rows.length > 0;
+  try {
+    // `returning`: PGlite answers a delete without a row count.
+    const rows = await knex(API_KEYS_TABLE).where({ id }).delete().returning('id');
+    return rows.length > 0;
+  } catch (error) {
+    if (noKeysTable(error)) return false;
+    throw error;
+  }
 }

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, createPublicKey, type KeyObject } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { SignatureAlgorithm } from './algorithms';
 import { API_KEYS_TABLE } from './api-keys';
@@ -14,8 +14,8 @@ export interface KeyMaterial {
   deploy: boolean;
   /** hmac-sha256: the shared secret's bytes (the secret string, UTF-8). */
   secret: Buffer | null;
-  /** rsa-sha256, ed25519: SPKI PEM. */
-  publicKey: string | null;
+  /** rsa-sha256, ed25519: the public key, parsed once. */
+  publicKey: KeyObject | null;
 }
 
 /** The key a signature names, or null. */
@@ -31,7 +31,7 @@ export async function findKeyMaterial(knex: Knex, id: string): Promise<KeyMateri
     functions: Object.freeze([...row.functions]),
     deploy: row.deploy,
     secret: row.secret === null ? null : Buffer.from(row.secret, 'utf8'),
-    publicKey: row.public_key,
+    publicKey: row.public_key === null ? null : createPublicKey(row.public_key),
   };
 }
 
@@ -55,7 +55,7 @@ const BATCH_SIZE = 200;
 
 /**
  * Where verified signatures are recorded, once each, across every instance on the database: the
- * primary key (key_id, signature_hash) refuses a pair seen before. The statement that records a
+ * primary key (key_id, signed_hash) refuses a pair seen before. The statement that records a
  * signature also reads the key's current state, so a key blocked or deleted a moment ago, on any
  * instance, is refused at once.
  *
@@ -71,8 +71,9 @@ export class SignatureLedger {
     private readonly run: <T>(query: () => Promise<T>) => Promise<T>,
   ) {}
 
-  accept(keyId: string, signature: string, permission: Permission, expiresAt: Date): Promise<Acceptance> {
-    const hash = createHash('sha256').update(signature).digest('hex');
+  /** `signed`: what the signature covers (its signing string), which names the request. */
+  accept(keyId: string, signed: string, permission: Permission, expiresAt: Date): Promise<Acceptance> {
+    const hash = createHash('sha256').update(signed).digest('hex');
     return new Promise((resolve, reject) => {
       if (this.pending.push({ keyId, hash, permission, expiresAt, resolve, reject }) === 1) setImmediate(() => this.flush());
     });
@@ -102,16 +103,16 @@ export class SignatureLedger {
     const rows = unique.map(() => '(?::uuid, ?::text, ?::timestamptz, ?::text)').join(', ');
     const bindings = unique.flatMap((c) => [c.keyId, c.hash, c.expiresAt, 'function' in c.permission ? c.permission.function : null]);
     const inserted = (await this.knex.raw(
-      `insert into ${REPLAYS_TABLE} (key_id, signature_hash, expires_at)
-       select c.key_id, c.signature_hash, c.expires_at
-       from (values ${rows}) as c (key_id, signature_hash, expires_at, fn)
+      `insert into ${REPLAYS_TABLE} (key_id, signed_hash, expires_at)
+       select c.key_id, c.signed_hash, c.expires_at
+       from (values ${rows}) as c (key_id, signed_hash, expires_at, fn)
        join ${API_KEYS_TABLE} k on k.id = c.key_id
        where not k.blocked and case when c.fn is null then k.deploy else k.functions @> jsonb_build_array(c.fn) end
        on conflict do nothing
-       returning key_id, signature_hash`,
+       returning key_id, signed_hash`,
       bindings,
-    )) as { rows: { key_id: string; signature_hash: string }[] };
-    const accepted = new Set(inserted.rows.map((row) => `${row.key_id}:${row.signature_hash}`));
+    )) as { rows: { key_id: string; signed_hash: string }[] };
+    const accepted = new Set(inserted.rows.map((row) => `${row.key_id}:${row.signed_hash}`));
 
     const refused = unique.filter((c) => !accepted.has(`${c.keyId}:${c.hash}`));
     const keys = new Map<string, { blocked: boolean; functions: string[]; deploy: boolean }>();
@@ -140,8 +141,17 @@ export class SignatureLedger {
   }
 }
 
-/** Forgets signatures whose date has left the clock-skew window: they would be refused as expired anyway. */
-export async function purgeExpiredSignatures(knex: Knex, now: Date = new Date()): Promise<number> {
-  const rows = await knex(REPLAYS_TABLE).where('expires_at', '<', now).delete().returning('key_id');
+/**
+ * Kept this long past their window, by the database's clock: an instance whose clock runs behind
+ * another's still accepts a date the other has let go, and must still find it remembered.
+ */
+export const PURGE_MARGIN_SECONDS = 300;
+
+/** Forgets signatures whose date left the clock-skew window (plus the margin): they would be refused as expired anyway. */
+export async function purgeExpiredSignatures(knex: Knex): Promise<number> {
+  const rows = await knex(REPLAYS_TABLE)
+    .whereRaw(`expires_at < now() - interval '${PURGE_MARGIN_SECONDS} seconds'`)
+    .delete()
+    .returning('key_id');
   return rows.length;
 }

@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, timingSafeEqual, verify, type KeyObject } from 'node:crypto';
 import type { ClientRequest } from 'node:http';
 import type { Request } from 'express';
 import * as httpSignature from 'http-signature';
@@ -32,6 +32,8 @@ export interface VerifiedRequest {
 export type VerifySignedRequest = (req: Request, permission: SignaturePermission, readBody: () => Promise<Buffer>) => Promise<VerifiedRequest>;
 
 const SIGNATURE_SCHEME = /^signature(?:\s|$)/i;
+/** The errors http-signature's parser throws about a header (their messages are safe to show). */
+const PARSER_ERRORS = new Set(['ExpiredRequestError', 'InvalidHeaderError', 'InvalidParamsError', 'MissingHeaderError', 'StrictParsingError', 'InvalidAlgorithmError']);
 /** Keys kept in memory (their material never changes); a deleted key is dropped when the database says so. */
 const KEY_CACHE_SIZE = 1000;
 const PURGE_INTERVAL_MS = 60_000;
@@ -72,7 +74,7 @@ export function createSignatureVerifier(options: { store: ContentStore; clockSke
   function purgeNowAndThen(now: number): void {
     if (now - lastPurge < PURGE_INTERVAL_MS) return;
     lastPurge = now;
-    store.run(() => purgeExpiredSignatures(knex, new Date(now))).then(
+    store.run(() => purgeExpiredSignatures(knex)).then(
       (purged) => {
         if (purged > 0) logger.debug({ purged }, 'bcms-extensions: purged expired signatures');
       },
@@ -89,9 +91,15 @@ export function createSignatureVerifier(options: { store: ContentStore; clockSke
       const target = { method: req.method, url: req.originalUrl ?? req.url, headers: req.headers, httpVersion: req.httpVersion };
       parsed = httpSignature.parseRequest(target as unknown as ClientRequest, { clockSkew: Number.MAX_SAFE_INTEGER, headers: [] });
     } catch (error) {
-      throw refuse('SIGNATURE_INVALID', `Malformed signature: ${(error as Error).message}.`);
+      // http-signature's own errors say what is wrong with the header; anything else is internal.
+      const known = PARSER_ERRORS.has((error as Error)?.name);
+      throw refuse('SIGNATURE_INVALID', known ? `Malformed signature: ${(error as Error).message}.` : 'Malformed signature.');
     }
-    const signed = parsed.params.headers;
+    const { keyId, algorithm: claimed, signature, headers: signed } = parsed.params;
+    // The parser reads `name=123` as a number: every parameter must be the quoted string it should be.
+    if (typeof keyId !== 'string' || typeof claimed !== 'string' || typeof signature !== 'string' || !signed.every((name) => typeof name === 'string')) {
+      throw refuse('SIGNATURE_INVALID', 'Malformed signature: keyId, algorithm, headers and signature must be quoted strings.');
+    }
     const digestHeader: DigestHeader | undefined = signed.includes('content-digest') ? 'content-digest' : signed.includes('digest') ? 'digest' : undefined;
     if (!signed.includes('(request-target)') || !signed.includes('date') || digestHeader === undefined) {
       throw refuse('SIGNATURE_INVALID', `The signature must cover (request-target), date and digest (or content-digest); it covers "${signed.join(' ')}".`);
@@ -99,33 +107,32 @@ export function createSignatureVerifier(options: { store: ContentStore; clockSke
 
     const now = Date.now();
     const dateSeconds = Math.floor(Date.parse(req.headers.date as string) / 1000);
-    if (!Number.isFinite(dateSeconds)) throw refuse('SIGNATURE_INVALID', 'The Date header is not an HTTP date (RFC 9110), such as "Sun, 22 Nov 2026 08:00:00 GMT".');
+    if (!Number.isFinite(dateSeconds)) throw refuse('SIGNATURE_INVALID', 'The Date header is not a date: send an HTTP date (RFC 9110), such as "Sun, 22 Nov 2026 08:00:00 GMT".');
     const age = Math.floor(now / 1000) - dateSeconds;
     if (Math.abs(age) > clockSkewSeconds) {
       const off = age > 0 ? `${age} s old` : `${-age} s in the future`;
       throw refuse('SIGNATURE_EXPIRED', `Request Date is ${off}; this service accepts ${clockSkewSeconds} s either way. Its clock reads ${new Date(now).toUTCString()}.`);
     }
 
-    const keyId = parsed.params.keyId;
     const key = isKeyId(keyId) ? await keyFor(keyId.toLowerCase()) : null;
     if (key === null) throw refuse('SIGNATURE_INVALID', 'Unknown keyId.');
     const algorithm = HEADER_ALGORITHM[key.algorithm];
-    if (parsed.params.algorithm !== algorithm) {
-      throw refuse('SIGNATURE_INVALID', `This key signs with algorithm "${algorithm}"; the request says "${parsed.params.algorithm}".`);
-    }
-    if (!signatureVerifies(parsed, key)) throw refuse('SIGNATURE_INVALID', 'The signature does not verify with this key.');
+    if (claimed !== algorithm) throw refuse('SIGNATURE_INVALID', `This key signs with algorithm "${algorithm}"; the request says "${claimed}".`);
+    if (!signatureVerifies(parsed.signingString, signature, key)) throw refuse('SIGNATURE_INVALID', 'The signature does not verify with this key.');
 
     const body = await readBody();
-    const claimed = claimedSha256(digestHeader, req.headers[digestHeader] as string);
-    if (claimed === undefined) {
+    const claimedDigest = claimedSha256(digestHeader, req.headers[digestHeader] as string);
+    if (claimedDigest === undefined) {
       const shape = digestHeader === 'digest' ? 'SHA-256=<base64>' : 'sha-256=:<base64>:';
       throw refuse('SIGNATURE_INVALID', `The ${digestHeader} header must carry ${shape}, the SHA-256 of the body.`);
     }
-    if (!bodyMatches(body, claimed)) throw refuse('DIGEST_MISMATCH');
+    if (!bodyMatches(body, claimedDigest)) throw refuse('DIGEST_MISMATCH');
 
+    // What was signed, not how the signature is spelled: base64 has many spellings of one signature
+    // (padding, whitespace), and the signing string, with its date and nonce, names the request.
     // Remembered until the date leaves the window: a copy sent later is refused as expired instead.
     const expiresAt = new Date((dateSeconds + clockSkewSeconds + 1) * 1000);
-    const acceptance = await ledger.accept(key.id, parsed.params.signature, permission, expiresAt);
+    const acceptance = await ledger.accept(key.id, parsed.signingString, permission, expiresAt);
     switch (acceptance) {
       case 'unknown':
         keys.delete(key.id);
@@ -147,15 +154,19 @@ export function createSignatureVerifier(options: { store: ContentStore; clockSke
   };
 }
 
-/** HMAC in constant time (crypto.timingSafeEqual); public keys through http-signature. */
-function signatureVerifies(parsed: httpSignature.ParseResponse, key: KeyMaterial): boolean {
+/**
+ * HMAC compared in constant time (crypto.timingSafeEqual); public keys through node:crypto, which
+ * (unlike the tweetnacl code http-signature verifies Ed25519 with) refuses a non-canonical Ed25519
+ * signature, one more spelling of a signature already sent.
+ */
+function signatureVerifies(signingString: string, signature: string, key: KeyMaterial): boolean {
+  const given = Buffer.from(signature, 'base64');
   if (key.secret !== null) {
-    const expected = createHmac('sha256', key.secret).update(parsed.signingString).digest();
-    const given = Buffer.from(parsed.params.signature, 'base64');
+    const expected = createHmac('sha256', key.secret).update(signingString).digest();
     return given.length === expected.length && timingSafeEqual(given, expected);
   }
   try {
-    return httpSignature.verifySignature(parsed, key.publicKey as string);
+    return verify(key.algorithm === 'rsa-sha256' ? 'sha256' : null, Buffer.from(signingString), key.publicKey as KeyObject, given);
   } catch {
     return false; // a signature that is not even well-formed for the key
   }

@@ -63,9 +63,15 @@ describe('bcms-ext keys, through the running service (the embedded database is t
     expect(gone.err).toBe(`bcms-ext keys delete: no API key has the id "${id}" in the service at ${url} (see bcms-ext keys list).\n`);
   });
 
-  test('--json create prints { id, secret }', async () => {
+  test('--json create prints { id, secret }; a key that lists nothing gets a note', async () => {
     const created = await run(['keys', 'create', '--name', 'json', '--json', '--url', url, '--token', token]);
     expect(JSON.parse(created.out)).toEqual({ id: expect.any(String), secret: expect.any(String) });
+    expect(created.err).toBe('Note: this key lists no function and may not deploy, so it can call nothing (--functions a,b).\n');
+  });
+
+  test('--env prints only export lines, for eval', async () => {
+    const created = await run(['keys', 'create', '--name', 'env', '--functions', 'report', '--env', '--url', url, '--token', token]);
+    expect(created.out).toMatch(/^export BCMS_KEY_ID='[0-9a-f-]{36}'\nexport BCMS_KEY_SECRET='[A-Za-z0-9_-]{43}'\n$/);
   });
 
   test('no token, a refused token, no service: exit 1 saying what to do', async () => {
@@ -78,7 +84,7 @@ describe('bcms-ext keys, through the running service (the embedded database is t
     const port = await closedPort();
     const down = await run(['keys', 'list', '--url', `http://127.0.0.1:${port}`, '--token', token]);
     expect(down.code).toBe(1);
-    expect(down.err).toContain(`cannot reach the service at http://127.0.0.1:${port} (ECONNREFUSED). Start it, set BCMS_URL`);
+    expect(down.err).toContain(`cannot reach the service at http://127.0.0.1:${port} (ECONNREFUSED). Start it, or set BCMS_URL to where it listens`);
   });
 
   test('bad arguments: exit 1 naming the problem', async () => {
@@ -114,6 +120,14 @@ describe('bcms-ext keys, on the database directly', () => {
     } finally {
       await server?.drop();
     }
+  }, 60_000);
+
+  test('list, block and delete leave a database never migrated as it is', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-keys-empty-'));
+    expect(await run(['keys', 'list', '--pglite', dir])).toMatchObject({ code: 0, out: 'No API keys. Create one with: bcms-ext keys create --name NAME --functions FUNCTION\n' });
+    const database = openDatabase({ pglite: dir });
+    expect(await database.knex.schema.hasTable('bcms_migrations')).toBe(false);
+    await database.close();
   }, 60_000);
 
   test('an unreachable database: exit 1 and what to check', async () => {

@@ -37,10 +37,11 @@ beforeAll(async () => {
 afterAll(() => new Promise((resolve) => server.close(resolve)));
 
 describe('createFunctionClient', () => {
-  test('an HMAC key: call() signs (host included), sends, and resolves to the result', async () => {
+  test('an HMAC key: call() signs, sends, and resolves to the result; with signHost too', async () => {
     const key = await hmacKey((await sharedTestDatabase()).knex, ['sum']);
     const client = createFunctionClient({ baseUrl, ...key });
     expect(await client.call('sum', [1, 2, 3])).toBe(6);
+    expect(await createFunctionClient({ baseUrl, ...key, signHost: true }).call('sum', [2, 2])).toBe(4);
     // Two identical calls in one second: different nonces, both accepted.
     expect(await Promise.all([client.call('sum', [1]), client.call('sum', [1])])).toEqual([1, 1]);
   });
@@ -84,9 +85,9 @@ describe('createFunctionClient', () => {
 });
 
 describe('signRequest', () => {
-  test('returns Date, Digest, X-Bcms-Nonce and an Authorization that covers them all, host included for a full URL', () => {
+  test('returns Date, Digest, X-Bcms-Nonce and an Authorization that covers them all; host only when asked', () => {
     const date = new Date('2026-11-22T08:00:00Z');
-    const headers = signRequest({ method: 'POST', url: 'https://cms.example.com/api/function/sum?x=1', body: '[1]', keyId: 'id-1', secret: 's', date });
+    const headers = signRequest({ method: 'POST', url: 'https://cms.example.com/api/function/sum?x=1', body: '[1]', keyId: 'id-1', secret: 's', date, signHost: true });
     expect(headers).toEqual({
       Date: 'Sun, 22 Nov 2026 08:00:00 GMT',
       Digest: 'SHA-256=CAqe1ChVnvYCZotMAPEU8aEcP2sCpDXwvcFUV45NfyI=',
@@ -98,5 +99,12 @@ describe('signRequest', () => {
     const pathOnly = signRequest({ method: 'POST', url: '/api/function/sum', keyId: 'id-1', secret: 's', date });
     expect(pathOnly.Authorization).toContain('headers="(request-target) date digest x-bcms-nonce"');
     expect(pathOnly.Digest).toBe('SHA-256=47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=');
+    const fullUrl = signRequest({ method: 'POST', url: 'https://cms.example.com/api/function/sum', keyId: 'id-1', secret: 's', date });
+    expect(fullUrl.Authorization).toContain('headers="(request-target) date digest x-bcms-nonce"');
+  });
+
+  test('refuses a keyId that would break the header, and signHost without a full URL', () => {
+    expect(() => signRequest({ method: 'POST', url: '/x', keyId: 'a",signature="b', secret: 's' })).toThrow('signRequest: keyId is required, without quotes');
+    expect(() => signRequest({ method: 'POST', url: '/x', keyId: 'k', secret: 's', signHost: true })).toThrow('signRequest: signHost needs a full url');
   });
 });

@@ -6,8 +6,9 @@ import request from 'supertest';
 import { blockApiKey, bcmsExtensions, createBcmsFunction, deleteApiKey } from '../../lib';
 import { signRequest } from '../../lib/client';
 import { digestHeader } from '../../lib/security/digest';
+import { PURGE_MARGIN_SECONDS } from '../../lib/security/replay';
 import { buildApp, memoryLogger, type TestApp } from '../support/app';
-import { backends, openTestDatabase, type TestDatabase } from '../support/database';
+import { backends, openTestDatabase, serverSchema, type TestDatabase } from '../support/database';
 import { hmacKey, publicKeyKey, signedPost } from '../support/signature';
 
 let lastAuth: unknown;
@@ -204,7 +205,7 @@ describe.each(backends())('signed calls to private functions (%s)', (backend) =>
       const headers = signRequest({ ...key, method: 'POST', url: PATH, body: '{}' });
       const authorization = headers.Authorization as string;
       const res = await request(t.app).post(PATH).set({ ...headers, Date: 'yesterday', Authorization: authorization }).set('Content-Type', 'application/json').send('{}');
-      expect(res.body).toEqual(failure('SIGNATURE_INVALID', /^The Date header is not an HTTP date/));
+      expect(res.body).toEqual(failure('SIGNATURE_INVALID', /^The Date header is not a date: send an HTTP date/));
     });
 
     test.each([
@@ -273,6 +274,55 @@ describe.each(backends())('signed calls to private functions (%s)', (backend) =>
       expect(statuses).toEqual(['SIGNATURE_REPLAYED', 'SIGNATURE_REPLAYED', 'SIGNATURE_REPLAYED', 'SIGNATURE_REPLAYED', 'ok']);
     });
 
+    test('a replay with the signature spelled another way (padding, whitespace) is still a replay', async () => {
+      const headers = signRequest({ ...key, method: 'POST', url: PATH, body: '{"spelling":1}' });
+      const send = (authorization: string) =>
+        request(t.app).post(PATH).set({ ...headers, Authorization: authorization }).set('Content-Type', 'application/json').send('{"spelling":1}');
+      const original = headers.Authorization as string;
+      expect((await send(original)).status).toBe(200);
+      const signature = /signature="([^"]+)"/.exec(original)?.[1] as string;
+      for (const spelling of [signature.replace(/=+$/, ''), `${signature}=`, `${signature.slice(0, 10)} ${signature.slice(10)}`]) {
+        const res = await send(original.replace(signature, spelling));
+        expect(res.body).toEqual(failure('SIGNATURE_REPLAYED'));
+      }
+    });
+
+    test('an Ed25519 signature made non-canonical (S + the group order) is refused, not taken for a new request', async () => {
+      const ed = await publicKeyKey(db.knex, 'ed25519', ['report']);
+      const headers = signRequest({ ...ed, method: 'POST', url: PATH, body: '{}' });
+      const send = (authorization: string) => request(t.app).post(PATH).set({ ...headers, Authorization: authorization }).set('Content-Type', 'application/json').send('{}');
+      const original = headers.Authorization as string;
+      expect((await send(original)).status).toBe(200);
+      const signature = /signature="([^"]+)"/.exec(original)?.[1] as string;
+      const bytes = Buffer.from(signature, 'base64');
+      const order = 2n ** 252n + 27742317777372353535851937790883648493n;
+      let s = 0n;
+      for (let i = 63; i >= 32; i--) s = (s << 8n) | BigInt(bytes[i] as number);
+      s += order;
+      for (let i = 32; i < 64; i++) {
+        bytes[i] = Number(s & 0xffn);
+        s >>= 8n;
+      }
+      const res = await send(original.replace(signature, bytes.toString('base64')));
+      expect(res.status).toBe(401);
+      expect(res.body.error.code).toMatch(/^SIGNATURE_(INVALID|REPLAYED)$/);
+    });
+
+    test('a signed digest header that is not sent: 401 SIGNATURE_INVALID', async () => {
+      const res = await signedPost(t.app, PATH, key, {}, { tamper: (headers) => delete headers.Digest });
+      expectSignature401(res);
+      expect(res.body).toEqual(failure('SIGNATURE_INVALID', 'Malformed signature: digest was not in the request.'));
+    });
+
+    test.each([
+      ['an unquoted signature', 'Signature keyId="k",signature=123,algorithm="hmac-sha256",headers="(request-target) date digest"', /^Malformed signature: keyId, algorithm, headers and signature must be quoted strings\.$/],
+      ['unquoted headers', 'Signature keyId="k",algorithm="hmac-sha256",headers=5,signature="abc"', /^Malformed signature\.$/],
+    ])('%s: 401 SIGNATURE_INVALID, never a 500 or an internal message', async (_name, header, message) => {
+      const res = await request(t.app).post(PATH).set('Authorization', header).set('Date', new Date().toUTCString()).set('Digest', digestHeader('{}')).send({});
+      expectSignature401(res);
+      expect(res.body).toEqual(failure('SIGNATURE_INVALID', message));
+    });
+
     test('a key that does not list the function: 403 KEY_FORBIDDEN', async () => {
       const res = await signedPost(t.app, '/api/function/other', key);
       expect(res.status).toBe(403);
@@ -324,19 +374,20 @@ describe.each(backends())('signed calls to private functions (%s)', (backend) =>
     expect(replayed.status).toBe(401);
     expect(replayed.body).toEqual(failure('SIGNATURE_REPLAYED'));
 
-    // The pair is remembered until its date leaves the window (date + 300 s), then purged: a fresh
-    // router purges on its first accepted call.
-    await db.knex('bcms_signature_replays').insert({ key_id: key.keyId, signature_hash: 'expired-one', expires_at: new Date(Date.now() - 1000) });
+    // The pair is remembered until its date leaves the window (date + 300 s) and the margin, then
+    // purged: a fresh router purges on its first accepted call.
+    const longAgo = new Date(Date.now() - (PURGE_MARGIN_SECONDS + 10) * 1000);
+    await db.knex('bcms_signature_replays').insert({ key_id: key.keyId, signed_hash: 'expired-one', expires_at: longAgo });
     const third = bcmsExtensions({ functions: [report] }, { database: db.knex, logger: memoryLogger().logger });
     await third.ready;
     expect((await signedPost(express().use(third), PATH, key)).status).toBe(200);
     for (let i = 0; i < 50; i++) {
       // The purge runs after the answer, not before it.
-      const left = await db.knex('bcms_signature_replays').where({ signature_hash: 'expired-one' }).count({ n: '*' });
+      const left = await db.knex('bcms_signature_replays').where({ signed_hash: 'expired-one' }).count({ n: '*' });
       if (Number(left[0]?.n) === 0) break;
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
-    expect(await db.knex('bcms_signature_replays').where({ signature_hash: 'expired-one' })).toEqual([]);
+    expect(await db.knex('bcms_signature_replays').where({ signed_hash: 'expired-one' })).toEqual([]);
     const kept = await db.knex('bcms_signature_replays').where({ key_id: key.keyId }).select('expires_at');
     expect(kept.length).toBeGreaterThan(0);
     for (const row of kept) expect(new Date(row.expires_at).getTime()).toBeGreaterThan(Date.now());
@@ -369,11 +420,35 @@ describe('a host body parser mounted before the router', () => {
     const key = await hmacKey(db.knex, ['report']);
     const res = await signedPost(app, PATH, key, { parsed: 'twice' });
     expect(res.status).toBe(500);
-    expect(res.body).toEqual(failure('BODY_ALREADY_PARSED', 'A body parser ran before the router, so the signed body cannot be checked.'));
+    expect(res.body).toEqual(failure('BODY_ALREADY_PARSED', `A body parser ran before the router, so the signed body cannot be checked. Request id: ${res.headers['x-request-id']}.`));
     expect(log.text()).toMatch(/Mount the router before express\.json\(\)/);
     const unsigned = await request(app).post('/api/function/open').send({ parsedBy: 'host' });
     expect(unsigned.body).toEqual({ success: true, result: { body: { parsedBy: 'host' } } });
     await router.close();
     await db.close();
+  });
+});
+
+// Two instances each with a pool of their own on one server: the replay memory is the database's.
+(process.env.DATABASE_URL ? describe : describe.skip)('two instances, each with its own pool, on one Postgres server', () => {
+  test('the same signed request sent to both at once, thirty times: exactly one is accepted each time', async () => {
+    const { url, drop } = await serverSchema('bcms_two_pools');
+    const first = bcmsExtensions({ functions: [report] }, { database: url, logger: memoryLogger().logger });
+    const second = bcmsExtensions({ functions: [report] }, { database: url, logger: memoryLogger().logger });
+    try {
+      await Promise.all([first.ready, second.ready]);
+      const apps = [express().use(first), express().use(second)];
+      const key = await hmacKey(first.db, ['report']);
+      for (let round = 0; round < 30; round++) {
+        const headers = signRequest({ ...key, method: 'POST', url: PATH, body: '{}' });
+        const sends = [0, 1, 0, 1].map((i) => request(apps[i] as express.Express).post(PATH).set(headers).set('Content-Type', 'application/json').send('{}'));
+        const statuses = (await Promise.all(sends)).map((res) => res.status).sort();
+        expect(statuses).toEqual([200, 401, 401, 401]);
+      }
+    } finally {
+      await first.close();
+      await second.close();
+      await drop();
+    }
   });
 });
