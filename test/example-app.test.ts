@@ -23,10 +23,10 @@ interface Running {
   exited: Promise<number | null>;
 }
 
-/** Every app a test started: one that failed half-way is killed, so Jest does not wait for it. */
+/** Every app a test started: one that failed half-way is killed after it, so it holds no port and Jest does not wait for it. */
 const started: ChildProcess[] = [];
-afterAll(() => {
-  for (const child of started) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+afterEach(() => {
+  for (const child of started.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
 });
 
 function start(port: number, dataDir: string, extraEnv: Record<string, string> = {}): Promise<Running> {

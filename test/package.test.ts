@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 
@@ -44,6 +45,12 @@ describe('the built package', () => {
     expect(run(['-e', 'console.log(JSON.stringify(Object.keys(require("bcms-extensions/client")).sort()))']).trim()).toBe(names);
     const script = 'import * as m from "bcms-extensions/client"; console.log(JSON.stringify(Object.keys(m).filter((k) => k !== "default" && k !== "__esModule").sort()));';
     expect(run(['--input-type=module', '-e', script]).trim()).toBe(names);
+  });
+
+  test('the bin, bcms-ext, is executable as npx runs it', () => {
+    const bin = path.join(root, 'dist', 'cli', 'bin.js');
+    expect(fs.statSync(bin).mode & 0o111).not.toBe(0);
+    expect(execFileSync(bin, ['help'], { cwd: root, encoding: 'utf8' })).toMatch(/^Usage: bcms-ext <command>/);
   });
 
   test('declarations are emitted next to the code', () => {
