@@ -22,13 +22,16 @@ function banner({ url, seconds, database, users }) {
     `Example CMS with bcms-extensions: ${url}  (started in ${seconds.toFixed(1)} s, database ${database})`,
     '',
     'Demo users:',
-    ...users.map((user) => `  ${user.email.padEnd(22)} ${user.password ? `password: ${user.password}   (generated; shown this once)` : '(password as set at first start, or ADMIN_PASSWORD)'}`),
+    ...users.map((user) => {
+      const kept = user.email === ADMIN_EMAIL ? '(password as set at first start, or ADMIN_PASSWORD)' : '(password as set at first start)';
+      return `  ${user.email.padEnd(22)} ${user.password ? `password: ${user.password}   (generated; shown this once)` : kept}`;
+    }),
     '',
     'Try it:',
     ...(admin?.password ? [`  export ADMIN_PASSWORD='${admin.password}'`] : []),
     `  curl -s ${url}/api/plugin/content-stats/stats/counts`,
     `  curl -s -X POST ${url}/api/function/get-all-blogs-titles`,
-    `  TOKEN=$(curl -s ${url}/api/auth/login -H 'Content-Type: application/json' -d "{\\"email\\":\\"${ADMIN_EMAIL}\\",\\"password\\":\\"$ADMIN_PASSWORD\\"}" | node -p 'JSON.parse(require("fs").readFileSync(0, "utf8")).accessToken')`,
+    `  TOKEN=$(curl -s ${url}/api/auth/login -H 'Content-Type: application/json' -d "{\\"email\\":\\"${ADMIN_EMAIL}\\",\\"password\\":\\"$ADMIN_PASSWORD\\"}" | node -p 'const r = JSON.parse(require("fs").readFileSync(0, "utf8")); r.accessToken ?? (console.error(r.message), process.exit(1))')`,
     `  curl -s -X POST ${url}/api/function/submit-form -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d '{"name":"Ada","email":"ada@example.com","message":"Hello"}'`,
     `  export BCMS_URL=${url} BCMS_TOKEN=$TOKEN`,
     `  eval "$(npx bcms-ext keys create --name 'contact page' --functions submit-form --env)"`,
@@ -45,23 +48,26 @@ async function main() {
   const started = process.hrtime.bigint();
   const database = process.env.DATABASE_URL || { pglite: DATA_DIR };
   const logger = pino({ name: 'example-cms', level: process.env.LOG_LEVEL || 'info' });
+  // The port first: a port in use must not cost a first start its seeding, and with it the
+  // generated passwords it prints once. Requests that come before the app is ready wait for it.
   let example;
+  let appReady;
+  const app = new Promise((resolve) => (appReady = resolve));
+  const server = http.createServer((req, res) => app.then((handler) => handler(req, res)));
+  server.on('error', async (error) => {
+    await example?.close().catch(() => {});
+    if (error.code === 'EADDRINUSE') fail(`Port ${PORT} is in use: start on another one, for example PORT=${PORT + 1} npm start`);
+    fail(`The example CMS could not listen on port ${PORT}: ${error.message}`);
+  });
+  await new Promise((resolve) => server.listen(PORT, resolve));
   try {
     example = await createExampleApp({ database, adminEmail: ADMIN_EMAIL, adminPassword: process.env.ADMIN_PASSWORD || undefined, logger });
   } catch (error) {
     fail(`The example CMS could not start: ${error.message}. Is the database at ${typeof database === 'string' ? 'DATABASE_URL' : DATA_DIR} reachable and writable?`);
   }
-
-  const server = http.createServer(example.app);
-  server.on('error', async (error) => {
-    await example.close().catch(() => {});
-    if (error.code === 'EADDRINUSE') fail(`Port ${PORT} is in use: start on another one, for example PORT=${PORT + 1} npm start`);
-    fail(`The example CMS could not listen on port ${PORT}: ${error.message}`);
-  });
-  server.listen(PORT, () => {
-    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-    banner({ url: `http://localhost:${PORT}`, seconds, database: typeof database === 'string' ? 'DATABASE_URL' : `PGlite in ${DATA_DIR}`, users: example.users });
-  });
+  appReady(example.app);
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  banner({ url: `http://localhost:${PORT}`, seconds, database: typeof database === 'string' ? 'DATABASE_URL' : `PGlite in ${DATA_DIR}`, users: example.users });
 
   // SIGINT / SIGTERM: stop taking connections, let requests in flight finish, close the database
   // (PGlite writes its data out), exit 0. A request still running after 10 s is cut.

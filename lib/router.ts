@@ -169,7 +169,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     if (isSignedRequest(req)) {
       if (bodyWasRead(req)) {
         logger.error(
-          { path: req.originalUrl },
+          { requestId: req.res?.getHeader('x-request-id'), path: req.originalUrl },
           'bcms-extensions: a body parser ran before the router, so a signed body cannot be checked against its digest. ' +
             'Mount the router before express.json() and other body parsers: app.use(bcmsExtensions(...)) first.',
         );

@@ -210,11 +210,12 @@ describe('the example app, as the README runs it', () => {
     }
   }, 90_000);
 
-  test('a port in use: one line saying so, no stack, exit 1', async () => {
+  test('a port in use: one line saying so, no stack, exit 1; nothing seeded, so the next start still shows the passwords', async () => {
     const busy = net.createServer();
     await new Promise<void>((resolve) => busy.listen(0, resolve));
     const taken = (busy.address() as net.AddressInfo).port;
-    const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(taken), EXAMPLE_DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
+    const fresh = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-example-busy-'));
+    const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(taken), EXAMPLE_DATA_DIR: fresh, LOG_LEVEL: 'warn' };
     delete env.DATABASE_URL;
     delete env.NODE_OPTIONS;
     const child = spawn(process.execPath, [path.join(root, 'example-app', 'server.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -224,5 +225,9 @@ describe('the example app, as the README runs it', () => {
     busy.close();
     expect(code).toBe(1);
     expect(stderr.trim()).toBe(`Port ${taken} is in use: start on another one, for example PORT=${taken + 1} npm start`);
+    const next = await start(await freePort(), fresh);
+    expect(next.output()).toMatch(/admin@example\.com\s+password: \S+\s+\(generated; shown this once\)/);
+    next.child.kill('SIGTERM');
+    expect(await next.exited).toBe(0);
   }, 90_000);
 });

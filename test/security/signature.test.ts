@@ -421,7 +421,8 @@ describe('a host body parser mounted before the router', () => {
     const res = await signedPost(app, PATH, key, { parsed: 'twice' });
     expect(res.status).toBe(500);
     expect(res.body).toEqual(failure('BODY_ALREADY_PARSED', `A body parser ran before the router, so the signed body cannot be checked. Request id: ${res.headers['x-request-id']}.`));
-    expect(log.text()).toMatch(/Mount the router before express\.json\(\)/);
+    const logged = log.lines.find((line) => /Mount the router before express\.json\(\)/.test(String(line.msg)));
+    expect(logged).toMatchObject({ level: 50, requestId: res.headers['x-request-id'], path: PATH });
     const unsigned = await request(app).post('/api/function/open').send({ parsedBy: 'host' });
     expect(unsigned.body).toEqual({ success: true, result: { body: { parsedBy: 'host' } } });
     await router.close();
