@@ -3,6 +3,7 @@ import { parseByteSize } from './http/body';
 import type { DatabaseOption } from './db/connection';
 import type { Logger } from './logger';
 import type { JwtOptions } from './security/jwt';
+import type { AdminSettings } from './ui/assets';
 
 /** The second argument of `bcmsExtensions` (DESIGN.md "Options"). */
 export interface BcmsExtensionsOptions {
@@ -20,6 +21,11 @@ export interface BcmsExtensionsOptions {
   functionTimeoutMs?: number;
   /** pino-compatible logger. Default: a pino logger named `bcms-extensions`. */
   logger?: Logger;
+  /**
+   * The admin shell that lists plugin UIs: where it is served, the host's sign-in route
+   * (POST { email, password } answering { accessToken }) and its title. `false`: no shell.
+   */
+  admin?: false | { path?: string; loginUrl?: string; title?: string };
 }
 
 export interface ResolvedOptions {
@@ -29,6 +35,7 @@ export interface ResolvedOptions {
   readonly bodyLimit: number;
   readonly functionTimeoutMs: number;
   readonly logger: Logger;
+  readonly admin: Readonly<AdminSettings> | null;
 }
 
 export const defaultOptions = Object.freeze({
@@ -36,9 +43,10 @@ export const defaultOptions = Object.freeze({
   signature: Object.freeze({ clockSkewSeconds: 300 }),
   bodyLimit: '1mb',
   functionTimeoutMs: 30_000,
+  admin: Object.freeze({ path: '/bcms', loginUrl: '/api/auth/login', title: 'BCMS' }),
 });
 
-const KNOWN = new Set(['jwt', 'database', 'signature', 'bodyLimit', 'functionTimeoutMs', 'logger']);
+const KNOWN = new Set(['jwt', 'database', 'signature', 'bodyLimit', 'functionTimeoutMs', 'logger', 'admin']);
 
 /** A nested option is an object of known keys: a typo such as `jwt.secert` must not pass silently. */
 function checkKeys(value: unknown, name: string, known: readonly string[]): void {
@@ -61,6 +69,7 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined): Reso
   const { jwt = {}, signature = {} } = options;
   checkKeys(jwt, 'jwt', ['secret', 'algorithms', 'issuer', 'audience']);
   checkKeys(signature, 'signature', ['clockSkewSeconds']);
+  const admin = resolveAdmin(options.admin);
 
   const clockSkewSeconds = signature.clockSkewSeconds ?? defaultOptions.signature.clockSkewSeconds;
   if (!Number.isFinite(clockSkewSeconds) || clockSkewSeconds < 0) {
@@ -82,5 +91,20 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined): Reso
     bodyLimit: parseByteSize(options.bodyLimit ?? defaultOptions.bodyLimit, 'bodyLimit'),
     functionTimeoutMs,
     logger,
+    admin,
   }) as ResolvedOptions;
+}
+
+/** The shell's settings, or null for `admin: false`. Its path is a page path of its own, never under /api/. */
+function resolveAdmin(admin: BcmsExtensionsOptions['admin']): Readonly<AdminSettings> | null {
+  if (admin === false) return null;
+  checkKeys(admin ?? {}, 'admin', ['path', 'loginUrl', 'title']);
+  const settings = { ...defaultOptions.admin, ...admin };
+  const { path, loginUrl, title } = settings;
+  if (typeof path !== 'string' || !/^\/[A-Za-z0-9._~-]+(\/[A-Za-z0-9._~-]+)*$/.test(path) || path.startsWith('/api/') || path.startsWith('/plugin/')) {
+    throw new TypeError(`option admin.path must be a path such as "/bcms" (not under /api/ or /plugin/, no trailing "/"), got ${JSON.stringify(path)}`);
+  }
+  if (typeof loginUrl !== 'string' || loginUrl === '') throw new TypeError(`option admin.loginUrl must be the host's sign-in URL, got ${JSON.stringify(loginUrl)}`);
+  if (typeof title !== 'string' || title.trim() === '') throw new TypeError(`option admin.title must be a non-empty string, got ${JSON.stringify(title)}`);
+  return Object.freeze(settings);
 }

@@ -4,7 +4,8 @@ import { performance } from 'node:perf_hooks';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { Knex } from 'knex';
 import { bindBcmsRepo } from './db/bcms-repo';
-import { createKeysPlugin, EXTENSIONS_PREFIX } from './extensions/keys';
+import { createSdkController } from './extensions/content';
+import { createKeysController } from './extensions/keys';
 import { openDatabase, type DatabaseOption } from './db/connection';
 import { createRepository } from './db/repository';
 import { ContentStore } from './db/store';
@@ -14,10 +15,12 @@ import { hasBody, isJsonType, parseJsonBody, readRawBody } from './http/body';
 import { BcmsHttpError, errorHandler } from './http/errors';
 import { type Family, writeError, writeJson, writePreflight } from './http/respond';
 import { type BcmsExtensionsOptions, resolveOptions } from './options';
+import { createBcmsPlugin } from './plugin/create';
 import { PluginRouteTable, type PluginMatch, type PluginRoute } from './plugin/routes';
 import type { BcmsPlugin, BcmsPluginContext, PreRequestContext } from './plugin/types';
 import { createAccessTokenVerifier, hasBearerToken, JWTPermissionName, tokenAllows } from './security/jwt';
 import { createSignatureVerifier, isSignedRequest, SIGNATURE_CHALLENGE } from './security/signature';
+import { checkPluginUis, UiRoutes } from './ui/assets';
 
 export interface BcmsRegistry {
   plugins?: BcmsPlugin[];
@@ -39,6 +42,8 @@ export interface BcmsExtensionsRouter extends Router {
 
 const FUNCTION_PREFIX = '/api/function/';
 const PLUGIN_PREFIX = '/api/plugin/';
+/** The package's own routes (keys, the SDK's data, its scripts): never a plugin's or a function's path. */
+const EXTENSIONS_PREFIX = '/api/extensions/';
 const FUNCTION_ALLOW = 'POST, OPTIONS';
 
 /** The verbs of every matching path, for `Allow`. */
@@ -62,12 +67,15 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   const settings = resolveOptions(options);
   const { logger, bodyLimit, functionTimeoutMs } = settings;
   const plugins = new PluginRouteTable(registry.plugins ?? []);
+  const uiDirs = checkPluginUis(registry.plugins ?? []);
+  const ui = new UiRoutes(uiDirs, settings.admin);
   const modules = registry.functions ?? [];
   checkFunctionModules(modules);
   const verifyAccessToken = createAccessTokenVerifier(settings.jwt);
   const store = new ContentStore(openDatabase(settings.database as DatabaseOption | undefined, process.env, logger), logger);
   const repo = createRepository(store);
-  const ownRoutes = new PluginRouteTable([createKeysPlugin(store)], '/api');
+  const sdkController = createSdkController({ plugins: registry.plugins ?? [], hasUi: (name) => uiDirs.has(name), functions: () => functions ?? new Map(), repo });
+  const ownRoutes = new PluginRouteTable([createBcmsPlugin({ name: 'extensions', controllers: [createKeysController(store), sdkController] })], '/api');
   const verifySignedRequest = createSignatureVerifier({ store, clockSkewSeconds: settings.signature.clockSkewSeconds, logger });
   bindBcmsRepo(repo);
 
@@ -255,7 +263,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
    * One request the router owns, from its id to its log line. Errors of every kind end here.
    * Plain promise callbacks rather than an async function: one promise less per request.
    */
-  function serve(req: Request, res: Response, family: Family, path: string, matches: readonly PluginMatch[] | undefined): void {
+  function serve(req: Request, res: Response, family: Family, path: string, handle: () => Promise<void> | void): void {
     const requestId = nextRequestId();
     const started = performance.now();
     const hostHeaders = res.getHeaderNames();
@@ -269,7 +277,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     };
     let work: Promise<void> | void;
     try {
-      work = functions === undefined ? ready.then(() => dispatch(req, res, family, path, matches)) : dispatch(req, res, family, path, matches);
+      work = functions === undefined ? ready.then(handle) : handle();
     } catch (error) {
       return failed(error);
     }
@@ -280,12 +288,18 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   /** Decides whether a request is the router's, by its path alone; everything else falls through. */
   function owns(req: Request, res: Response): boolean {
     const url = req.url;
-    if (!url.startsWith('/api/')) return false;
     const query = url.indexOf('?');
     let path = query === -1 ? url : url.slice(0, query);
+    // Pages and files: the admin shell, the SDK and shell scripts, plugin UIs.
+    const target = ui.match(path);
+    if (target !== undefined) {
+      serve(req, res, 'plugin', path, () => ui.serve(req, res, target, req.baseUrl));
+      return true;
+    }
+    if (!url.startsWith('/api/')) return false;
     if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
     if (path.startsWith(FUNCTION_PREFIX) || path === '/api/function') {
-      serve(req, res, 'function', path, undefined);
+      serve(req, res, 'function', path, () => dispatch(req, res, 'function', path, undefined));
       return true;
     }
     const table = path.startsWith(PLUGIN_PREFIX) ? plugins : path.startsWith(EXTENSIONS_PREFIX) ? ownRoutes : undefined;
@@ -297,7 +311,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     } catch {
       // A parameter with a malformed percent-encoding: the path is ours, the URL is not valid.
     }
-    serve(req, res, 'plugin', path, matches);
+    serve(req, res, 'plugin', path, () => dispatch(req, res, 'plugin', path, matches));
     return true;
   }
 

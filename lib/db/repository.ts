@@ -1,40 +1,9 @@
 import type { Knex } from 'knex';
 import type { ContentStore } from './store';
 
-/** A template, as BCMS shapes it. Times are epoch milliseconds. */
-export interface BcmsTemplate {
-  _id: string;
-  name: string;
-  label: string;
-  desc: string;
-  singleEntry: boolean;
-  props: unknown[];
-  createdAt: number;
-  updatedAt: number;
-}
+import type { BcmsEntry, BcmsEntryMeta, BcmsTemplate } from './shapes';
 
-export interface BcmsEntryMetaProp {
-  id: string;
-  /** Always an array in BCMS: `meta[0].props[0].data[0]` is the first value of the first prop. */
-  data: unknown[];
-}
-
-export interface BcmsEntryMeta {
-  lng: string;
-  props: BcmsEntryMetaProp[];
-}
-
-/** An entry, as BCMS shapes it. Times are epoch milliseconds. */
-export interface BcmsEntry {
-  _id: string;
-  templateId: string;
-  userId: string;
-  status: string;
-  meta: BcmsEntryMeta[];
-  content: unknown[];
-  createdAt: number;
-  updatedAt: number;
-}
+export type { BcmsEntry, BcmsEntryMeta, BcmsEntryMetaProp, BcmsTemplate } from './shapes';
 
 export type NewTemplate = Pick<BcmsTemplate, 'name'> & Partial<Pick<BcmsTemplate, 'label' | 'desc' | 'singleEntry' | 'props'>>;
 export type TemplateUpdate = Pick<BcmsTemplate, '_id'> & Partial<Omit<BcmsTemplate, '_id' | 'createdAt' | 'updatedAt'>>;

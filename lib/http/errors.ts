@@ -12,6 +12,8 @@ export const errorCodes = {
   /** The package's own endpoints (`/api/extensions/`): a body they cannot take. */
   BAD_REQUEST: { status: 400, message: 'Request body is not what this endpoint takes.' },
   KEY_NOT_FOUND: { status: 404, message: 'No API key has this id.' },
+  /** A file of a plugin's UI, a template or an entry that is not there. */
+  NOT_FOUND: { status: 404, message: 'Not found.' },
   BODY_TOO_LARGE: { status: 413, message: 'Request body is larger than the limit.' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'Function bodies are JSON: send Content-Type: application/json.' },
   FUNCTION_NOT_FOUND: { status: 404, message: 'Function not found.' },

@@ -54,6 +54,10 @@ export interface BcmsPlugin {
   /** Path segment of the plugin's endpoints: `/api/plugin/<name>/...`. URL-safe. */
   name: string;
   controllers: BcmsController[];
-  /** The plugin's built UI, served at `/plugin/<name>/`. */
-  ui?: { dir: string };
+  /**
+   * The plugin's built UI (a directory with an index.html, such as Vite's `dist`), served at
+   * `/plugin/<name>/` and listed under "Plugins" in the admin shell by `label` (default: the name,
+   * dashes as spaces).
+   */
+  ui?: { dir: string; label?: string };
 }

@@ -1,0 +1,218 @@
+import fs from 'node:fs';
+import type { ServerResponse } from 'node:http';
+import path from 'node:path';
+import type { Request } from 'express';
+import { BcmsHttpError } from '../http/errors';
+import type { BcmsPlugin } from '../plugin/types';
+
+/** Where the compiled browser code (the SDK and the shell) is: dist/browser, beside this file's dist/ui. */
+const BROWSER_DIR = path.resolve(__dirname, '..', 'browser', 'browser');
+export const SDK_PATH = '/api/extensions/sdk.js';
+export const SHELL_SCRIPT_PATH = '/api/extensions/shell.js';
+const PLUGIN_UI_PREFIX = '/plugin/';
+
+const TYPES: Readonly<Record<string, string>> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.json': 'application/json; charset=utf-8',
+  '.map': 'application/json; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.jpg': 'image/jpeg',
+  '.jpeg': 'image/jpeg',
+  '.gif': 'image/gif',
+  '.webp': 'image/webp',
+  '.ico': 'image/x-icon',
+  '.woff': 'font/woff',
+  '.woff2': 'font/woff2',
+  '.txt': 'text/plain; charset=utf-8',
+};
+
+/** The admin shell's settings, resolved (the `admin` option). */
+export interface AdminSettings {
+  path: string;
+  loginUrl: string;
+  title: string;
+}
+
+/** A plugin's readable name: `ui.label`, or its name with dashes as spaces ("content-stats" → "Content stats"). */
+export function pluginLabel(plugin: BcmsPlugin): string {
+  if (typeof plugin.ui?.label === 'string' && plugin.ui.label.trim() !== '') return plugin.ui.label;
+  const words = plugin.name.replace(/[-_.~]+/g, ' ').trim();
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+/** Checks each plugin's `ui` while the router is built: a UI that was never built is a mistake to see at once. */
+export function checkPluginUis(plugins: readonly BcmsPlugin[]): Map<string, string> {
+  const dirs = new Map<string, string>();
+  for (const plugin of plugins) {
+    if (plugin.ui === undefined) continue;
+    if (plugin.ui === null || typeof plugin.ui !== 'object' || typeof plugin.ui.dir !== 'string' || plugin.ui.dir === '') {
+      throw new TypeError(`plugin "${plugin.name}": ui must be { dir, label? }, dir being its built UI (with an index.html)`);
+    }
+    const dir = path.resolve(plugin.ui.dir);
+    if (!fs.existsSync(path.join(dir, 'index.html'))) {
+      throw new Error(`plugin "${plugin.name}": ui.dir ${dir} has no index.html: build the UI first (vite build)`);
+    }
+    dirs.set(plugin.name, dir);
+  }
+  return dirs;
+}
+
+/** What a UI path names: a browser script of the package, the shell page, or a file of a plugin's UI. */
+export type UiTarget =
+  | { kind: 'script'; file: string }
+  | { kind: 'shell' }
+  | { kind: 'plugin-file'; dir: string; file: string }
+  /** `/plugin/<name>` without its slash: its relative asset URLs would miss. */
+  | { kind: 'redirect'; to: string };
+
+/**
+ * The non-API paths the router serves: its browser scripts, the admin shell (`admin.path` and
+ * below, for the shell's own URLs) and each plugin's UI under `/plugin/<name>/`.
+ */
+export class UiRoutes {
+  constructor(
+    private readonly dirs: ReadonlyMap<string, string>,
+    private readonly admin: AdminSettings | null,
+  ) {}
+
+  match(pathname: string): UiTarget | undefined {
+    if (pathname === SDK_PATH) return { kind: 'script', file: 'sdk.js' };
+    if (pathname === SHELL_SCRIPT_PATH) return { kind: 'script', file: 'shell.js' };
+    if (this.admin !== null && (pathname === this.admin.path || pathname.startsWith(`${this.admin.path}/`))) return { kind: 'shell' };
+    if (!pathname.startsWith(PLUGIN_UI_PREFIX)) return undefined;
+    const slash = pathname.indexOf('/', PLUGIN_UI_PREFIX.length);
+    const name = pathname.slice(PLUGIN_UI_PREFIX.length, slash === -1 ? undefined : slash);
+    const dir = this.dirs.get(name);
+    if (dir === undefined) return undefined;
+    if (slash === -1) return { kind: 'redirect', to: `${pathname}/` };
+    return { kind: 'plugin-file', dir, file: pathname.slice(slash + 1) };
+  }
+
+  /** Answers a UI request: GET or HEAD only. `base` is the router's mount path (req.baseUrl). */
+  async serve(req: Request, res: ServerResponse, target: UiTarget, base: string): Promise<void> {
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      throw new BcmsHttpError('METHOD_NOT_ALLOWED', `${req.method} is not allowed here; use GET.`, { Allow: 'GET, HEAD' });
+    }
+    if (target.kind === 'redirect') {
+      res.writeHead(308, { Location: base + target.to, 'Content-Length': 0 });
+      res.end();
+      return;
+    }
+    if (target.kind === 'shell') return send(req, res, 200, 'text/html; charset=utf-8', shellPage(this.admin as AdminSettings, base), 'no-cache');
+    if (target.kind === 'script') return sendFile(req, res, path.join(BROWSER_DIR, target.file), 'no-cache');
+    const file = resolveInside(target.dir, target.file === '' ? 'index.html' : target.file);
+    if (file === undefined) throw new BcmsHttpError('NOT_FOUND');
+    if (path.basename(file) === 'index.html' && path.dirname(file) === target.dir) {
+      let html: string;
+      try {
+        html = await fs.promises.readFile(file, 'utf8');
+      } catch {
+        throw new BcmsHttpError('NOT_FOUND');
+      }
+      return send(req, res, 200, TYPES['.html'] as string, withSdk(html, base), 'no-cache');
+    }
+    // Vite names built assets by their content hash: they never change under one name.
+    const caching = file.includes(`${path.sep}assets${path.sep}`) ? 'public, max-age=31536000, immutable' : 'no-cache';
+    return sendFile(req, res, file, caching);
+  }
+}
+
+/** A file under `dir`, or undefined for a path that leaves it (`..`, an absolute path, a NUL). */
+function resolveInside(dir: string, relative: string): string | undefined {
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(relative);
+  } catch {
+    return undefined;
+  }
+  if (decoded.includes('\0')) return undefined;
+  const file = path.resolve(dir, decoded);
+  const inside = path.relative(dir, file);
+  return inside === '' || inside.startsWith('..') || path.isAbsolute(inside) ? undefined : file;
+}
+
+/** The plugin UI's index.html with the SDK loaded first: module scripts run in document order. */
+function withSdk(html: string, base: string): string {
+  const tag = `<script type="module" src="${base}${SDK_PATH}"></script>`;
+  const head = /<head[^>]*>/i.exec(html);
+  return head ? html.slice(0, head.index + head[0].length) + tag + html.slice(head.index + head[0].length) : tag + html;
+}
+
+function send(req: Request, res: ServerResponse, status: number, type: string, body: string, caching: string): void {
+  res.writeHead(status, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body), 'Cache-Control': caching, 'X-Content-Type-Options': 'nosniff' });
+  res.end(req.method === 'HEAD' ? undefined : body);
+}
+
+async function sendFile(req: Request, res: ServerResponse, file: string, caching: string): Promise<void> {
+  let stat: fs.Stats;
+  try {
+    stat = await fs.promises.stat(file);
+  } catch {
+    throw new BcmsHttpError('NOT_FOUND');
+  }
+  if (!stat.isFile()) throw new BcmsHttpError('NOT_FOUND');
+  res.writeHead(200, {
+    'Content-Type': TYPES[path.extname(file).toLowerCase()] ?? 'application/octet-stream',
+    'Content-Length': stat.size,
+    'Cache-Control': caching,
+    'X-Content-Type-Options': 'nosniff',
+  });
+  if (req.method === 'HEAD') {
+    res.end();
+    return;
+  }
+  await new Promise<void>((resolve, reject) => {
+    const stream = fs.createReadStream(file);
+    stream.on('error', reject);
+    res.on('close', resolve);
+    stream.pipe(res);
+  });
+}
+
+/** The admin shell: its settings as JSON, the SDK, then the shell script. */
+function shellPage(admin: AdminSettings, base: string): string {
+  const config = JSON.stringify({ title: admin.title, loginUrl: admin.loginUrl, shellPath: base + admin.path }).replace(/</g, '\\u003c');
+  const title = admin.title.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`);
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title}</title>
+<style>
+  :root { font-family: system-ui, sans-serif; color: #1d2330; background: #f5f6f8; }
+  body { margin: 0; }
+  header { display: flex; justify-content: space-between; align-items: center; padding: 0.75rem 1.25rem; background: #1d2330; color: #fff; }
+  .bcms-title { font-weight: 600; }
+  .bcms-layout { display: grid; grid-template-columns: 14rem 1fr; min-height: calc(100vh - 3.5rem); }
+  nav { padding: 1rem; background: #fff; border-right: 1px solid #dde1e8; }
+  nav h2 { font-size: 0.8rem; text-transform: uppercase; letter-spacing: 0.05em; color: #5b6475; margin: 0 0 0.5rem; }
+  nav ul { list-style: none; margin: 0; padding: 0; }
+  nav a { display: block; padding: 0.4rem 0.6rem; border-radius: 0.4rem; color: inherit; text-decoration: none; }
+  nav a:hover { background: #eef1f6; }
+  nav a[aria-current="page"] { background: #dfe7ff; font-weight: 600; }
+  main { padding: 1rem; }
+  iframe { width: 100%; height: calc(100vh - 6rem); border: 1px solid #dde1e8; border-radius: 0.5rem; background: #fff; }
+  .bcms-signin { display: flex; justify-content: center; padding-top: 10vh; }
+  .bcms-signin form { display: grid; gap: 0.5rem; width: 20rem; padding: 1.5rem; background: #fff; border-radius: 0.75rem; box-shadow: 0 1px 4px #0002; }
+  .bcms-signin h1 { font-size: 1.25rem; margin: 0 0 0.5rem; }
+  input { padding: 0.5rem; border: 1px solid #b8bfcc; border-radius: 0.4rem; font: inherit; }
+  button { padding: 0.5rem 0.9rem; border: 0; border-radius: 0.4rem; background: #3357d6; color: #fff; font: inherit; cursor: pointer; }
+  header button { background: #ffffff22; }
+  :focus-visible { outline: 3px solid #ffb000; outline-offset: 2px; }
+  .bcms-error { color: #b00020; min-height: 1.2em; margin: 0; }
+</style>
+<script type="application/json" id="bcms-shell-config">${config}</script>
+<script type="module" src="${base}${SDK_PATH}"></script>
+<script type="module" src="${base}${SHELL_SCRIPT_PATH}"></script>
+</head>
+<body>
+<div id="bcms-shell"></div>
+</body>
+</html>
+`;
+}
