@@ -1,60 +1,15 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { serverSchema } from './support/database';
+import { freePort } from './support/app';
+import { start, stopStartedApps } from './support/example';
 
 // The example app as the README runs it (a child process, on PGlite), and the README's curl
 // examples run as they are written, with real curl, through bash.
 const root = path.resolve(__dirname, '..');
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-interface Running {
-  child: ChildProcess;
-  output: () => string;
-  exited: Promise<number | null>;
-}
-
-/** Every app a test started: one that failed half-way is killed after it, so it holds no port and Jest does not wait for it. */
-const started: ChildProcess[] = [];
-afterEach(() => {
-  for (const child of started.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-});
-
-function start(port: number, dataDir: string, extraEnv: Record<string, string> = {}): Promise<Running> {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  delete env.DATABASE_URL; // the README's first run: the embedded default (unless extraEnv sets one)
-  delete env.ADMIN_PASSWORD;
-  delete env.ADMIN_EMAIL;
-  delete env.NODE_OPTIONS;
-  Object.assign(env, { PORT: String(port), EXAMPLE_DATA_DIR: dataDir, LOG_LEVEL: 'warn' }, extraEnv);
-  const child = spawn(process.execPath, [path.join(root, 'example-app', 'server.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  started.push(child);
-  let output = '';
-  child.stdout!.on('data', (chunk) => (output += chunk));
-  child.stderr!.on('data', (chunk) => (output += chunk));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return new Promise((resolve, reject) => {
-    const poll = setInterval(() => {
-      if (output.includes('Stop with Ctrl+C.')) {
-        clearInterval(poll);
-        resolve({ child, output: () => output, exited });
-      }
-    }, 50);
-    void exited.then((code) => {
-      clearInterval(poll);
-      reject(new Error(`the example app exited (${code}) before it was ready:\n${output}`));
-    });
-  });
-}
 
 /** The README's curl block, between its markers. */
 function readmeCurlExamples(): string[] {
@@ -81,6 +36,8 @@ function runExamples(lines: string[], port: number, password: string): Promise<s
     });
   });
 }
+
+afterEach(stopStartedApps);
 
 describe('the example app, as the README runs it', () => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-example-'));

@@ -1,6 +1,8 @@
 'use strict';
 // A plugin: entry counts per template (open to anyone) and the latest form submissions (signed-in
-// readers only).
+// readers only), and a UI (Vue 3, .tsx, in content-stats-ui/) listed under "Plugins" in the admin
+// shell at /bcms. `npm run build:example-ui` builds it into content-stats-ui/dist.
+const path = require('node:path');
 const {
   createBcmsPlugin,
   createController,
@@ -47,4 +49,8 @@ const StatsController = createController({
   }),
 });
 
-module.exports = createBcmsPlugin({ name: 'content-stats', controllers: [StatsController] });
+module.exports = createBcmsPlugin({
+  name: 'content-stats',
+  controllers: [StatsController],
+  ui: { dir: path.join(__dirname, 'content-stats-ui', 'dist'), label: 'Content stats' },
+});

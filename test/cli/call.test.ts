@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createBcmsFunction } from '../../lib';
 import { main } from '../../lib/cli/main';
-import { buildApp, closedPort, type TestApp } from '../support/app';
+import { buildApp, freePort, type TestApp } from '../support/app';
 import { sharedTestDatabase } from '../support/database';
 import { hmacKey, publicKeyKey } from '../support/signature';
 
@@ -57,7 +57,7 @@ describe('bcms-ext call', () => {
     expect(forbidden.err).toBe(
       'bcms-ext call: 403 KEY_FORBIDDEN: This API key may not call function "sum": it does not list it.\nThe key is blocked, or does not list this function: create a key with --functions NAME.\n',
     );
-    const port = await closedPort();
+    const port = await freePort();
     const down = await run(['call', 'sum'], { BCMS_URL: `http://127.0.0.1:${port}` });
     expect(down.err).toMatch(/^bcms-ext call: NETWORK_ERROR: Could not reach http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\)\.\nIs the service running there\?/);
   });

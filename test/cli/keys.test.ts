@@ -7,7 +7,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { createBcmsFunction, listApiKeys } from '../../lib';
 import { main } from '../../lib/cli/main';
 import { openDatabase } from '../../lib/db/connection';
-import { buildApp, closedPort, role, signToken, type TestApp } from '../support/app';
+import { buildApp, freePort, role, signToken, type TestApp } from '../support/app';
 import { serverSchema } from '../support/database';
 
 function capture(env: NodeJS.ProcessEnv = {}) {
@@ -81,7 +81,7 @@ describe('bcms-ext keys, through the running service (the embedded database is t
     const reader = await run(['keys', 'create', '--name', 'x', '--url', url, '--token', signToken([role('USER', 'READ')])]);
     expect(reader.code).toBe(1);
     expect(reader.err).toMatch(/the service refused the token \(403: Token is not authorized for this action\.\)/);
-    const port = await closedPort();
+    const port = await freePort();
     const down = await run(['keys', 'list', '--url', `http://127.0.0.1:${port}`, '--token', token]);
     expect(down.code).toBe(1);
     expect(down.err).toContain(`cannot reach the service at http://127.0.0.1:${port} (ECONNREFUSED). Start it, or set BCMS_URL to where it listens`);

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { createBcmsFunction } from '../../lib';
 import { createFunctionClient, FunctionCallError, signRequest } from '../../lib/client';
-import { buildApp, closedPort, type TestApp } from '../support/app';
+import { buildApp, freePort, type TestApp } from '../support/app';
 import { sharedTestDatabase } from '../support/database';
 import { hmacKey, publicKeyKey } from '../support/signature';
 
@@ -70,7 +70,7 @@ describe('createFunctionClient', () => {
   });
 
   test('no service there: NETWORK_ERROR; something else there: INVALID_RESPONSE', async () => {
-    const port = await closedPort();
+    const port = await freePort();
     const down = await createFunctionClient({ baseUrl: `http://127.0.0.1:${port}` }).call('hello').catch((caught: unknown) => caught);
     expect(down).toMatchObject({ name: 'FunctionCallError', code: 'NETWORK_ERROR', status: 0, message: `Could not reach http://127.0.0.1:${port} (ECONNREFUSED).` });
     const elsewhere = await createFunctionClient({ baseUrl: baseUrl.replace('/cms', '/nothing') }).call('hello').catch((caught: unknown) => caught);

@@ -64,8 +64,8 @@ export function signToken(
 
 export const role = (name: string, ...permissions: string[]): Role => ({ name, permissions: permissions.map((p) => ({ name: p })) });
 
-/** A local port nobody listens on (fetch refuses some well-known ports, such as 1, outright). */
-export async function closedPort(): Promise<number> {
+/** A local port nobody listens on: to start a server on, or to find nothing at (fetch refuses some well-known ports, such as 1, outright). */
+export async function freePort(): Promise<number> {
   const net = await import('node:net');
   const server = net.createServer().listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));

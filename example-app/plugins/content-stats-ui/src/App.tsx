@@ -1,0 +1,166 @@
+import { defineComponent, onMounted, ref } from 'vue';
+import type { BcmsEntry, BcmsTemplate } from 'bcms-extensions/sdk';
+
+interface TemplateCount {
+  template: BcmsTemplate;
+  entries: number;
+}
+
+interface Submission {
+  id: string;
+  name: string;
+  email: string;
+  message: string;
+  createdAt: number;
+}
+
+const SUBMISSIONS_TEMPLATE = 'form-submissions';
+
+/** A submission's fields, read from its entry's first meta item (as submit-form writes them). */
+function toSubmission(entry: BcmsEntry): Submission {
+  const field = (id: string) => String(entry.meta[0]?.props.find((prop) => prop.id === id)?.data[0] ?? '');
+  return { id: entry._id, name: field('name'), email: field('email'), message: field('message'), createdAt: entry.createdAt };
+}
+
+/** Entries per template as horizontal bars; the numbers are in its accessible name too. */
+const Chart = defineComponent({
+  props: { counts: { type: Array as () => TemplateCount[], required: true } },
+  setup(props) {
+    return () => {
+      const max = Math.max(1, ...props.counts.map((count) => count.entries));
+      const row = 34;
+      const summary = props.counts.map((count) => `${count.template.label || count.template.name}: ${count.entries}`).join(', ');
+      return (
+        <svg class="bars" role="img" aria-label={`Entries per template. ${summary}`} width="520" height={props.counts.length * row + 8} data-testid="chart">
+          {props.counts.map((count, i) => (
+            <g transform={`translate(0, ${i * row + 4})`} key={count.template._id}>
+              <text x="0" y="19">{count.template.label || count.template.name}</text>
+              <rect x="150" y="4" height="22" rx="3" width={Math.max(2, (count.entries / max) * 300)} />
+              <text x={158 + Math.max(2, (count.entries / max) * 300)} y="19" data-testid="chart-value">{count.entries}</text>
+            </g>
+          ))}
+        </svg>
+      );
+    };
+  },
+});
+
+export const App = defineComponent({
+  setup() {
+    const sdk = window.bcms.sdk;
+    const state = ref<'loading' | 'ready' | 'error'>('loading');
+    const error = ref('');
+    const counts = ref<TemplateCount[]>([]);
+    const submissions = ref<Submission[]>([]);
+    const form = ref({ name: '', email: '', message: '' });
+    const sending = ref(false);
+    const status = ref('');
+
+    async function load(): Promise<void> {
+      try {
+        const templates = await sdk.template.getAll();
+        const lists = await Promise.all(templates.map((template) => sdk.entry.getAllByTemplateId(template._id)));
+        counts.value = templates.map((template, i) => ({ template, entries: lists[i]?.length ?? 0 }));
+        const index = templates.findIndex((template) => template.name === SUBMISSIONS_TEMPLATE);
+        submissions.value = (index === -1 ? [] : (lists[index] ?? []))
+          .map(toSubmission)
+          .sort((a, b) => b.createdAt - a.createdAt)
+          .slice(0, 10);
+        state.value = 'ready';
+      } catch (caught) {
+        error.value = (caught as Error).message;
+        state.value = 'error';
+      }
+    }
+
+    async function send(event: Event): Promise<void> {
+      event.preventDefault();
+      sending.value = true;
+      status.value = 'Sending…';
+      try {
+        const result = await sdk.function.call<{ submissionId: string }>('submit-form', { ...form.value });
+        status.value = `Stored as ${result.submissionId}.`;
+        form.value = { name: '', email: '', message: '' };
+        await load();
+      } catch (caught) {
+        status.value = `Not sent: ${(caught as Error).message}`;
+      } finally {
+        sending.value = false;
+      }
+    }
+
+    onMounted(load);
+
+    const input = (field: 'name' | 'email' | 'message', label: string, type = 'text') => [
+      <label for={`field-${field}`}>{label}</label>,
+      <input
+        id={`field-${field}`}
+        type={type}
+        required
+        value={form.value[field]}
+        onInput={(event: Event) => (form.value[field] = (event.target as HTMLInputElement).value)}
+      />,
+    ];
+
+    return () => (
+      <main aria-busy={state.value === 'loading'}>
+        <h1>Content stats</h1>
+        {state.value === 'loading' && <p role="status">Loading content…</p>}
+        {state.value === 'error' && (
+          <p role="alert" class="error">
+            Could not load the content: {error.value}
+          </p>
+        )}
+        {state.value === 'ready' && [
+          <section aria-labelledby="chart-title">
+            <h2 id="chart-title">Entries per template</h2>
+            <Chart counts={counts.value} />
+          </section>,
+          <section>
+            <table data-testid="submissions">
+              <caption>Recent form submissions</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">Email</th>
+                  <th scope="col">Message</th>
+                  <th scope="col">Received</th>
+                </tr>
+              </thead>
+              <tbody>
+                {submissions.value.length === 0 ? (
+                  <tr>
+                    <td colspan={4}>No submissions yet.</td>
+                  </tr>
+                ) : (
+                  submissions.value.map((submission) => (
+                    <tr key={submission.id}>
+                      <td>{submission.name}</td>
+                      <td>{submission.email}</td>
+                      <td>{submission.message}</td>
+                      <td>{new Date(submission.createdAt).toLocaleString()}</td>
+                    </tr>
+                  ))
+                )}
+              </tbody>
+            </table>
+          </section>,
+          <section aria-labelledby="send-title">
+            <h2 id="send-title">Send a submission through the submit-form function</h2>
+            <form onSubmit={send}>
+              {input('name', 'Name')}
+              {input('email', 'Email', 'email')}
+              {input('message', 'Message')}
+              <button type="submit" disabled={sending.value}>
+                Send
+              </button>
+              <p role="status" class="status">
+                {status.value}
+              </p>
+            </form>
+          </section>,
+        ]}
+      </main>
+    );
+  },
+});
