@@ -5,8 +5,8 @@ import type { Request } from 'express';
 import { BcmsHttpError } from '../http/errors';
 import type { BcmsPlugin } from '../plugin/types';
 
-/** Where the compiled browser code (the SDK and the shell) is: dist/browser, beside this file's dist/ui. */
-const BROWSER_DIR = path.resolve(__dirname, '..', 'browser', 'browser');
+/** The compiled browser code (the SDK and the shell): dist/browser under the package root, from dist/ui or lib/ui alike. */
+const BROWSER_DIR = path.resolve(__dirname, '..', '..', 'dist', 'browser', 'browser');
 export const SDK_PATH = '/api/extensions/sdk.js';
 export const SHELL_SCRIPT_PATH = '/api/extensions/shell.js';
 const PLUGIN_UI_PREFIX = '/plugin/';

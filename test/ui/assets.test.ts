@@ -1,0 +1,186 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import express from 'express';
+import request from 'supertest';
+import { bcmsExtensions, createBcmsFunction, createBcmsPlugin } from '../../lib';
+import { createRepository } from '../../lib/db/repository';
+import { ContentStore } from '../../lib/db/store';
+import { buildApp, memoryLogger, role, signToken, type TestApp } from '../support/app';
+import { sharedTestDatabase } from '../support/database';
+
+/** A built plugin UI, as Vite writes one: index.html and hashed assets. */
+function builtUi(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-ui-dist-'));
+  fs.mkdirSync(path.join(dir, 'assets'));
+  fs.writeFileSync(path.join(dir, 'index.html'), '<!doctype html><html><head><title>Stats</title><script type="module" src="./assets/app-1a2b.js"></script></head><body></body></html>');
+  fs.writeFileSync(path.join(dir, 'assets', 'app-1a2b.js'), 'console.log("plugin ui");');
+  fs.writeFileSync(path.join(dir, 'assets', 'style.css'), 'body{}');
+  fs.writeFileSync(path.join(os.tmpdir(), 'outside-the-ui.txt'), 'secret');
+  return dir;
+}
+
+const withUi = createBcmsPlugin({ name: 'content-stats', controllers: [], ui: { dir: builtUi() } });
+const labelled = createBcmsPlugin({ name: 'forms', controllers: [], ui: { dir: builtUi(), label: 'Form inbox' } });
+const apiOnly = createBcmsPlugin({ name: 'api-only', controllers: [] });
+const hello = createBcmsFunction(async () => ({ config: { name: 'hello', public: true }, handler: async () => 'hi' }));
+const reader = `Bearer ${signToken([role('USER', 'READ')])}`;
+
+describe('plugin UIs, the SDK and the admin shell', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await buildApp({ plugins: [withUi, labelled, apiOnly], functions: [hello] });
+  });
+
+  test("a plugin's index.html, with the SDK loaded before its own scripts", async () => {
+    const res = await request(t.app).get('/plugin/content-stats/');
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(res.headers['cache-control']).toBe('no-cache');
+    expect(res.text).toBe(
+      '<!doctype html><html><head><script type="module" src="/api/extensions/sdk.js"></script><title>Stats</title><script type="module" src="./assets/app-1a2b.js"></script></head><body></body></html>',
+    );
+  });
+
+  test('its assets, typed and cached for good (hashed names); HEAD answers headers only', async () => {
+    const js = await request(t.app).get('/plugin/content-stats/assets/app-1a2b.js');
+    expect(js.status).toBe(200);
+    expect(js.headers['content-type']).toBe('text/javascript; charset=utf-8');
+    expect(js.headers['cache-control']).toBe('public, max-age=31536000, immutable');
+    expect(js.text).toBe('console.log("plugin ui");');
+    const head = await request(t.app).head('/plugin/content-stats/assets/style.css');
+    expect(head.status).toBe(200);
+    expect(head.headers['content-type']).toBe('text/css; charset=utf-8');
+    expect(head.headers['content-length']).toBe('6');
+  });
+
+  test('without its slash: a redirect, so that relative asset URLs resolve', async () => {
+    const res = await request(t.app).get('/plugin/content-stats');
+    expect(res.status).toBe(308);
+    expect(res.headers.location).toBe('/plugin/content-stats/');
+  });
+
+  test.each([
+    ['a file that is not there', '/plugin/content-stats/assets/missing.js'],
+    ['an encoded way out of the directory', '/plugin/content-stats/..%2f..%2foutside-the-ui.txt'],
+    ['a directory', '/plugin/content-stats/assets'],
+  ])('%s: 404 as JSON', async (_name, url) => {
+    const res = await request(t.app).get(url);
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({ message: 'Not found.' });
+    expect(res.text).not.toContain('secret');
+  });
+
+  test('a write to a UI path: 405 with Allow', async () => {
+    const res = await request(t.app).post('/plugin/content-stats/');
+    expect(res.status).toBe(405);
+    expect(res.headers.allow).toBe('GET, HEAD');
+  });
+
+  test('a plugin without a UI, or no plugin: the path is the host\'s', async () => {
+    expect((await request(t.app).get('/plugin/api-only/')).body).toEqual({ host404: true });
+    expect((await request(t.app).get('/plugin/nothing/')).body).toEqual({ host404: true });
+  });
+
+  test('the SDK and the shell script are served as JavaScript modules', async () => {
+    for (const url of ['/api/extensions/sdk.js', '/api/extensions/shell.js']) {
+      const res = await request(t.app).get(url);
+      expect(res.status).toBe(200);
+      expect(res.headers['content-type']).toBe('text/javascript; charset=utf-8');
+      expect(res.text.length).toBeGreaterThan(500);
+    }
+    expect((await request(t.app).get('/api/extensions/sdk.js')).text).toContain('bcms.accessToken');
+  });
+
+  test('the shell page at /bcms and below, with its settings, the SDK and the shell script', async () => {
+    for (const url of ['/bcms', '/bcms/plugins/content-stats']) {
+      const res = await request(t.app).get(url);
+      expect(res.status).toBe(200);
+      expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
+      expect(res.text).toContain('<script type="application/json" id="bcms-shell-config">{"title":"BCMS","loginUrl":"/api/auth/login","shellPath":"/bcms"}</script>');
+      expect(res.text).toContain('<script type="module" src="/api/extensions/sdk.js"></script>');
+      expect(res.text).toContain('<script type="module" src="/api/extensions/shell.js"></script>');
+    }
+    expect((await request(t.app).get('/bcmsx')).body).toEqual({ host404: true });
+  });
+
+  test('mounted under a prefix, every URL carries it', async () => {
+    const app = express().use('/cms', t.router);
+    const shell = await request(app).get('/cms/bcms');
+    expect(shell.text).toContain('"shellPath":"/cms/bcms"');
+    expect(shell.text).toContain('src="/cms/api/extensions/sdk.js"');
+    expect((await request(app).get('/cms/plugin/content-stats/')).text).toContain('src="/cms/api/extensions/sdk.js"');
+    const plugins = await request(app).get('/cms/api/extensions/plugins').set('Authorization', reader);
+    expect(plugins.body.plugins[0]).toEqual({ name: 'content-stats', label: 'Content stats', uiUrl: '/cms/plugin/content-stats/' });
+  });
+
+  test('admin options: another path, login route and title; or no shell at all', async () => {
+    const custom = bcmsExtensions({}, { database: (await sharedTestDatabase()).knex, logger: memoryLogger().logger, admin: { path: '/admin/cms', loginUrl: '/login', title: 'Acme <CMS>' } });
+    const none = bcmsExtensions({}, { database: (await sharedTestDatabase()).knex, logger: memoryLogger().logger, admin: false });
+    const page = await request(express().use(custom)).get('/admin/cms');
+    expect(page.text).toContain('<title>Acme &#60;CMS&#62;</title>');
+    expect(page.text).toContain('{"title":"Acme \\u003cCMS>","loginUrl":"/login","shellPath":"/admin/cms"}');
+    expect((await request(express().use(none)).get('/bcms')).status).toBe(404);
+    expect(() => bcmsExtensions({}, { admin: { path: 'bcms' } })).toThrow('option admin.path must be a path such as "/bcms"');
+    expect(() => bcmsExtensions({}, { admin: { path: '/api/admin' } })).toThrow('option admin.path must be a path such as "/bcms"');
+    expect(() => bcmsExtensions({}, { admin: { tittle: 'x' } as never })).toThrow('unknown option "admin.tittle"');
+  });
+
+  test('a UI that was never built is refused while the router is built', () => {
+    const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-ui-empty-'));
+    const plugin = createBcmsPlugin({ name: 'unbuilt', controllers: [], ui: { dir: empty } });
+    expect(() => bcmsExtensions({ plugins: [plugin] })).toThrow(`plugin "unbuilt": ui.dir ${empty} has no index.html: build the UI first (vite build)`);
+    expect(() => bcmsExtensions({ plugins: [createBcmsPlugin({ name: 'bad', controllers: [], ui: 'dist' as never })] })).toThrow('plugin "bad": ui must be { dir, label? }');
+  });
+});
+
+describe("the SDK's data routes, for a token whose role holds READ", () => {
+  let t: TestApp;
+  let templateId: string;
+  let entryId: string;
+  beforeAll(async () => {
+    t = await buildApp({ plugins: [withUi, labelled, apiOnly], functions: [hello] });
+    const repo = createRepository(new ContentStore({ knex: t.router.db, description: 'test', close: async () => {} }, memoryLogger().logger));
+    const template = await repo.template.add({ name: `sdk-${Date.now()}`, label: 'SDK test' });
+    templateId = template._id;
+    entryId = (await repo.entry.add({ templateId, meta: [{ lng: 'en', props: [{ id: 'title', data: ['First'] }] }] }))._id;
+  });
+
+  test('plugins, by readable name, with the URL of their UI or null', async () => {
+    const res = await request(t.app).get('/api/extensions/plugins').set('Authorization', reader);
+    expect(res.body).toEqual({
+      plugins: [
+        { name: 'content-stats', label: 'Content stats', uiUrl: '/plugin/content-stats/' },
+        { name: 'forms', label: 'Form inbox', uiUrl: '/plugin/forms/' },
+        { name: 'api-only', label: 'Api only', uiUrl: null },
+      ],
+    });
+  });
+
+  test('functions, templates and entries in BCMS shapes', async () => {
+    expect((await request(t.app).get('/api/extensions/functions').set('Authorization', reader)).body).toEqual({ functions: [{ name: 'hello', public: true }] });
+    const templates = await request(t.app).get('/api/extensions/templates').set('Authorization', reader);
+    expect(templates.body.templates).toContainEqual(expect.objectContaining({ _id: templateId, label: 'SDK test', singleEntry: false, createdAt: expect.any(Number) }));
+    expect((await request(t.app).get(`/api/extensions/templates/${templateId}`).set('Authorization', reader)).body).toMatchObject({ _id: templateId });
+    const entries = await request(t.app).get(`/api/extensions/templates/${templateId}/entries`).set('Authorization', reader);
+    expect(entries.body).toEqual({ entries: [expect.objectContaining({ _id: entryId, templateId, meta: [{ lng: 'en', props: [{ id: 'title', data: ['First'] }] }] })] });
+    expect((await request(t.app).get(`/api/extensions/templates/${templateId}/entries/${entryId}`).set('Authorization', reader)).body).toMatchObject({ _id: entryId });
+  });
+
+  test('not there: 404; an entry asked for under another template: 404', async () => {
+    const missing = '00000000-0000-4000-8000-000000000000';
+    expect((await request(t.app).get(`/api/extensions/templates/${missing}`).set('Authorization', reader)).body).toEqual({ message: 'Template not found.' });
+    const elsewhere = await request(t.app).get(`/api/extensions/templates/${missing}/entries/${entryId}`).set('Authorization', reader);
+    expect(elsewhere.status).toBe(404);
+    expect(elsewhere.body).toEqual({ message: 'Entry not found.' });
+    expect((await request(t.app).get('/api/extensions/templates/not-an-id').set('Authorization', reader)).status).toBe(404);
+  });
+
+  test('no token: 401; a role without READ: 403', async () => {
+    const none = await request(t.app).get('/api/extensions/templates');
+    expect(none.status).toBe(401);
+    expect(none.body).toEqual({ message: 'Token is `undefined`.' });
+    const writer = await request(t.app).get('/api/extensions/plugins').set('Authorization', `Bearer ${signToken([role('EDITOR', 'WRITE')])}`);
+    expect(writer.status).toBe(403);
+  });
+});
