@@ -20,6 +20,7 @@ function banner({ url, seconds, database, users }) {
   const lines = [
     '',
     `Example CMS with bcms-extensions: ${url}  (started in ${seconds.toFixed(1)} s, database ${database})`,
+    `Admin shell, with the plugin UI under Plugins: ${url}/bcms  (sign in as ${ADMIN_EMAIL})`,
     '',
     'Demo users:',
     ...users.map((user) => {
