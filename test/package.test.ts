@@ -47,6 +47,12 @@ describe('the built package', () => {
     expect(run(['--input-type=module', '-e', script]).trim()).toBe(names);
   });
 
+  test('bcms-extensions/sdk: the types of window.bcms.sdk, and the browser code the router serves', () => {
+    expect(run(['-e', 'console.log(require.resolve("bcms-extensions/sdk"))']).trim()).toBe(path.join(root, 'dist', 'sdk', 'global.js'));
+    expect(fs.readFileSync(path.join(root, 'dist', 'sdk', 'global.d.ts'), 'utf8')).toContain('bcms: {');
+    for (const file of ['sdk.js', 'shell.js']) expect(fs.existsSync(path.join(root, 'dist', 'browser', 'browser', file))).toBe(true);
+  });
+
   test('the bin, bcms-ext, is executable as npx runs it', () => {
     const bin = path.join(root, 'dist', 'cli', 'bin.js');
     expect(fs.statSync(bin).mode & 0o111).not.toBe(0);

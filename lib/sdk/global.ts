@@ -1,6 +1,6 @@
 /**
- * `window.bcms.sdk`, typed for plugin UIs: add `/// <reference types="bcms-extensions/sdk" />` (or
- * `"types": ["bcms-extensions/sdk"]` in tsconfig) and every .tsx file gets completion for it.
+ * `window.bcms.sdk`, typed for plugin UIs: any import from `bcms-extensions/sdk` (or
+ * `"types": ["bcms-extensions/sdk"]` in tsconfig) declares it, and every .tsx file gets completion.
  */
 import type { BcmsSdk } from './types';
 
