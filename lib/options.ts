@@ -101,7 +101,7 @@ function resolveAdmin(admin: BcmsExtensionsOptions['admin']): Readonly<AdminSett
   checkKeys(admin ?? {}, 'admin', ['path', 'loginUrl', 'title']);
   const settings = { ...defaultOptions.admin, ...admin };
   const { path, loginUrl, title } = settings;
-  if (typeof path !== 'string' || !/^\/[A-Za-z0-9._~-]+(\/[A-Za-z0-9._~-]+)*$/.test(path) || path.startsWith('/api/') || path.startsWith('/plugin/')) {
+  if (typeof path !== 'string' || !/^\/[A-Za-z0-9._~-]+(\/[A-Za-z0-9._~-]+)*$/.test(path) || /^\/(api|plugin)(\/|$)/.test(path)) {
     throw new TypeError(`option admin.path must be a path such as "/bcms" (not under /api/ or /plugin/, no trailing "/"), got ${JSON.stringify(path)}`);
   }
   if (typeof loginUrl !== 'string' || loginUrl === '') throw new TypeError(`option admin.loginUrl must be the host's sign-in URL, got ${JSON.stringify(loginUrl)}`);

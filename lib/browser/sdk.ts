@@ -21,15 +21,22 @@ function signOut(): void {
   // The `storage` event reaches other documents only: this one (the shell itself) is told directly.
   window.dispatchEvent(new CustomEvent('bcms:signed-out'));
   // A plugin's frame tells the shell around it (same origin), with an event of the shell's own realm.
-  if (window.parent !== window) window.parent.dispatchEvent(new (window.parent as unknown as typeof globalThis).CustomEvent('bcms:signed-out'));
+  if (window.parent !== window) {
+    try {
+      window.parent.dispatchEvent(new (window.parent as unknown as typeof globalThis).CustomEvent('bcms:signed-out'));
+    } catch {
+      // A parent of another origin: it is not the shell, and has nothing to be told.
+    }
+  }
 }
 
 async function send<T>(config: { url: string; method?: string; data?: unknown }): Promise<T> {
+  // A path is the service's (with the router's mount prefix); the token goes to this origin only.
+  const url = new URL(config.url.startsWith('/') && !config.url.startsWith('//') ? base + config.url : config.url, location.href);
   const token = getAccessToken();
   const headers: Record<string, string> = { Accept: 'application/json' };
-  if (token !== null) headers.Authorization = `Bearer ${token}`;
+  if (token !== null && url.origin === location.origin) headers.Authorization = `Bearer ${token}`;
   if (config.data !== undefined) headers['Content-Type'] = 'application/json';
-  const url = config.url.startsWith('/') ? base + config.url : config.url;
   const response = await fetch(url, {
     method: config.method ?? (config.data === undefined ? 'GET' : 'POST'),
     headers,

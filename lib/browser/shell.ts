@@ -29,10 +29,17 @@ function h(tag: string, attributes: Record<string, string> = {}, ...children: (N
 function openPluginName(): string | null {
   const rest = location.pathname.slice(config.shellPath.length);
   const match = /^\/plugins\/([^/]+)\/?$/.exec(rest);
-  return match ? decodeURIComponent(match[1] as string) : null;
+  if (!match) return null;
+  try {
+    return decodeURIComponent(match[1] as string);
+  } catch {
+    return match[1] as string; // a malformed escape names no plugin, and says so
+  }
 }
 
 function renderSignIn(notice?: string): void {
+  // A 401 in a plugin's frame arrives twice (its event and the storage event): one sign-in, one alert.
+  if (notice !== undefined && root.querySelector('.bcms-signin') !== null) return;
   document.title = `Sign in · ${config.title}`;
   const email = h('input', { id: 'bcms-email', name: 'email', type: 'email', autocomplete: 'username', required: '' });
   const password = h('input', { id: 'bcms-password', name: 'password', type: 'password', autocomplete: 'current-password', required: '' });
@@ -69,6 +76,7 @@ async function signIn(email: string, password: string): Promise<void> {
 }
 
 async function renderApp(): Promise<void> {
+  root.replaceChildren(h('main', { 'aria-busy': 'true' }, h('p', { role: 'status' }, 'Loading plugins…')));
   try {
     plugins = (await sdk.plugin.getAll()).filter((plugin) => plugin.uiUrl !== null);
   } catch (error) {
@@ -82,6 +90,8 @@ async function renderApp(): Promise<void> {
   for (const plugin of plugins) {
     const link = h('a', { href: `${config.shellPath}/plugins/${encodeURIComponent(plugin.name)}`, 'data-plugin': plugin.name }, plugin.label);
     link.addEventListener('click', (event) => {
+      // Ctrl/Cmd/Shift-click and middle clicks keep their meaning: a new tab or window.
+      if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
       event.preventDefault();
       history.pushState(null, '', link.getAttribute('href'));
       showPlugin();
@@ -91,7 +101,7 @@ async function renderApp(): Promise<void> {
   const nav = h(
     'nav',
     { 'aria-label': `${config.title} navigation` },
-    h('h2', { id: 'bcms-plugins-heading' }, 'Plugins'),
+    h('h2', { id: 'bcms-plugins-heading', tabindex: '-1' }, 'Plugins'),
     plugins.length > 0 ? list : h('p', {}, 'No plugin has a UI yet.'),
   );
   root.replaceChildren(
@@ -99,6 +109,8 @@ async function renderApp(): Promise<void> {
     h('div', { class: 'bcms-layout' }, nav, h('main', { id: 'bcms-main' })),
   );
   showPlugin();
+  // After signing in, the keyboard starts at the navigation, not at the top of the page.
+  ((nav.querySelector('a[aria-current="page"]') ?? nav.querySelector('a') ?? nav.querySelector('h2')) as HTMLElement).focus();
 }
 
 /** Opens the plugin the URL names in the main area (or says to choose one), and marks its link. */

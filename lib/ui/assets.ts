@@ -28,6 +28,11 @@ const TYPES: Readonly<Record<string, string>> = {
   '.woff': 'font/woff',
   '.woff2': 'font/woff2',
   '.txt': 'text/plain; charset=utf-8',
+  '.wasm': 'application/wasm',
+  '.avif': 'image/avif',
+  '.ttf': 'font/ttf',
+  '.otf': 'font/otf',
+  '.webmanifest': 'application/manifest+json',
 };
 
 /** The admin shell's settings, resolved (the `admin` option). */
@@ -56,7 +61,8 @@ export function checkPluginUis(plugins: readonly BcmsPlugin[]): Map<string, stri
     if (!fs.existsSync(path.join(dir, 'index.html'))) {
       throw new Error(`plugin "${plugin.name}": ui.dir ${dir} has no index.html: build the UI first (vite build)`);
     }
-    dirs.set(plugin.name, dir);
+    // Its real path: a symbolic link inside must not lead a request out of it.
+    dirs.set(plugin.name, fs.realpathSync(dir));
   }
   return dirs;
 }
@@ -98,13 +104,14 @@ export class UiRoutes {
       throw new BcmsHttpError('METHOD_NOT_ALLOWED', `${req.method} is not allowed here; use GET.`, { Allow: 'GET, HEAD' });
     }
     if (target.kind === 'redirect') {
-      res.writeHead(308, { Location: base + target.to, 'Content-Length': 0 });
+      const query = req.url.indexOf('?');
+      res.writeHead(308, { Location: base + target.to + (query === -1 ? '' : req.url.slice(query)), 'Content-Length': 0 });
       res.end();
       return;
     }
     if (target.kind === 'shell') return send(req, res, 200, 'text/html; charset=utf-8', shellPage(this.admin as AdminSettings, base), 'no-cache');
     if (target.kind === 'script') return sendFile(req, res, path.join(BROWSER_DIR, target.file), 'no-cache');
-    const file = resolveInside(target.dir, target.file === '' ? 'index.html' : target.file);
+    const file = await resolveInside(target.dir, target.file === '' ? 'index.html' : target.file);
     if (file === undefined) throw new BcmsHttpError('NOT_FOUND');
     if (path.basename(file) === 'index.html' && path.dirname(file) === target.dir) {
       let html: string;
@@ -115,14 +122,17 @@ export class UiRoutes {
       }
       return send(req, res, 200, TYPES['.html'] as string, withSdk(html, base), 'no-cache');
     }
-    // Vite names built assets by their content hash: they never change under one name.
-    const caching = file.includes(`${path.sep}assets${path.sep}`) ? 'public, max-age=31536000, immutable' : 'no-cache';
+    // Vite names built assets (in assets/) by their content hash: they never change under one name.
+    const caching = path.relative(target.dir, file).startsWith(`assets${path.sep}`) ? 'public, max-age=31536000, immutable' : 'no-cache';
     return sendFile(req, res, file, caching);
   }
 }
 
-/** A file under `dir`, or undefined for a path that leaves it (`..`, an absolute path, a NUL). */
-function resolveInside(dir: string, relative: string): string | undefined {
+/**
+ * A file under `dir` (a real path), or undefined for one that leaves it: `..`, an absolute path, a
+ * NUL, a symbolic link that points out, or a dotfile (never part of a built UI).
+ */
+async function resolveInside(dir: string, relative: string): Promise<string | undefined> {
   let decoded: string;
   try {
     decoded = decodeURIComponent(relative);
@@ -130,15 +140,30 @@ function resolveInside(dir: string, relative: string): string | undefined {
     return undefined;
   }
   if (decoded.includes('\0')) return undefined;
+  const within = (file: string): boolean => {
+    const inside = path.relative(dir, file);
+    const parts = inside.split(path.sep);
+    return inside !== '' && !path.isAbsolute(inside) && parts[0] !== '..' && !parts.some((part) => part.startsWith('.'));
+  };
   const file = path.resolve(dir, decoded);
-  const inside = path.relative(dir, file);
-  return inside === '' || inside.startsWith('..') || path.isAbsolute(inside) ? undefined : file;
+  if (!within(file)) return undefined;
+  try {
+    const real = await fs.promises.realpath(file);
+    return within(real) ? real : undefined;
+  } catch {
+    return undefined; // not there
+  }
+}
+
+/** For an HTML attribute: the mount path comes from the URL when the mount has parameters. */
+function attribute(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
 /** The plugin UI's index.html with the SDK loaded first: module scripts run in document order. */
 function withSdk(html: string, base: string): string {
-  const tag = `<script type="module" src="${base}${SDK_PATH}"></script>`;
-  const head = /<head[^>]*>/i.exec(html);
+  const tag = `<script type="module" src="${attribute(base + SDK_PATH)}"></script>`;
+  const head = /<head(?=[\s>])[^>]*>/i.exec(html);
   return head ? html.slice(0, head.index + head[0].length) + tag + html.slice(head.index + head[0].length) : tag + html;
 }
 
@@ -176,7 +201,7 @@ async function sendFile(req: Request, res: ServerResponse, file: string, caching
 /** The admin shell: its settings as JSON, the SDK, then the shell script. */
 function shellPage(admin: AdminSettings, base: string): string {
   const config = JSON.stringify({ title: admin.title, loginUrl: admin.loginUrl, shellPath: base + admin.path }).replace(/</g, '\\u003c');
-  const title = admin.title.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`);
+  const title = attribute(admin.title);
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -203,12 +228,13 @@ function shellPage(admin: AdminSettings, base: string): string {
   input { padding: 0.5rem; border: 1px solid #b8bfcc; border-radius: 0.4rem; font: inherit; }
   button { padding: 0.5rem 0.9rem; border: 0; border-radius: 0.4rem; background: #3357d6; color: #fff; font: inherit; cursor: pointer; }
   header button { background: #ffffff22; }
-  :focus-visible { outline: 3px solid #ffb000; outline-offset: 2px; }
+  :focus-visible { outline: 3px solid #0b57d0; outline-offset: 2px; }
+  header :focus-visible { outline-color: #fff; }
   .bcms-error { color: #b00020; min-height: 1.2em; margin: 0; }
 </style>
 <script type="application/json" id="bcms-shell-config">${config}</script>
-<script type="module" src="${base}${SDK_PATH}"></script>
-<script type="module" src="${base}${SHELL_SCRIPT_PATH}"></script>
+<script type="module" src="${attribute(base + SDK_PATH)}"></script>
+<script type="module" src="${attribute(base + SHELL_SCRIPT_PATH)}"></script>
 </head>
 <body>
 <div id="bcms-shell"></div>

@@ -16,6 +16,8 @@ function builtUi(): string {
   fs.writeFileSync(path.join(dir, 'index.html'), '<!doctype html><html><head><title>Stats</title><script type="module" src="./assets/app-1a2b.js"></script></head><body></body></html>');
   fs.writeFileSync(path.join(dir, 'assets', 'app-1a2b.js'), 'console.log("plugin ui");');
   fs.writeFileSync(path.join(dir, 'assets', 'style.css'), 'body{}');
+  fs.writeFileSync(path.join(dir, '.env'), 'SECRET=secret');
+  fs.symlinkSync(path.join(os.tmpdir(), 'outside-the-ui.txt'), path.join(dir, 'link-out.txt'));
   fs.writeFileSync(path.join(os.tmpdir(), 'outside-the-ui.txt'), 'secret');
   return dir;
 }
@@ -62,8 +64,12 @@ describe('plugin UIs, the SDK and the admin shell', () => {
 
   test.each([
     ['a file that is not there', '/plugin/content-stats/assets/missing.js'],
-    ['an encoded way out of the directory', '/plugin/content-stats/..%2f..%2foutside-the-ui.txt'],
+    // The UI is in a folder of the temporary directory, where outside-the-ui.txt is: one level up.
+    ['an encoded way out of the directory', '/plugin/content-stats/..%2foutside-the-ui.txt'],
+    ['an encoded way out, dots encoded too', '/plugin/content-stats/%2e%2e%2foutside-the-ui.txt'],
+    ['a dotfile', '/plugin/content-stats/.env'],
     ['a directory', '/plugin/content-stats/assets'],
+    ['a symbolic link that points out', '/plugin/content-stats/link-out.txt'],
   ])('%s: 404 as JSON', async (_name, url) => {
     const res = await request(t.app).get(url);
     expect(res.status).toBe(404);
@@ -122,7 +128,9 @@ describe('plugin UIs, the SDK and the admin shell', () => {
     expect(page.text).toContain('{"title":"Acme \\u003cCMS>","loginUrl":"/login","shellPath":"/admin/cms"}');
     expect((await request(express().use(none)).get('/bcms')).status).toBe(404);
     expect(() => bcmsExtensions({}, { admin: { path: 'bcms' } })).toThrow('option admin.path must be a path such as "/bcms"');
-    expect(() => bcmsExtensions({}, { admin: { path: '/api/admin' } })).toThrow('option admin.path must be a path such as "/bcms"');
+    for (const path of ['/api/admin', '/api', '/plugin', '/plugin/x', '/bcms/']) {
+      expect(() => bcmsExtensions({}, { admin: { path } })).toThrow('option admin.path must be a path such as "/bcms"');
+    }
     expect(() => bcmsExtensions({}, { admin: { tittle: 'x' } as never })).toThrow('unknown option "admin.tittle"');
   });
 

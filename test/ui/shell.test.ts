@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -16,7 +17,7 @@ if (!found) {
   // Said plainly, every run: these tests need a browser.
   process.stderr.write(`\nBrowser tests NOT RUN: no Chromium at ${CHROMIUM}. Install it (apt-get install chromium) or set CHROMIUM_PATH.\n\n`);
   // CI installs one (.ci/run): there, a missing browser fails rather than skips.
-  if (process.env.CI) {
+  if (process.env.CI || process.env.BCMS_REQUIRE_BROWSER) {
     test('Chromium is installed for the browser tests', () => {
       throw new Error(`no Chromium at ${CHROMIUM}: the browser tests cannot run`);
     });
@@ -67,10 +68,15 @@ if (!found) {
     await expectVisible(nav.getByRole('heading', { name: 'Plugins' }));
     await expectVisible(nav.getByRole('link', { name: 'Content stats' }));
     await expectVisible(page.getByRole('heading', { name: 'Choose a plugin' }));
+    // The keyboard starts at the navigation: its first plugin link has the focus.
+    expect(await page.evaluate('document.activeElement.textContent')).toBe('Content stats');
   }, 30_000);
 
   test('open it by keyboard: the URL names it, its chart and table are filled from the database', async () => {
-    await page.getByRole('link', { name: 'Content stats' }).focus();
+    // From the sign-out button, Tab reaches the plugin link; Enter opens it.
+    await page.getByRole('button', { name: 'Sign out' }).focus();
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate('document.activeElement.textContent')).toBe('Content stats');
     await page.keyboard.press('Enter');
     await page.waitForURL(`${url}/bcms/plugins/content-stats`);
     expect(await page.getByRole('link', { name: 'Content stats' }).getAttribute('aria-current')).toBe('page');
@@ -90,6 +96,31 @@ if (!found) {
     await expectVisible(table.getByRole('cell', { name: 'Sent from the plugin UI' }));
     await expectVisible(plugin().getByRole('img', { name: 'Entries per template. Blog: 3, Form submissions: 1' }));
     await page.screenshot({ path: path.join(SCREENSHOTS, '2-plugin-open.png') });
+  }, 30_000);
+
+  test("the SDK sends the token to the service's origin only", async () => {
+    const seen: (string | undefined)[] = [];
+    const elsewhere = http.createServer((req, res) => {
+      seen.push(req.headers.authorization);
+      // It would let the token through (a preflight is allowed it): only the SDK keeps it back.
+      if (req.method === 'OPTIONS') {
+        res.writeHead(204, { 'Access-Control-Allow-Origin': '*', 'Access-Control-Allow-Headers': 'Authorization, Accept, Content-Type' });
+        res.end();
+        return;
+      }
+      res.writeHead(200, { 'Access-Control-Allow-Origin': '*', 'Content-Type': 'application/json' });
+      res.end('{}');
+    });
+    await new Promise<void>((resolve) => elsewhere.listen(0, '127.0.0.1', resolve));
+    try {
+      const other = `http://127.0.0.1:${(elsewhere.address() as import('node:net').AddressInfo).port}/collect`;
+      await page.evaluate(`window.bcms.sdk.send({ url: ${JSON.stringify(other)} })`);
+      expect(seen).toEqual([undefined]);
+      // The same SDK does send it to its own service.
+      expect(await page.evaluate("window.bcms.sdk.send({ url: '/api/extensions/plugins' }).then((r) => r.plugins.length)")).toBe(1);
+    } finally {
+      elsewhere.close();
+    }
   }, 30_000);
 
   test('reload keeps the plugin open; back and forward move between the shell and it', async () => {

@@ -1,8 +1,10 @@
 import { defineComponent, onMounted, ref } from 'vue';
-import type { BcmsEntry, BcmsTemplate } from 'bcms-extensions/sdk';
+import type { BcmsEntry, BcmsSdkError } from 'bcms-extensions/sdk';
 
+/** As the plugin's own endpoint, GET /api/plugin/content-stats/stats/counts, answers. */
 interface TemplateCount {
-  template: BcmsTemplate;
+  template: string;
+  label: string;
   entries: number;
 }
 
@@ -29,12 +31,12 @@ const Chart = defineComponent({
     return () => {
       const max = Math.max(1, ...props.counts.map((count) => count.entries));
       const row = 34;
-      const summary = props.counts.map((count) => `${count.template.label || count.template.name}: ${count.entries}`).join(', ');
+      const summary = props.counts.map((count) => `${count.label || count.template}: ${count.entries}`).join(', ');
       return (
         <svg class="bars" role="img" aria-label={`Entries per template. ${summary}`} width="520" height={props.counts.length * row + 8} data-testid="chart">
           {props.counts.map((count, i) => (
-            <g transform={`translate(0, ${i * row + 4})`} key={count.template._id}>
-              <text x="0" y="19">{count.template.label || count.template.name}</text>
+            <g transform={`translate(0, ${i * row + 4})`} key={count.template}>
+              <text x="0" y="19">{count.label || count.template}</text>
               <rect x="150" y="4" height="22" rx="3" width={Math.max(2, (count.entries / max) * 300)} />
               <text x={158 + Math.max(2, (count.entries / max) * 300)} y="19" data-testid="chart-value">{count.entries}</text>
             </g>
@@ -58,17 +60,18 @@ export const App = defineComponent({
 
     async function load(): Promise<void> {
       try {
-        const templates = await sdk.template.getAll();
-        const lists = await Promise.all(templates.map((template) => sdk.entry.getAllByTemplateId(template._id)));
-        counts.value = templates.map((template, i) => ({ template, entries: lists[i]?.length ?? 0 }));
-        const index = templates.findIndex((template) => template.name === SUBMISSIONS_TEMPLATE);
-        submissions.value = (index === -1 ? [] : (lists[index] ?? []))
+        // The counts from the plugin's own endpoint; the submissions through the SDK's entry reads.
+        const [stats, templates] = await Promise.all([sdk.send<{ counts: TemplateCount[] }>({ url: '/api/plugin/content-stats/stats/counts' }), sdk.template.getAll()]);
+        counts.value = stats.counts;
+        const form = templates.find((template) => template.name === SUBMISSIONS_TEMPLATE);
+        submissions.value = (form === undefined ? [] : await sdk.entry.getAllByTemplateId(form._id))
           .map(toSubmission)
           .sort((a, b) => b.createdAt - a.createdAt)
           .slice(0, 10);
         state.value = 'ready';
       } catch (caught) {
-        error.value = (caught as Error).message;
+        const failure = caught as BcmsSdkError;
+        error.value = failure.status === 401 ? 'you are signed out: sign in through the admin shell (/bcms).' : failure.message;
         state.value = 'error';
       }
     }
