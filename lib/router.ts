@@ -6,6 +6,9 @@ import type { Knex } from 'knex';
 import { bindBcmsRepo } from './db/bcms-repo';
 import { createSdkController } from './extensions/content';
 import { createKeysController } from './extensions/keys';
+import { activeDeployments, DeployedExtensions } from './deploy/deployed';
+import { listenForDeployments } from './deploy/listen';
+import { createDeployRoutes, DEPLOYMENTS_PATH } from './deploy/routes';
 import { openDatabase, type DatabaseOption } from './db/connection';
 import { createRepository } from './db/repository';
 import { ContentStore } from './db/store';
@@ -66,30 +69,66 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   if (registry === null || typeof registry !== 'object') throw new TypeError('argument registry must be an object { plugins?, functions? }');
   const settings = resolveOptions(options);
   const { logger, bodyLimit, functionTimeoutMs } = settings;
-  const plugins = new PluginRouteTable(registry.plugins ?? []);
-  const uiDirs = checkPluginUis(registry.plugins ?? []);
+  const registryPlugins = registry.plugins ?? [];
+  // Replaced whole when a deployment changes: a request in flight keeps the table it matched.
+  let plugins = new PluginRouteTable(registryPlugins);
+  let allPlugins: readonly BcmsPlugin[] = registryPlugins;
+  const uiDirs = checkPluginUis(registryPlugins);
   const ui = new UiRoutes(uiDirs, settings.admin);
   const modules = registry.functions ?? [];
   checkFunctionModules(modules);
   const verifyAccessToken = createAccessTokenVerifier(settings.jwt);
   const store = new ContentStore(openDatabase(settings.database as DatabaseOption | undefined, process.env, logger), logger);
   const repo = createRepository(store);
-  const sdkController = createSdkController({ plugins: registry.plugins ?? [], hasUi: (name) => uiDirs.has(name), functions: () => functions ?? new Map(), repo });
+  const sdkController = createSdkController({ plugins: () => allPlugins, hasUi: (name) => ui.hasUi(name), functions: () => functions ?? new Map(), repo });
   const ownRoutes = new PluginRouteTable([createBcmsPlugin({ name: 'extensions', controllers: [createKeysController(store), sdkController] })], '/api');
   const verifySignedRequest = createSignatureVerifier({ store, clockSkewSeconds: settings.signature.clockSkewSeconds, logger });
   bindBcmsRepo(repo);
 
   const nextRequestId = createRequestIds();
+  let registryFunctions = new Map<string, BcmsFunction>();
   let functions: Map<string, BcmsFunction> | undefined;
+  const registryPluginNames = new Set(registryPlugins.map((plugin) => plugin.name));
+  /** Deployed extensions go live here; the app's own (registry) names always win. */
+  const deployed = new DeployedExtensions(
+    () => store.run(() => activeDeployments(store.database.knex)),
+    logger,
+    (set) => {
+      const added = set.plugins.filter((plugin) => !registryPluginNames.has(plugin.name));
+      plugins = new PluginRouteTable([...registryPlugins, ...added]);
+      allPlugins = [...registryPlugins, ...added];
+      ui.setDeployed(set.uis);
+      functions = new Map([...[...set.functions].filter(([name]) => !registryFunctions.has(name)), ...registryFunctions]);
+    },
+  );
+  const serveDeployments = createDeployRoutes({
+    verify: verifySignedRequest,
+    store,
+    deployed,
+    taken: (kind, name) => (kind === 'plugin' ? registryPluginNames.has(name) : registryFunctions.has(name)),
+    logger,
+  });
+  let stopListening: (() => Promise<void>) | undefined;
   // Settles only once both are done, so that a refused registry leaves no migration running behind it.
   const ready = Promise.allSettled([
     loadFunctions(modules).then((loaded) => {
-      functions = loaded;
+      registryFunctions = loaded;
     }),
     store.start(),
-  ]).then((outcomes) => {
-    for (const outcome of outcomes) if (outcome.status === 'rejected') throw outcome.reason;
-  });
+  ])
+    .then((outcomes) => {
+      for (const outcome of outcomes) if (outcome.status === 'rejected') throw outcome.reason;
+    })
+    .then(async () => {
+      // A restarted instance serves what is deployed; then it hears of every later change.
+      await deployed.reload().catch((error: unknown) => logger.error({ err: error }, 'bcms-extensions: could not load the deployments (tried again on the next change)'));
+      functions ??= new Map(registryFunctions);
+      const reload = (): void => void deployed.reload().catch((error: unknown) => logger.error({ err: error }, 'bcms-extensions: could not load the deployments'));
+      listenForDeployments(store.database.knex, logger, reload).then(
+        (stop) => (stopListening = stop),
+        (error: unknown) => logger.error({ err: error }, 'bcms-extensions: cannot listen for deployments'),
+      );
+    });
   // The refusal is logged even when the host never awaits `ready`, and is not an unhandled rejection.
   ready.catch((error: unknown) => logger.error({ err: error }, 'bcms-extensions: the router could not start (a registry that cannot work, or a database it cannot migrate)'));
 
@@ -298,6 +337,10 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     }
     if (!url.startsWith('/api/')) return false;
     if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
+    if (path.startsWith(DEPLOYMENTS_PATH)) {
+      serve(req, res, 'plugin', path, () => serveDeployments(req, res, path));
+      return true;
+    }
     if (path.startsWith(FUNCTION_PREFIX) || path === '/api/function') {
       serve(req, res, 'function', path, () => dispatch(req, res, 'function', path, undefined));
       return true;
@@ -326,7 +369,10 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   return Object.assign(router, {
     ready,
     db: store.database.knex,
-    close: () => store.database.close(),
+    close: async () => {
+      await stopListening?.();
+      await store.database.close();
+    },
   });
 }
 

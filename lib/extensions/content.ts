@@ -14,7 +14,8 @@ const reader = createJwtProtectionPreRequestHandler(Object.values(JWTRoleName), 
  * and entries in BCMS shapes, for a JWT whose role holds READ.
  */
 export function createSdkController(options: {
-  plugins: readonly BcmsPlugin[];
+  /** The registry's plugins and the deployed ones, as they are now. */
+  plugins: () => readonly BcmsPlugin[];
   hasUi: (name: string) => boolean;
   functions: () => ReadonlyMap<string, BcmsFunction>;
   repo: BcmsRepo;
@@ -30,7 +31,7 @@ export function createSdkController(options: {
         type: 'get',
         preRequestHandler: reader,
         handler: async ({ request }) => ({
-          plugins: plugins.map((plugin) => ({ name: plugin.name, label: pluginLabel(plugin), uiUrl: hasUi(plugin.name) ? `${request.baseUrl}/plugin/${plugin.name}/` : null })),
+          plugins: plugins().map((plugin) => ({ name: plugin.name, label: pluginLabel(plugin), uiUrl: hasUi(plugin.name) ? `${request.baseUrl}/plugin/${plugin.name}/` : null })),
         }),
       }),
       functions: createControllerMethod({

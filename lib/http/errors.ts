@@ -12,6 +12,10 @@ export const errorCodes = {
   /** The package's own endpoints (`/api/extensions/`): a body they cannot take. */
   BAD_REQUEST: { status: 400, message: 'Request body is not what this endpoint takes.' },
   KEY_NOT_FOUND: { status: 404, message: 'No API key has this id.' },
+  /** A deployment whose bundle does not load, or does not export what its manifest says. */
+  BUNDLE_INVALID: { status: 422, message: 'The bundle does not load, or does not export what its manifest says.' },
+  /** A deployment named as a plugin or function of the registry (the code in the app wins). */
+  NAME_TAKEN: { status: 409, message: 'A plugin or function of the app already has this name.' },
   /** A file of a plugin's UI, a template or an entry that is not there. */
   NOT_FOUND: { status: 404, message: 'Not found.' },
   BODY_TOO_LARGE: { status: 413, message: 'Request body is larger than the limit.' },

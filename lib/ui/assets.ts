@@ -72,6 +72,8 @@ export type UiTarget =
   | { kind: 'script'; file: string }
   | { kind: 'shell' }
   | { kind: 'plugin-file'; dir: string; file: string }
+  /** A file of a deployed plugin's UI, kept in memory. */
+  | { kind: 'deployed-file'; files: ReadonlyMap<string, Buffer>; file: string }
   /** `/plugin/<name>` without its slash: its relative asset URLs would miss. */
   | { kind: 'redirect'; to: string };
 
@@ -80,10 +82,21 @@ export type UiTarget =
  * below, for the shell's own URLs) and each plugin's UI under `/plugin/<name>/`.
  */
 export class UiRoutes {
+  private deployed: ReadonlyMap<string, ReadonlyMap<string, Buffer>> = new Map();
+
   constructor(
     private readonly dirs: ReadonlyMap<string, string>,
     private readonly admin: AdminSettings | null,
   ) {}
+
+  /** The UIs of deployed plugins (replaced whole on each deployment change). */
+  setDeployed(uis: ReadonlyMap<string, ReadonlyMap<string, Buffer>>): void {
+    this.deployed = uis;
+  }
+
+  hasUi(name: string): boolean {
+    return this.dirs.has(name) || this.deployed.has(name);
+  }
 
   match(pathname: string): UiTarget | undefined {
     if (pathname === SDK_PATH) return { kind: 'script', file: 'sdk.js' };
@@ -93,9 +106,11 @@ export class UiRoutes {
     const slash = pathname.indexOf('/', PLUGIN_UI_PREFIX.length);
     const name = pathname.slice(PLUGIN_UI_PREFIX.length, slash === -1 ? undefined : slash);
     const dir = this.dirs.get(name);
-    if (dir === undefined) return undefined;
+    const files = dir === undefined ? this.deployed.get(name) : undefined;
+    if (dir === undefined && files === undefined) return undefined;
     if (slash === -1) return { kind: 'redirect', to: `${pathname}/` };
-    return { kind: 'plugin-file', dir, file: pathname.slice(slash + 1) };
+    const file = pathname.slice(slash + 1);
+    return dir !== undefined ? { kind: 'plugin-file', dir, file } : { kind: 'deployed-file', files: files as ReadonlyMap<string, Buffer>, file };
   }
 
   /** Answers a UI request: GET or HEAD only. `base` is the router's mount path (req.baseUrl). */
@@ -111,6 +126,19 @@ export class UiRoutes {
     }
     if (target.kind === 'shell') return send(req, res, 200, 'text/html; charset=utf-8', shellPage(this.admin as AdminSettings, base), 'no-cache');
     if (target.kind === 'script') return sendFile(req, res, path.join(BROWSER_DIR, target.file), 'no-cache');
+    if (target.kind === 'deployed-file') {
+      let name: string;
+      try {
+        name = decodeURIComponent(target.file === '' ? 'index.html' : target.file);
+      } catch {
+        throw new BcmsHttpError('NOT_FOUND');
+      }
+      const bytes = target.files.get(name);
+      if (bytes === undefined) throw new BcmsHttpError('NOT_FOUND');
+      if (name === 'index.html') return send(req, res, 200, TYPES['.html'] as string, withSdk(bytes.toString('utf8'), base), 'no-cache');
+      const caching = name.startsWith('assets/') ? 'public, max-age=31536000, immutable' : 'no-cache';
+      return send(req, res, 200, TYPES[path.extname(name).toLowerCase()] ?? 'application/octet-stream', bytes, caching);
+    }
     const file = await resolveInside(target.dir, target.file === '' ? 'index.html' : target.file);
     if (file === undefined) throw new BcmsHttpError('NOT_FOUND');
     if (path.basename(file) === 'index.html' && path.dirname(file) === target.dir) {
@@ -167,7 +195,7 @@ function withSdk(html: string, base: string): string {
   return head ? html.slice(0, head.index + head[0].length) + tag + html.slice(head.index + head[0].length) : tag + html;
 }
 
-function send(req: Request, res: ServerResponse, status: number, type: string, body: string, caching: string): void {
+function send(req: Request, res: ServerResponse, status: number, type: string, body: string | Buffer, caching: string): void {
   res.writeHead(status, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body), 'Cache-Control': caching, 'X-Content-Type-Options': 'nosniff' });
   res.end(req.method === 'HEAD' ? undefined : body);
 }

@@ -30,7 +30,7 @@ describe.each(backends())('migrations on %s', (backend) => {
       process.chdir(cwd);
     }
     expect(MIGRATIONS_TABLE).toBe('bcms_migrations');
-    const ours = ['20261122000000_content_store.js', '20261122010000_api_keys.js'];
+    const ours = ['20261122000000_content_store.js', '20261122010000_api_keys.js', '20261122020000_deployments.js'];
     expect(applied).toEqual(ours);
     expect((await knex('bcms_migrations').select('name').orderBy('id')).map((row) => row.name)).toEqual(ours);
     expect(await knex('knex_migrations').select('name')).toEqual([{ name: '001_host_users.js' }]);

@@ -1,0 +1,119 @@
+import { createHash } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
+import path from 'node:path';
+import type { Request } from 'express';
+import type { ContentStore } from '../db/store';
+import { readRawBody } from '../http/body';
+import { BcmsHttpError } from '../http/errors';
+import { writeJson } from '../http/respond';
+import type { Logger } from '../logger';
+import { isUrlSafe } from '../names';
+import type { VerifySignedRequest } from '../security/signature';
+import type { DeployedExtensions } from './deployed';
+import { inspectBundle } from './inspect';
+import type { DeploymentKind } from './load';
+import { listDeployments, recordDeployment, rollbackDeployment } from './store';
+
+export const DEPLOYMENTS_PATH = '/api/extensions/deployments';
+/** A bundle with its UI is larger than a function call's body. */
+const DEPLOY_BODY_LIMIT = 20 * 1024 * 1024;
+const LOAD_TIMEOUT_MS = 10_000;
+
+/** What `bcms-ext bundle` writes and `bcms-ext deploy` sends. */
+export interface DeployBundle {
+  manifest: { kind: DeploymentKind; name: string; version: string; sha256: string; project?: string };
+  /** The back end (a plugin) or the function, as one CommonJS file with `bcms-extensions` left external. */
+  code: string;
+  /** A plugin's built UI: path → base64 bytes, with an index.html. */
+  ui?: Record<string, string>;
+}
+
+/** Checks an uploaded bundle's shape; throws BUNDLE_INVALID saying what is wrong. */
+export function checkBundle(body: unknown): DeployBundle {
+  const invalid = (message: string) => new BcmsHttpError('BUNDLE_INVALID', message);
+  if (body === null || typeof body !== 'object') throw invalid('The body must be a bundle: { manifest, code, ui? }.');
+  const { manifest, code, ui } = body as Partial<DeployBundle>;
+  if (manifest === null || typeof manifest !== 'object') throw invalid('The bundle has no manifest { kind, name, version, sha256 }.');
+  const { kind, name, version, sha256, project } = manifest;
+  if (kind !== 'plugin' && kind !== 'function') throw invalid('manifest.kind must be "plugin" or "function".');
+  if (!isUrlSafe(name)) throw invalid(`manifest.name ${JSON.stringify(name)} is not URL-safe (letters, digits, "-", "_", ".", "~").`);
+  if (typeof version !== 'string' || version === '' || version.length > 100) throw invalid('manifest.version must be a version string, such as "1.0.0".');
+  if (project !== undefined && (typeof project !== 'string' || project.length > 200)) throw invalid('manifest.project must be a string.');
+  if (typeof code !== 'string' || code === '') throw invalid('The bundle has no code.');
+  if (typeof sha256 !== 'string' || createHash('sha256').update(code).digest('hex') !== sha256) {
+    throw invalid('manifest.sha256 is not the SHA-256 of the code: the bundle was changed or cut short.');
+  }
+  if (ui !== undefined) {
+    if (kind !== 'plugin') throw invalid('Only a plugin has a UI.');
+    if (ui === null || typeof ui !== 'object' || typeof ui['index.html'] !== 'string') throw invalid('ui must map file paths to base64 contents, with an index.html.');
+    for (const [file, content] of Object.entries(ui)) {
+      const normal = path.posix.normalize(file);
+      if (normal !== file || file.startsWith('/') || file.startsWith('..') || file.split('/').some((part) => part.startsWith('.')) || typeof content !== 'string') {
+        throw invalid(`ui file ${JSON.stringify(file)} is not a plain relative path with base64 contents.`);
+      }
+    }
+  }
+  return { manifest: { kind, name, version, sha256, ...(project === undefined ? {} : { project }) }, code, ...(ui === undefined ? {} : { ui }) };
+}
+
+/**
+ * `/api/extensions/deployments`: POST a bundle (deploy), GET the list, POST
+ * `/<kind>/<name>/rollback`. Every call is signed with an API key that holds the deploy permission.
+ */
+export function createDeployRoutes(deps: {
+  verify: VerifySignedRequest;
+  store: ContentStore;
+  deployed: DeployedExtensions;
+  /** Names of the app's own (registry) plugins and functions: a deployment may not take them. */
+  taken: (kind: DeploymentKind, name: string) => boolean;
+  logger: Logger;
+}): (req: Request, res: ServerResponse, pathname: string) => Promise<void> {
+  const { verify, store, deployed, taken, logger } = deps;
+  const knex = store.database.knex;
+
+  return async function serveDeployments(req, res, pathname) {
+    const rollback = /^\/api\/extensions\/deployments\/(plugin|function)\/([^/]+)\/rollback$/.exec(pathname);
+    const isList = pathname === DEPLOYMENTS_PATH;
+    if (!isList && rollback === null) throw new BcmsHttpError('NOT_FOUND');
+    const allow = isList ? 'GET, POST' : 'POST';
+    if (!allow.split(', ').includes(req.method as string)) throw new BcmsHttpError('METHOD_NOT_ALLOWED', `${req.method} is not allowed here.`, { Allow: allow });
+    const { auth, body } = await verify(req as Request, { deploy: true }, () => readRawBody(req, DEPLOY_BODY_LIMIT));
+
+    if (isList && req.method === 'GET') {
+      writeJson(res, 200, JSON.stringify({ deployments: await store.run(() => listDeployments(knex)) }));
+      return;
+    }
+    if (rollback !== null) {
+      const [, kind, name] = rollback as unknown as [string, DeploymentKind, string];
+      const back = await store.run(() => rollbackDeployment(knex, kind, decodeURIComponent(name)));
+      if (back === null) throw new BcmsHttpError('NOT_FOUND', `No earlier version of ${kind} "${name}" to go back to.`);
+      await deployed.reload();
+      logger.info({ kind, name, version: back.version, by: auth.key.name }, 'bcms-extensions: rolled back');
+      writeJson(res, 200, JSON.stringify({ deployment: back }));
+      return;
+    }
+
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(body.toString('utf8'));
+    } catch {
+      throw new BcmsHttpError('INVALID_JSON');
+    }
+    const bundle = checkBundle(parsed);
+    const { kind, name, version, sha256, project } = bundle.manifest;
+    if (taken(kind, name)) throw new BcmsHttpError('NAME_TAKEN', `The app itself has a ${kind} named "${name}": deploy under another name.`);
+    try {
+      await inspectBundle(kind, name, bundle.code, `bcms-deployment:${kind}/${name}@${version}.js`, LOAD_TIMEOUT_MS);
+    } catch (error) {
+      // The deployer's own code: its load error is what they need to see.
+      throw new BcmsHttpError('BUNDLE_INVALID', `The bundle did not load: ${(error as Error).message}`);
+    }
+    const deployment = await store.run(() =>
+      recordDeployment(knex, { kind, name, project: project ?? null, version, sha256, code: bundle.code, ui: bundle.ui ?? null, deployedBy: `${auth.key.name} (${auth.key.id})` }),
+    );
+    // This instance takes it up before answering; the others on their notification.
+    await deployed.reload();
+    logger.info({ kind, name, version, by: auth.key.name }, 'bcms-extensions: deployed');
+    writeJson(res, 201, JSON.stringify({ deployment }));
+  };
+}
