@@ -1,0 +1,175 @@
+import { createHash } from 'node:crypto';
+import express from 'express';
+import request from 'supertest';
+import { bcmsExtensions, createBcmsFunction, createBcmsPlugin, type BcmsExtensionsRouter } from '../../lib';
+import { signRequest } from '../../lib/client';
+import { memoryLogger } from '../support/app';
+import { backends, openTestDatabase, serverSchema, type TestDatabase } from '../support/database';
+import { hmacKey } from '../support/signature';
+
+/** A function bundle as `bcms-ext bundle` writes one: CommonJS, bcms-extensions left external. */
+const functionCode = (name: string, answer: string) => `"use strict";
+const { createBcmsFunction } = require('bcms-extensions');
+exports.default = createBcmsFunction(async () => ({
+  config: { name: ${JSON.stringify(name)}, public: true },
+  handler: async ({ request }) => ({ answer: ${JSON.stringify(answer)}, body: request.body ?? null }),
+}));`;
+
+const pluginCode = (message: string) => `"use strict";
+const { createBcmsPlugin, createController, createControllerMethod } = require('bcms-extensions');
+module.exports = createBcmsPlugin({
+  name: 'whatever-the-code-says',
+  controllers: [createController({ name: 'Hello', path: '/hello', methods: () => ({
+    world: createControllerMethod({ path: '/world', type: 'get', handler: async () => ({ message: ${JSON.stringify(message)} }) }),
+  }) })],
+});`;
+
+function bundle(kind: 'plugin' | 'function', name: string, code: string, extra: Record<string, unknown> = {}) {
+  return { manifest: { kind, name, version: '1.0.0', sha256: createHash('sha256').update(code).digest('hex'), ...extra }, code };
+}
+
+type Key = { keyId: string; secret: string };
+
+function signed(app: express.Express, method: 'GET' | 'POST', url: string, key: Key, body?: unknown) {
+  const payload = body === undefined ? '' : JSON.stringify(body);
+  const headers = signRequest({ ...key, method, url, body: payload });
+  const test = method === 'GET' ? request(app).get(url) : request(app).post(url);
+  test.set(headers);
+  return payload === '' ? test : test.set('Content-Type', 'application/json').send(payload);
+}
+
+const own = createBcmsFunction(async () => ({ config: { name: 'own-function', public: true }, handler: async () => 'own' }));
+const ownPlugin = createBcmsPlugin({ name: 'own-plugin', controllers: [] });
+
+describe.each(backends())('deploying to a running service (%s)', (backend) => {
+  let db: TestDatabase;
+  let router: BcmsExtensionsRouter;
+  let app: express.Express;
+  let deployer: Key;
+
+  beforeAll(async () => {
+    db = await openTestDatabase(backend);
+    router = bcmsExtensions({ functions: [own], plugins: [ownPlugin] }, { database: db.knex, logger: memoryLogger().logger });
+    app = express().use(router);
+    await router.ready;
+    deployer = await hmacKey(db.knex, [], { deploy: true, name: 'deployer' });
+  });
+  afterAll(async () => {
+    await router.close();
+    await db.close();
+  });
+
+  test('a function goes live without a restart, and a new version replaces it', async () => {
+    expect((await request(app).post('/api/function/greet')).status).toBe(404);
+    const res = await signed(app, 'POST', '/api/extensions/deployments', deployer, bundle('function', 'greet', functionCode('greet', 'v1')));
+    expect(res.status).toBe(201);
+    expect(res.body.deployment).toMatchObject({ kind: 'function', name: 'greet', version: '1.0.0', active: true, deployedBy: `deployer (${deployer.keyId})` });
+    expect((await request(app).post('/api/function/greet').send({ n: 1 })).body).toEqual({ success: true, result: { answer: 'v1', body: { n: 1 } } });
+    await signed(app, 'POST', '/api/extensions/deployments', deployer, bundle('function', 'greet', functionCode('greet', 'v2'), { version: '2.0.0' }));
+    expect((await request(app).post('/api/function/greet')).body.result.answer).toBe('v2');
+  });
+
+  test('a plugin goes live under its manifest name; renamed (same project), its endpoints move', async () => {
+    const first = bundle('plugin', 'stats', pluginCode('hello'), { project: 'p-1' });
+    expect((await signed(app, 'POST', '/api/extensions/deployments', deployer, first)).status).toBe(201);
+    expect((await request(app).get('/api/plugin/stats/hello/world')).body).toEqual({ message: 'hello' });
+    const renamed = bundle('plugin', 'statistics', pluginCode('hello again'), { project: 'p-1' });
+    expect((await signed(app, 'POST', '/api/extensions/deployments', deployer, renamed)).status).toBe(201);
+    expect((await request(app).get('/api/plugin/statistics/hello/world')).body).toEqual({ message: 'hello again' });
+    expect((await request(app).get('/api/plugin/stats/hello/world')).status).toBe(404);
+  });
+
+  test('a broken bundle is refused with its load error, and the live version keeps answering', async () => {
+    const broken = `"use strict"; require('bcms-extensions'); throw new Error('config file missing');`;
+    const res = await signed(app, 'POST', '/api/extensions/deployments', deployer, bundle('function', 'greet', broken, { version: '3.0.0' }));
+    expect(res.status).toBe(422);
+    expect(res.body).toEqual({ message: 'The bundle did not load: config file missing' });
+    expect((await request(app).post('/api/function/greet')).body.result.answer).toBe('v2');
+  });
+
+  test.each([
+    ['not a function module', `module.exports = { hello: 1 };`, /^The bundle did not load: registry\.functions\[0\] is not a function module/],
+    ['another name than its manifest', functionCode('other-name', 'x'), /^The bundle did not load: the bundle's function is named "other-name", its manifest "greet"/],
+    ['a loop at its top level', `while (true) {}`, /^The bundle did not load: the bundle did not finish loading within 10000 ms$/],
+  ])('refused: %s', async (_name, code, message) => {
+    const res = await signed(app, 'POST', '/api/extensions/deployments', deployer, bundle('function', 'greet', code, { version: '9.9.9' }));
+    expect(res.status).toBe(422);
+    expect(res.body.message).toMatch(message);
+    expect((await request(app).post('/api/function/greet')).body.result.answer).toBe('v2');
+  }, 30_000);
+
+  test('a manifest that does not match its code, a name the app has, no deploy permission, no signature: refused', async () => {
+    const tampered = { ...bundle('function', 'greet', functionCode('greet', 'v1')), code: functionCode('greet', 'evil') };
+    expect((await signed(app, 'POST', '/api/extensions/deployments', deployer, tampered)).body).toEqual({ message: 'manifest.sha256 is not the SHA-256 of the code: the bundle was changed or cut short.' });
+    const taken = await signed(app, 'POST', '/api/extensions/deployments', deployer, bundle('function', 'own-function', functionCode('own-function', 'x')));
+    expect(taken.status).toBe(409);
+    expect((await signed(app, 'POST', '/api/extensions/deployments', deployer, bundle('plugin', 'own-plugin', pluginCode('x')))).status).toBe(409);
+    const caller = await hmacKey(db.knex, ['greet']);
+    const forbidden = await signed(app, 'POST', '/api/extensions/deployments', caller, bundle('function', 'greet', functionCode('greet', 'v9')));
+    expect(forbidden.status).toBe(403);
+    expect(forbidden.body).toEqual({ message: 'This API key may not deploy.' });
+    const unsigned = await request(app).post('/api/extensions/deployments').send(bundle('function', 'greet', functionCode('greet', 'v9')));
+    expect(unsigned.status).toBe(401);
+    expect(unsigned.headers['www-authenticate']).toMatch(/^Signature /);
+    expect((await request(app).post('/api/function/greet')).body.result.answer).toBe('v2');
+  });
+
+  test('list shows every version without code; rollback makes the one before active again', async () => {
+    const list = await signed(app, 'GET', '/api/extensions/deployments', deployer);
+    expect(list.status).toBe(200);
+    const greets = (list.body.deployments as { name: string; version: string; active: boolean }[]).filter((d) => d.name === 'greet');
+    expect(greets.map((d) => [d.version, d.active])).toEqual([
+      ['1.0.0', false],
+      ['2.0.0', true],
+    ]);
+    expect(list.text).not.toContain('createBcmsFunction');
+    const back = await signed(app, 'POST', '/api/extensions/deployments/function/greet/rollback', deployer);
+    expect(back.body.deployment).toMatchObject({ name: 'greet', version: '1.0.0', active: true });
+    expect((await request(app).post('/api/function/greet')).body.result.answer).toBe('v1');
+    const none = await signed(app, 'POST', '/api/extensions/deployments/function/greet/rollback', deployer);
+    expect(none.status).toBe(404);
+  });
+
+  test('a restarted instance serves what is active', async () => {
+    const again = bcmsExtensions({ functions: [own], plugins: [ownPlugin] }, { database: db.knex, logger: memoryLogger().logger });
+    await again.ready;
+    const restarted = express().use(again);
+    expect((await request(restarted).post('/api/function/greet')).body.result.answer).toBe('v1');
+    expect((await request(restarted).get('/api/plugin/statistics/hello/world')).body).toEqual({ message: 'hello again' });
+    await again.close();
+  });
+});
+
+// Two instances with pools of their own on one Postgres server: a deploy on one reaches the other through NOTIFY.
+(process.env.DATABASE_URL ? describe : describe.skip)('two instances on one Postgres server', () => {
+  test('a deploy on one is live on the other within a second (the time is printed)', async () => {
+    const { url, drop } = await serverSchema('bcms_deploy_two');
+    const first = bcmsExtensions({}, { database: url, logger: memoryLogger().logger });
+    const second = bcmsExtensions({}, { database: url, logger: memoryLogger().logger });
+    try {
+      await Promise.all([first.ready, second.ready]);
+      const [a, b] = [express().use(first), express().use(second)];
+      const deployer = await hmacKey(first.db, [], { deploy: true });
+      await new Promise((resolve) => setTimeout(resolve, 200)); // both LISTENing
+      const times: number[] = [];
+      for (let round = 1; round <= 5; round++) {
+        const started = performance.now();
+        const res = await signed(a, 'POST', '/api/extensions/deployments', deployer, bundle('function', 'spread', functionCode('spread', `v${round}`), { version: `${round}.0.0` }));
+        expect(res.status).toBe(201);
+        for (;;) {
+          const seen = await request(b).post('/api/function/spread');
+          if (seen.body.result?.answer === `v${round}`) break;
+          if (performance.now() - started > 5000) throw new Error(`round ${round}: not seen on the other instance within 5 s`);
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+        times.push(performance.now() - started);
+      }
+      process.stderr.write(`\nDeploy propagation to a second instance (ms, deploy request included): ${times.map((t) => t.toFixed(0)).join(', ')}\n`);
+      expect(Math.max(...times)).toBeLessThan(1000);
+    } finally {
+      await first.close();
+      await second.close();
+      await drop();
+    }
+  }, 60_000);
+});
