@@ -3,6 +3,8 @@ export interface Io {
   out: (text: string) => void;
   err: (text: string) => void;
   env: NodeJS.ProcessEnv;
+  /** Where project files (bcms-bundle/, .env) are; default the working directory. */
+  cwd?: string;
 }
 
 export function defaultIo(): Io {

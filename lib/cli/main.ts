@@ -3,6 +3,7 @@ import { migrate, MIGRATIONS_TABLE, unlockMigrations } from '../db/migrate';
 import { isUnreachable } from '../db/store';
 import { defaultIo, UsageError, type Io } from './_io';
 import { CALL_USAGE, runCall } from './call';
+import { DEPLOY_USAGE, runDeploy, runList, runRollback } from './deploy';
 import { KEYS_USAGE, runKeys } from './keys';
 
 const USAGE = `Usage: bcms-ext <command>
@@ -12,7 +13,7 @@ Commands:
                                             Bring the bcms_* tables up to date. --unlock first frees
                                             the lock a crashed migration left taken.
                                             Default database: DATABASE_URL, else PGlite in .bcms/data.
-${KEYS_USAGE}${CALL_USAGE}  help                                      Show this text.
+${KEYS_USAGE}${CALL_USAGE}${DEPLOY_USAGE}  help                                      Show this text.
 `;
 
 /** The CLI, with argv and output injectable so that tests run it without spawning. Resolves to the exit code. */
@@ -26,6 +27,9 @@ export async function main(argv: readonly string[], io: Io = defaultIo()): Promi
     if (command === 'migrate') return await runMigrate(rest, io);
     if (command === 'keys') return await runKeys(rest, io);
     if (command === 'call') return await runCall(rest, io);
+    if (command === 'deploy') return await runDeploy(rest, io, io.cwd);
+    if (command === 'list') return await runList(rest, io, io.cwd);
+    if (command === 'rollback') return await runRollback(rest, io, io.cwd);
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     io.err(`bcms-ext ${command}: ${error.message}\n`);

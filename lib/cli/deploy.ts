@@ -1,0 +1,148 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { signRequest } from '../client';
+import { fetchFailure } from '../http/fetch-failure';
+import { parseArgs, UsageError, type Io } from './_io';
+
+export const DEPLOY_USAGE = `  deploy [FILE ...]                         Send bundles (default: every file in bcms-bundle/) to
+                                            the service, signed with a key that may deploy.
+  list                                      List deployed versions (* = active).
+  rollback NAME [--kind plugin|function]    Make the version before the active one live again.
+      deploy, list and rollback reach BCMS_URL (default http://localhost:8080), signed with
+      BCMS_KEY_ID and BCMS_KEY_SECRET (bcms-ext keys create --deploy), from the environment or
+      a .env file in the working directory.
+`;
+
+export const BUNDLE_DIR = 'bcms-bundle';
+
+interface DeploymentSummary {
+  kind: 'plugin' | 'function';
+  name: string;
+  version: string;
+  sha256: string;
+  deployedBy: string;
+  active: boolean;
+  createdAt: number;
+}
+
+/** KEY=VALUE lines of a .env file (quotes stripped); the environment wins over it. */
+export function readDotEnv(dir: string): Record<string, string> {
+  const file = path.join(dir, '.env');
+  if (!fs.existsSync(file)) return {};
+  const values: Record<string, string> = {};
+  for (const line of fs.readFileSync(file, 'utf8').split(/\r?\n/)) {
+    const match = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$/.exec(line);
+    if (match) values[match[1] as string] = (match[2] as string).replace(/^(['"])(.*)\1$/, '$2');
+  }
+  return values;
+}
+
+/** The service and the deploy key: the environment, then .env. */
+function target(io: Io, cwd: string): { baseUrl: string; keyId: string; secret: string } {
+  const env = { ...readDotEnv(cwd), ...io.env };
+  const baseUrl = (env.BCMS_URL || 'http://localhost:8080').replace(/\/+$/, '');
+  if (!env.BCMS_KEY_ID || !env.BCMS_KEY_SECRET) {
+    throw new UsageError(
+      'set BCMS_KEY_ID and BCMS_KEY_SECRET (in the environment or a .env file here) to a key that may deploy: ' +
+        'bcms-ext keys create --name deployer --deploy --env',
+    );
+  }
+  return { baseUrl, keyId: env.BCMS_KEY_ID, secret: env.BCMS_KEY_SECRET };
+}
+
+/** A signed call to the service's deployments routes; resolves to the answer, or throws with what to do. */
+async function call(to: ReturnType<typeof target>, method: 'GET' | 'POST', route: string, body?: string): Promise<{ status: number; answer: Record<string, unknown> }> {
+  const url = `${to.baseUrl}/api/extensions/deployments${route}`;
+  const headers = signRequest({ keyId: to.keyId, secret: to.secret, method, url, body: body ?? '' });
+  let response: Response;
+  try {
+    response = await fetch(url, { method, headers: { ...headers, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) }, body });
+  } catch (error) {
+    throw new UsageError(`cannot reach the service at ${to.baseUrl} (${fetchFailure(error)}). Start it, or set BCMS_URL to where it listens.`);
+  }
+  const text = await response.text();
+  let answer: Record<string, unknown>;
+  try {
+    answer = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    throw new UsageError(`${url} answered ${response.status} without JSON: is bcms-extensions mounted at ${to.baseUrl}?`);
+  }
+  if (response.ok) return { status: response.status, answer };
+  const message = String(answer.message ?? (answer.error as { message?: string } | undefined)?.message ?? text);
+  const next =
+    response.status === 403
+      ? ' The key may not deploy: create one with bcms-ext keys create --name deployer --deploy.'
+      : response.status === 401
+        ? ' Check BCMS_KEY_ID and BCMS_KEY_SECRET, and this machine\'s clock.'
+        : '';
+  throw new UsageError(`the service answered ${response.status}: ${message}${next}`);
+}
+
+export async function runDeploy(args: readonly string[], io: Io, cwd = process.cwd()): Promise<number> {
+  const { positionals } = parseArgs(args, {});
+  let files = positionals.map((file) => path.resolve(cwd, file));
+  if (files.length === 0) {
+    const dir = path.join(cwd, BUNDLE_DIR);
+    files = fs.existsSync(dir) ? fs.readdirSync(dir).filter((file) => file.endsWith('.json')).sort().map((file) => path.join(dir, file)) : [];
+    if (files.length === 0) throw new UsageError(`no bundle in ${BUNDLE_DIR}/: run npm run bundle first`);
+  }
+  const to = target(io, cwd);
+  for (const file of files) {
+    let body: string;
+    let manifest: { kind?: string; name?: string; version?: string };
+    try {
+      body = fs.readFileSync(file, 'utf8');
+      manifest = (JSON.parse(body) as { manifest?: typeof manifest }).manifest ?? {};
+    } catch (error) {
+      throw new UsageError(`cannot read the bundle ${file}: ${(error as Error).message}`);
+    }
+    const size = `${(Buffer.byteLength(body) / 1024).toFixed(1)} KB`;
+    io.out(`Deploying ${manifest.kind} ${manifest.name} ${manifest.version} (${size}) to ${to.baseUrl}... `);
+    try {
+      await call(to, 'POST', '', body);
+    } catch (error) {
+      io.out('refused.\n');
+      throw error;
+    }
+    io.out('live.\n');
+  }
+  return 0;
+}
+
+export async function runList(args: readonly string[], io: Io, cwd = process.cwd()): Promise<number> {
+  const { flags } = parseArgs(args, { json: 'boolean' });
+  const { answer } = await call(target(io, cwd), 'GET', '');
+  const deployments = answer.deployments as DeploymentSummary[];
+  if (flags.json) {
+    io.out(`${JSON.stringify(deployments, null, 2)}\n`);
+    return 0;
+  }
+  if (deployments.length === 0) {
+    io.out('Nothing deployed yet.\n');
+    return 0;
+  }
+  const rows = [['', 'KIND', 'NAME', 'VERSION', 'DEPLOYED', 'BY'], ...deployments.map((d) => [d.active ? '*' : '', d.kind, d.name, d.version, new Date(d.createdAt).toISOString(), d.deployedBy])];
+  const widths = (rows[0] as string[]).map((_, column) => Math.max(...rows.map((row) => (row[column] as string).length)));
+  io.out(`${rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column] as number)).join('  ').trimEnd()).join('\n')}\n`);
+  return 0;
+}
+
+export async function runRollback(args: readonly string[], io: Io, cwd = process.cwd()): Promise<number> {
+  const { positionals, flags } = parseArgs(args, { kind: 'string' });
+  if (positionals.length !== 1) throw new UsageError('rollback takes one name: bcms-ext rollback NAME [--kind plugin|function]');
+  const name = positionals[0] as string;
+  const to = target(io, cwd);
+  let kind = flags.kind as string | undefined;
+  if (kind !== undefined && kind !== 'plugin' && kind !== 'function') throw new UsageError('--kind is plugin or function');
+  if (kind === undefined) {
+    const deployments = (await call(to, 'GET', '')).answer.deployments as DeploymentSummary[];
+    const kinds = [...new Set(deployments.filter((d) => d.name === name).map((d) => d.kind))];
+    if (kinds.length === 0) throw new UsageError(`nothing named "${name}" is deployed (see bcms-ext list)`);
+    if (kinds.length > 1) throw new UsageError(`both a plugin and a function are named "${name}": add --kind plugin or --kind function`);
+    kind = kinds[0];
+  }
+  const { answer } = await call(to, 'POST', `/${kind}/${encodeURIComponent(name)}/rollback`);
+  const back = answer.deployment as DeploymentSummary;
+  io.out(`Rolled back: ${back.kind} ${back.name} ${back.version} is live again.\n`);
+  return 0;
+}
