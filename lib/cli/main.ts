@@ -3,6 +3,8 @@ import { migrate, MIGRATIONS_TABLE, unlockMigrations } from '../db/migrate';
 import { isUnreachable } from '../db/store';
 import { defaultIo, UsageError, type Io } from './_io';
 import { CALL_USAGE, runCall } from './call';
+import { BUNDLE_USAGE, runBundle } from './bundle';
+import { CREATE_USAGE, runCreate } from './create';
 import { DEPLOY_USAGE, runDeploy, runList, runRollback } from './deploy';
 import { KEYS_USAGE, runKeys } from './keys';
 
@@ -13,7 +15,7 @@ Commands:
                                             Bring the bcms_* tables up to date. --unlock first frees
                                             the lock a crashed migration left taken.
                                             Default database: DATABASE_URL, else PGlite in .bcms/data.
-${KEYS_USAGE}${CALL_USAGE}${DEPLOY_USAGE}  help                                      Show this text.
+${CREATE_USAGE}${BUNDLE_USAGE}${DEPLOY_USAGE}${KEYS_USAGE}${CALL_USAGE}  help                                      Show this text.
 `;
 
 /** The CLI, with argv and output injectable so that tests run it without spawning. Resolves to the exit code. */
@@ -27,6 +29,8 @@ export async function main(argv: readonly string[], io: Io = defaultIo()): Promi
     if (command === 'migrate') return await runMigrate(rest, io);
     if (command === 'keys') return await runKeys(rest, io);
     if (command === 'call') return await runCall(rest, io);
+    if (command === 'create') return await runCreate(rest, io, io.cwd);
+    if (command === 'bundle') return await runBundle(rest, io, io.cwd);
     if (command === 'deploy') return await runDeploy(rest, io, io.cwd);
     if (command === 'list') return await runList(rest, io, io.cwd);
     if (command === 'rollback') return await runRollback(rest, io, io.cwd);

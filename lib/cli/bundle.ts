@@ -1,0 +1,149 @@
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { parseArgs, UsageError, type Io } from './_io';
+import { BUNDLE_DIR } from './deploy';
+
+export const BUNDLE_USAGE = `  bundle                                    In a plugin or functions project: type-check, bundle the
+                                            back end (or each function) as one file with
+                                            bcms-extensions external, build the UI, and write
+                                            bcms-bundle/*.json with a manifest (kind, name, version,
+                                            sha256). Nothing is written when a step fails.
+`;
+
+interface Bundle {
+  manifest: { kind: 'plugin' | 'function'; name: string; version: string; sha256: string; project: string };
+  code: string;
+  ui?: Record<string, string>;
+}
+
+type Vite = { build(config: unknown): Promise<unknown> };
+
+/** The project's own vite (a devDependency of every generated project). */
+async function projectVite(root: string): Promise<Vite> {
+  let entry: string;
+  try {
+    entry = createRequire(path.join(root, 'package.json')).resolve('vite');
+  } catch {
+    throw new UsageError('vite is not installed in this project: run npm install');
+  }
+  return (await import(pathToFileURL(entry).href)) as Vite;
+}
+
+/** tsc --noEmit over the project (and ui/); errors are printed as tsc prints them, with file and line. */
+function typeCheck(root: string, project: string, io: Io): void {
+  const tsc = path.join(root, 'node_modules', '.bin', 'tsc');
+  if (!fs.existsSync(tsc)) throw new UsageError('typescript is not installed in this project: run npm install');
+  const result = spawnSync(tsc, ['--noEmit', '-p', project], { cwd: root, encoding: 'utf8' });
+  if (result.status !== 0) {
+    io.err(`${result.stdout}${result.stderr}`);
+    throw new UsageError(`type errors in ${path.relative(root, path.dirname(path.resolve(root, project))) || '.'} (above): no bundle written`);
+  }
+}
+
+/** One CommonJS file from an entry, everything bundled but bcms-extensions and Node's own modules. */
+async function bundleBackend(vite: Vite, root: string, entry: string): Promise<string> {
+  let output: unknown;
+  try {
+    output = await vite.build({
+      configFile: false,
+      root,
+      logLevel: 'silent',
+      ssr: { noExternal: true, external: ['bcms-extensions'] },
+      build: {
+        ssr: entry,
+        write: false,
+        minify: false,
+        target: 'node20',
+        rollupOptions: { external: ['bcms-extensions', /^node:/], output: { format: 'cjs', exports: 'named' } },
+      },
+    });
+  } catch (error) {
+    throw new UsageError(`the build of ${path.relative(root, entry)} failed: ${(error as Error).message}`);
+  }
+  const outputs = (Array.isArray(output) ? output : [output]) as { output: { type: string; code?: string }[] }[];
+  const chunk = outputs[0]?.output.find((item) => item.type === 'chunk');
+  if (chunk?.code === undefined) throw new UsageError(`the build of ${path.relative(root, entry)} produced no code`);
+  return chunk.code;
+}
+
+/** The UI, built with its own Vite config into ui/dist, as path → base64. */
+async function buildUi(vite: Vite, root: string): Promise<Record<string, string>> {
+  const ui = path.join(root, 'ui');
+  try {
+    await vite.build({ root: ui, configFile: path.join(ui, 'vite.config.mjs'), logLevel: 'warn' });
+  } catch (error) {
+    throw new UsageError(`the UI build failed: ${(error as Error).message}`);
+  }
+  const files: Record<string, string> = {};
+  const walk = (dir: string): void => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else files[path.relative(path.join(ui, 'dist'), full).split(path.sep).join('/')] = fs.readFileSync(full).toString('base64');
+    }
+  };
+  walk(path.join(ui, 'dist'));
+  return files;
+}
+
+const sha256 = (code: string): string => createHash('sha256').update(code).digest('hex');
+const kb = (text: string): string => `${(Buffer.byteLength(text) / 1024).toFixed(1)} KB`;
+
+export async function runBundle(args: readonly string[], io: Io, cwd = process.cwd()): Promise<number> {
+  parseArgs(args, {});
+  const pkgFile = path.join(cwd, 'package.json');
+  if (!fs.existsSync(pkgFile)) throw new UsageError('no package.json here: run it in a project made by bcms-ext create');
+  const pkg = JSON.parse(fs.readFileSync(pkgFile, 'utf8')) as { name?: string; version?: string };
+  const version = pkg.version ?? '0.0.0';
+  const project = pkg.name ?? path.basename(cwd);
+  const configFile = path.join(cwd, 'bcms-plugin.config.json');
+  const bundles: Bundle[] = [];
+  const vite = await projectVite(cwd);
+
+  if (fs.existsSync(configFile)) {
+    const { pluginName } = JSON.parse(fs.readFileSync(configFile, 'utf8')) as { pluginName?: unknown };
+    if (typeof pluginName !== 'string' || pluginName === '') throw new UsageError('bcms-plugin.config.json needs { "pluginName": "<name>" }');
+    io.out('Type-checking backend/... ');
+    typeCheck(cwd, 'tsconfig.json', io);
+    if (fs.existsSync(path.join(cwd, 'ui', 'tsconfig.json'))) typeCheck(cwd, 'ui/tsconfig.json', io);
+    io.out('ok\nBundling backend/main.ts... ');
+    const code = await bundleBackend(vite, cwd, path.join(cwd, 'backend', 'main.ts'));
+    io.out(`${kb(code)}\n`);
+    const bundle: Bundle = { manifest: { kind: 'plugin', name: pluginName, version, sha256: sha256(code), project }, code };
+    if (fs.existsSync(path.join(cwd, 'ui', 'index.html'))) {
+      io.out('Building ui/... ');
+      bundle.ui = await buildUi(vite, cwd);
+      io.out(`${Object.keys(bundle.ui).length} files\n`);
+    }
+    bundles.push(bundle);
+  } else {
+    const dir = path.join(cwd, 'src', 'functions');
+    const sources = fs.existsSync(dir) ? fs.readdirSync(dir).filter((file) => /\.(ts|js)$/.test(file) && !file.endsWith('.d.ts')).sort() : [];
+    if (sources.length === 0) throw new UsageError('neither bcms-plugin.config.json nor src/functions/*.ts here: run it in a project made by bcms-ext create');
+    io.out('Type-checking src/... ');
+    typeCheck(cwd, 'tsconfig.json', io);
+    io.out('ok\n');
+    for (const file of sources) {
+      const name = file.replace(/\.(ts|js)$/, '');
+      io.out(`Bundling src/functions/${file}... `);
+      const code = await bundleBackend(vite, cwd, path.join(dir, file));
+      io.out(`${kb(code)}\n`);
+      bundles.push({ manifest: { kind: 'function', name, version, sha256: sha256(code), project }, code });
+    }
+  }
+
+  // Only now, with every step done: a failed run leaves the previous bundles as they were.
+  const out = path.join(cwd, BUNDLE_DIR);
+  fs.rmSync(out, { recursive: true, force: true });
+  fs.mkdirSync(out, { recursive: true });
+  for (const bundle of bundles) {
+    const file = path.join(out, `${bundle.manifest.kind}-${bundle.manifest.name}.json`);
+    fs.writeFileSync(file, JSON.stringify(bundle));
+    io.out(`Wrote ${path.relative(cwd, file)} (${bundle.manifest.kind} ${bundle.manifest.name} ${version}, sha256 ${bundle.manifest.sha256.slice(0, 12)}...)\n`);
+  }
+  return 0;
+}

@@ -1,0 +1,236 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { isUrlSafe } from '../names';
+import { parseArgs, UsageError, type Io } from './_io';
+
+export const CREATE_USAGE = `  create plugin NAME                        A plugin project: backend/ (two endpoints, one guarded),
+                                            ui/ (Vue 3 .tsx, Vite), bcms-plugin.config.json.
+  create functions NAME                     A functions project: src/functions/hello.ts.
+  create function FN [--public]             Add src/functions/FN.ts to the functions project here.
+`;
+
+/** The root of this package: generated projects depend on it by path (it need not be published). */
+const PACKAGE_ROOT = path.resolve(__dirname, '..', '..');
+/** The versions this package is built and tested with, pinned in generated projects too. */
+const VERSIONS = { typescript: '7.0.2', vite: '8.3.8', vue: '3.5.45', '@vitejs/plugin-vue-jsx': '5.1.6', '@types/node': '20.19.25' };
+
+function write(root: string, files: Record<string, string>): void {
+  for (const [file, content] of Object.entries(files)) {
+    const target = path.join(root, file);
+    fs.mkdirSync(path.dirname(target), { recursive: true });
+    fs.writeFileSync(target, content);
+  }
+}
+
+const json = (value: unknown): string => `${JSON.stringify(value, null, 2)}\n`;
+
+function backendTsconfig(include: string[]): string {
+  return json({
+    compilerOptions: {
+      target: 'ES2022',
+      module: 'esnext',
+      moduleResolution: 'bundler',
+      lib: ['ES2023'],
+      types: ['node'],
+      strict: true,
+      noEmit: true,
+      skipLibCheck: true,
+      isolatedModules: true,
+    },
+    include,
+  });
+}
+
+function gitignore(extra: string[] = []): string {
+  return ['node_modules/', 'bcms-bundle/', '.env', ...extra].join('\n') + '\n';
+}
+
+function functionSource(name: string, isPublic: boolean): string {
+  return `import { createBcmsFunction } from 'bcms-extensions';
+
+// POST /api/function/${name}: ${isPublic ? 'public, anyone may call it' : 'private, called with an HTTP Signature of an API key that lists it'}.
+export default createBcmsFunction(async () => ({
+  config: { name: '${name}', public: ${isPublic} },
+  handler: async ({ request }) => {
+    const name = typeof request.body?.name === 'string' ? request.body.name : 'world';
+    return { message: \`Hello, \${name}!\` };
+  },
+}));
+`;
+}
+
+function pluginFiles(name: string): Record<string, string> {
+  const dependency = `file:${PACKAGE_ROOT}`;
+  return {
+    'package.json': json({
+      name,
+      version: '0.1.0',
+      private: true,
+      scripts: { postinstall: 'npm --prefix ui install', dev: 'bcms-ext dev', bundle: 'bcms-ext bundle', deploy: 'bcms-ext deploy' },
+      devDependencies: { 'bcms-extensions': dependency, typescript: VERSIONS.typescript, vite: VERSIONS.vite, '@types/node': VERSIONS['@types/node'] },
+    }),
+    'bcms-plugin.config.json': json({ pluginName: name }),
+    'tsconfig.json': backendTsconfig(['backend']),
+    '.gitignore': gitignore(['ui/node_modules/', 'ui/dist/']),
+    '.env.example': 'BCMS_URL=http://localhost:8080\nBCMS_KEY_ID=\nBCMS_KEY_SECRET=\n',
+    'backend/main.ts': `import {
+  createBcmsPlugin,
+  createController,
+  createControllerMethod,
+  createJwtProtectionPreRequestHandler,
+  JWTPermissionName,
+  JWTRoleName,
+} from 'bcms-extensions';
+
+const HelloController = createController({
+  name: 'Hello',
+  path: '/hello',
+  methods: () => ({
+    // GET /api/plugin/<pluginName>/hello/world: open to anyone.
+    world: createControllerMethod({
+      path: '/world',
+      type: 'get',
+      handler: async () => ({ message: 'Hello from ${name}!' }),
+    }),
+    // GET /api/plugin/<pluginName>/hello/templates: signed-in users whose role holds READ.
+    templates: createControllerMethod({
+      path: '/templates',
+      type: 'get',
+      preRequestHandler: createJwtProtectionPreRequestHandler([JWTRoleName.ADMIN, JWTRoleName.USER], JWTPermissionName.READ),
+      handler: async ({ repo, accessToken }) => ({
+        userId: accessToken.payload.userId,
+        templates: (await repo.template.findAll()).map((template) => template.name),
+      }),
+    }),
+  }),
+});
+
+// The deployed name is pluginName in bcms-plugin.config.json.
+export default createBcmsPlugin({ name: '${name}', controllers: [HelloController] });
+`,
+    'ui/package.json': json({
+      name: `${name}-ui`,
+      private: true,
+      scripts: { build: 'vite build' },
+      devDependencies: { 'bcms-extensions': dependency, vue: VERSIONS.vue, vite: VERSIONS.vite, '@vitejs/plugin-vue-jsx': VERSIONS['@vitejs/plugin-vue-jsx'], typescript: VERSIONS.typescript },
+    }),
+    'ui/vite.config.mjs': `import vueJsx from '@vitejs/plugin-vue-jsx';
+import { defineConfig } from 'vite';
+
+// Relative asset URLs: the UI is served under /plugin/<pluginName>/.
+export default defineConfig({ base: './', plugins: [vueJsx()], build: { outDir: 'dist', emptyOutDir: true } });
+`,
+    'ui/tsconfig.json': json({
+      compilerOptions: {
+        target: 'ES2022',
+        module: 'esnext',
+        moduleResolution: 'bundler',
+        lib: ['ES2022', 'DOM', 'DOM.Iterable'],
+        jsx: 'preserve',
+        jsxImportSource: 'vue',
+        types: [],
+        strict: true,
+        noEmit: true,
+        skipLibCheck: true,
+      },
+      include: ['src'],
+    }),
+    'ui/index.html': `<!doctype html>
+<html lang="en">
+  <head>
+    <meta charset="utf-8" />
+    <meta name="viewport" content="width=device-width, initial-scale=1" />
+    <title>${name}</title>
+  </head>
+  <body>
+    <div id="app"></div>
+    <script type="module" src="./src/main.tsx"></script>
+  </body>
+</html>
+`,
+    'ui/src/main.tsx': `import { createApp } from 'vue';
+import { App } from './App';
+
+createApp(App).mount('#app');
+`,
+    'ui/src/App.tsx': `import { defineComponent, onMounted, ref } from 'vue';
+import type { BcmsTemplate } from 'bcms-extensions/sdk'; // also types window.bcms.sdk
+
+export const App = defineComponent({
+  setup() {
+    const templates = ref<BcmsTemplate[]>([]);
+    const state = ref<'loading' | 'ready' | 'error'>('loading');
+    const error = ref('');
+    onMounted(async () => {
+      try {
+        templates.value = await window.bcms.sdk.template.getAll();
+        state.value = 'ready';
+      } catch (caught) {
+        error.value = (caught as Error).message;
+        state.value = 'error';
+      }
+    });
+    return () => (
+      <main>
+        <h1>${name}</h1>
+        {state.value === 'loading' && <p role="status">Loading…</p>}
+        {state.value === 'error' && <p role="alert">Could not load the templates: {error.value}</p>}
+        {state.value === 'ready' && (
+          <ul aria-label="Templates">
+            {templates.value.map((template) => (
+              <li key={template._id}>{template.label || template.name}</li>
+            ))}
+          </ul>
+        )}
+      </main>
+    );
+  },
+});
+`,
+  };
+}
+
+function functionsFiles(name: string): Record<string, string> {
+  return {
+    'package.json': json({
+      name,
+      version: '0.1.0',
+      private: true,
+      scripts: { bundle: 'bcms-ext bundle', deploy: 'bcms-ext deploy' },
+      devDependencies: { 'bcms-extensions': `file:${PACKAGE_ROOT}`, typescript: VERSIONS.typescript, vite: VERSIONS.vite, '@types/node': VERSIONS['@types/node'] },
+    }),
+    'tsconfig.json': backendTsconfig(['src']),
+    '.gitignore': gitignore(),
+    '.env.example': 'BCMS_URL=http://localhost:8080\nBCMS_KEY_ID=\nBCMS_KEY_SECRET=\n',
+    'src/functions/hello.ts': functionSource('hello', true),
+  };
+}
+
+export async function runCreate(args: readonly string[], io: Io, cwd = process.cwd()): Promise<number> {
+  const { positionals, flags } = parseArgs(args, { public: 'boolean' });
+  const [what, name] = positionals;
+  if ((what !== 'plugin' && what !== 'functions' && what !== 'function') || name === undefined || positionals.length !== 2) {
+    throw new UsageError('expected create plugin NAME, create functions NAME or create function FN [--public]');
+  }
+  if (!isUrlSafe(name)) throw new UsageError(`${JSON.stringify(name)} is not a URL-safe name (letters, digits, "-", "_", ".", "~")`);
+  if (what === 'function') {
+    const dir = path.join(cwd, 'src', 'functions');
+    if (!fs.existsSync(dir)) throw new UsageError('no src/functions here: run it in a functions project (bcms-ext create functions NAME)');
+    const file = path.join(dir, `${name}.ts`);
+    if (fs.existsSync(file)) throw new UsageError(`src/functions/${name}.ts exists already`);
+    fs.writeFileSync(file, functionSource(name, flags.public === true));
+    io.out(`Created src/functions/${name}.ts (${flags.public ? 'public' : 'private'}). Bundle and deploy it with: npm run bundle && npm run deploy\n`);
+    return 0;
+  }
+  const root = path.join(cwd, name);
+  if (fs.existsSync(root)) throw new UsageError(`${root} exists already: choose another name or folder`);
+  if (flags.public !== undefined) throw new UsageError('--public is for create function FN');
+  write(root, what === 'plugin' ? pluginFiles(name) : functionsFiles(name));
+  const install = what === 'plugin' ? 'npm install            # the back end at the root; the UI in ui/ (postinstall)' : 'npm install';
+  io.out(
+    `Created the ${what === 'plugin' ? 'plugin' : 'functions'} project ${name}/. Next:\n` +
+      `  cd ${name}\n  ${install}\n  cp .env.example .env   # BCMS_URL, and a key that may deploy: bcms-ext keys create --name deployer --deploy --env\n` +
+      `  npm run bundle\n  npm run deploy\n`,
+  );
+  return 0;
+}
