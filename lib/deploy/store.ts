@@ -72,9 +72,12 @@ function toDeployment(row: DeploymentRow): Deployment {
  */
 export async function recordDeployment(knex: Knex, deployment: NewDeployment): Promise<Deployment> {
   return knex.transaction(async (trx) => {
+    // A plugin project holds one plugin: its version under an old name goes too. A functions project
+    // holds many functions, each replaced by its own name only.
+    const renamable = deployment.kind === 'plugin' && deployment.project !== null;
     const replaced = trx(DEPLOYMENTS_TABLE).where({ active: true, kind: deployment.kind }).andWhere((where) => {
       void where.where({ name: deployment.name });
-      if (deployment.project !== null) void where.orWhere({ project: deployment.project });
+      if (renamable) void where.orWhere({ project: deployment.project });
     });
     const gone = (await replaced.clone().select('name')) as { name: string }[];
     await replaced.update({ active: false });

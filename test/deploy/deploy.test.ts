@@ -79,6 +79,14 @@ describe.each(backends())('deploying to a running service (%s)', (backend) => {
     expect((await request(app).get('/api/plugin/stats/hello/world')).status).toBe(404);
   });
 
+  test('functions of one project live side by side: deploying one never takes another down', async () => {
+    for (const name of ['side-a', 'side-b']) {
+      expect((await signed(app, 'POST', '/api/extensions/deployments', deployer, bundle('function', name, functionCode(name, name), { project: 'fns-1' }))).status).toBe(201);
+    }
+    expect((await request(app).post('/api/function/side-a')).body.result.answer).toBe('side-a');
+    expect((await request(app).post('/api/function/side-b')).body.result.answer).toBe('side-b');
+  });
+
   test('a broken bundle is refused with its load error, and the live version keeps answering', async () => {
     const broken = `"use strict"; require('bcms-extensions'); throw new Error('config file missing');`;
     const res = await signed(app, 'POST', '/api/extensions/deployments', deployer, bundle('function', 'greet', broken, { version: '3.0.0' }));

@@ -1,0 +1,157 @@
+import { spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { freePort } from '../support/app';
+import { start, stopStartedApps } from '../support/example';
+
+// The whole workflow as a user runs it: bcms-ext create, npm install (from the registry), npm run
+// bundle, npm run deploy, npm run dev, against the example app as `npm start` runs it.
+const BIN = path.resolve(__dirname, '..', '..', 'dist', 'cli', 'bin.js');
+const PASSWORD = 'workflow-password';
+let base: string;
+let token: string;
+let deployKey: Record<string, string>;
+
+/** A command in a project, with the environment a user would have (no test database, no NODE_OPTIONS). */
+function run(command: string, args: string[], cwd: string, env: Record<string, string> = {}): SpawnSyncReturns<string> {
+  const clean: NodeJS.ProcessEnv = { ...process.env, ...env };
+  delete clean.DATABASE_URL;
+  delete clean.NODE_OPTIONS;
+  return spawnSync(command, args, { cwd, env: clean, encoding: 'utf8', timeout: 180_000 });
+}
+
+const output = (result: SpawnSyncReturns<string>): string => `${result.stdout}${result.stderr}`;
+
+/**
+ * fetch, once more if the server closed a kept-alive connection just as it was reused (long npm
+ * installs leave the pool's sockets idle past the server's keep-alive time-out).
+ */
+async function request(url: string, init?: RequestInit): Promise<Response> {
+  try {
+    return await fetch(base + url, init);
+  } catch (error) {
+    if (!/other side closed|ECONNRESET/.test(String((error as { cause?: unknown }).cause ?? error))) throw error;
+    return fetch(base + url, init);
+  }
+}
+
+async function get(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: unknown }> {
+  const response = await request(url, { headers });
+  const text = await response.text();
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // HTML
+  }
+  return { status: response.status, body };
+}
+
+async function waitFor(check: () => Promise<boolean>, what: string, ms = 20_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error(`not within ${ms} ms: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+beforeAll(async () => {
+  const port = await freePort();
+  await start(port, fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-workflow-data-')), { ADMIN_PASSWORD: PASSWORD });
+  base = `http://localhost:${port}`;
+  const login = await fetch(`${base}/api/auth/login`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ email: 'admin@example.com', password: PASSWORD }) });
+  token = ((await login.json()) as { accessToken: string }).accessToken;
+  const created = run(process.execPath, [BIN, 'keys', 'create', '--name', 'workflow deployer', '--deploy', '--env'], os.tmpdir(), { BCMS_URL: base, BCMS_TOKEN: token });
+  expect(created.status).toBe(0);
+  deployKey = Object.fromEntries([...created.stdout.matchAll(/^export (\w+)='([^']+)'$/gm)].map((m) => [m[1] as string, m[2] as string]));
+  expect(Object.keys(deployKey)).toEqual(['BCMS_KEY_ID', 'BCMS_KEY_SECRET']);
+}, 60_000);
+afterAll(stopStartedApps);
+
+function project(kind: 'plugin' | 'functions', name: string): string {
+  const parent = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-workflow-'));
+  const created = run(process.execPath, [BIN, 'create', kind, name], parent);
+  expect(created.status).toBe(0);
+  const dir = path.join(parent, name);
+  fs.writeFileSync(path.join(dir, '.env'), `BCMS_URL=${base}\nBCMS_KEY_ID=${deployKey.BCMS_KEY_ID}\nBCMS_KEY_SECRET=${deployKey.BCMS_KEY_SECRET}\n`);
+  const installed = run('npm', ['install', '--no-audit', '--no-fund'], dir);
+  if (installed.status !== 0) throw new Error(`npm install failed:\n${output(installed)}`);
+  return dir;
+}
+
+test('a plugin project: create, install, bundle, deploy, rename, a type error, a broken bundle, npm run dev', async () => {
+  const dir = project('plugin', 'workflow-plugin');
+  expect(fs.existsSync(path.join(dir, 'ui', 'node_modules', 'vue'))).toBe(true); // UI dependencies inside ui/
+
+  const bundled = run('npm', ['run', 'bundle'], dir);
+  expect(bundled.status).toBe(0);
+  expect(output(bundled)).toMatch(/Type-checking backend\/\.\.\. ok\nBundling backend\/main\.ts\.\.\. [\d.]+ KB\nBuilding ui\/\.\.\. \d+ files\nWrote bcms-bundle\/plugin-workflow-plugin\.json/);
+  const written = JSON.parse(fs.readFileSync(path.join(dir, 'bcms-bundle', 'plugin-workflow-plugin.json'), 'utf8')) as { manifest: Record<string, string>; code: string };
+  expect(written.manifest).toMatchObject({ kind: 'plugin', name: 'workflow-plugin', version: '0.1.0', sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
+  expect(written.code).toContain('require("bcms-extensions")');
+
+  expect(output(run('npm', ['run', 'deploy'], dir))).toMatch(/Deploying plugin workflow-plugin 0\.1\.0 \([\d.]+ KB\) to http:\/\/localhost:\d+\.\.\. live\./);
+  expect(await get('/api/plugin/workflow-plugin/hello/world')).toEqual({ status: 200, body: { message: 'Hello from workflow-plugin!' } });
+  expect((await get('/api/plugin/workflow-plugin/hello/templates')).status).toBe(401);
+  expect((await get('/api/plugin/workflow-plugin/hello/templates', { Authorization: `Bearer ${token}` })).body).toMatchObject({ templates: ['blog', 'form-submissions'] });
+  expect(String((await get('/plugin/workflow-plugin/')).body)).toContain('<script type="module" src="/api/extensions/sdk.js"></script>');
+  const listed = (await get('/api/extensions/plugins', { Authorization: `Bearer ${token}` })).body as { plugins: { name: string; uiUrl: string | null }[] };
+  expect(listed.plugins).toContainEqual({ name: 'workflow-plugin', label: 'Workflow plugin', uiUrl: '/plugin/workflow-plugin/' });
+
+  // Renamed in bcms-plugin.config.json: its endpoints move.
+  fs.writeFileSync(path.join(dir, 'bcms-plugin.config.json'), JSON.stringify({ pluginName: 'workflow-renamed' }));
+  expect(run('npm', ['run', 'bundle'], dir).status).toBe(0);
+  expect(run('npm', ['run', 'deploy'], dir).status).toBe(0);
+  expect((await get('/api/plugin/workflow-renamed/hello/world')).status).toBe(200);
+  expect((await get('/api/plugin/workflow-plugin/hello/world')).status).toBe(404);
+
+  // A type error: reported with file and line, and no bundle written.
+  const main = path.join(dir, 'backend', 'main.ts');
+  const good = fs.readFileSync(main, 'utf8');
+  const before = fs.readFileSync(path.join(dir, 'bcms-bundle', 'plugin-workflow-renamed.json'), 'utf8');
+  fs.writeFileSync(main, good.replace("handler: async () => ({ message: 'Hello from workflow-plugin!' }),", 'handler: async () => ({ message: 42 * "x" }),'));
+  const typeError = run('npm', ['run', 'bundle'], dir);
+  expect(typeError.status).not.toBe(0);
+  expect(output(typeError)).toMatch(/backend\/main\.ts\(\d+,\d+\): error TS\d+/);
+  expect(output(typeError)).toMatch(/no bundle written/);
+  expect(fs.readFileSync(path.join(dir, 'bcms-bundle', 'plugin-workflow-renamed.json'), 'utf8')).toBe(before);
+
+  // A bundle that breaks when loaded: refused with its error, and the old version still answers.
+  fs.writeFileSync(main, `${good}\nthrow new Error('missing configuration');\n`);
+  expect(run('npm', ['run', 'bundle'], dir).status).toBe(0);
+  const refused = run('npm', ['run', 'deploy'], dir);
+  expect(refused.status).not.toBe(0);
+  expect(output(refused)).toMatch(/the service answered 422: The bundle did not load: missing configuration/);
+  expect((await get('/api/plugin/workflow-renamed/hello/world')).body).toEqual({ message: 'Hello from workflow-plugin!' });
+
+  // npm run dev: deploys, then again on each change.
+  fs.writeFileSync(main, good);
+  const dev = spawn('npm', ['run', 'dev'], { cwd: dir, env: { ...process.env, DATABASE_URL: '', NODE_OPTIONS: '' }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  let devOutput = '';
+  dev.stdout.on('data', (chunk) => (devOutput += chunk));
+  dev.stderr.on('data', (chunk) => (devOutput += chunk));
+  try {
+    await waitFor(async () => devOutput.includes('Deployed: the service serves this version now.'), 'the first dev deploy');
+    fs.writeFileSync(main, good.replace('Hello from workflow-plugin!', 'Changed while dev ran'));
+    await waitFor(async () => JSON.stringify((await get('/api/plugin/workflow-renamed/hello/world')).body).includes('Changed while dev ran'), 'the change, deployed by dev');
+  } finally {
+    process.kill(-(dev.pid as number), 'SIGINT');
+  }
+}, 240_000);
+
+test('a functions project: create, add a private function, install, bundle, deploy, call it signed', async () => {
+  const dir = project('functions', 'workflow-fns');
+  expect(run(process.execPath, [BIN, 'create', 'function', 'shout'], dir).status).toBe(0);
+  const bundled = run('npm', ['run', 'bundle'], dir);
+  expect(output(bundled)).toMatch(/Bundling src\/functions\/hello\.ts\.\.\. [\d.]+ KB\nBundling src\/functions\/shout\.ts\.\.\. [\d.]+ KB\n/);
+  const deployed = run('npm', ['run', 'deploy'], dir);
+  expect(output(deployed)).toMatch(/Deploying function hello 0\.1\.0 .*live\.\nDeploying function shout 0\.1\.0 .*live\./);
+  const hello = await request('/api/function/hello', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"name":"Ada"}' });
+  expect(await hello.json()).toEqual({ success: true, result: { message: 'Hello, Ada!' } });
+  expect((await request('/api/function/shout', { method: 'POST' })).status).toBe(401);
+  const key = run(process.execPath, [BIN, 'keys', 'create', '--name', 'shouter', '--functions', 'shout', '--env'], dir, { BCMS_URL: base, BCMS_TOKEN: token });
+  const env = Object.fromEntries([...key.stdout.matchAll(/^export (\w+)='([^']+)'$/gm)].map((m) => [m[1] as string, m[2] as string]));
+  const called = run(process.execPath, [BIN, 'call', 'shout', '--data', '{"name":"Grace"}'], dir, { BCMS_URL: base, ...env });
+  expect(called.stdout).toBe('{\n  "message": "Hello, Grace!"\n}\n');
+}, 240_000);
