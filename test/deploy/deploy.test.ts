@@ -79,6 +79,17 @@ describe.each(backends())('deploying to a running service (%s)', (backend) => {
     expect((await request(app).get('/api/plugin/stats/hello/world')).status).toBe(404);
   });
 
+  test('a request in flight during a deploy finishes on the version it started with', async () => {
+    const slow = (answer: string) => `const { createBcmsFunction } = require('bcms-extensions');
+exports.default = createBcmsFunction(async () => ({ config: { name: 'slow', public: true }, handler: () => new Promise((resolve) => setTimeout(() => resolve(${JSON.stringify(answer)}), 400)) }));`;
+    expect((await signed(app, 'POST', '/api/extensions/deployments', deployer, bundle('function', 'slow', slow('old')))).status).toBe(201);
+    const inFlight = request(app).post('/api/function/slow').then((res) => res.body.result);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect((await signed(app, 'POST', '/api/extensions/deployments', deployer, bundle('function', 'slow', slow('new'), { version: '2.0.0' }))).status).toBe(201);
+    expect(await inFlight).toBe('old');
+    expect((await request(app).post('/api/function/slow')).body.result).toBe('new');
+  });
+
   test('functions of one project live side by side: deploying one never takes another down', async () => {
     for (const name of ['side-a', 'side-b']) {
       expect((await signed(app, 'POST', '/api/extensions/deployments', deployer, bundle('function', name, functionCode(name, name), { project: 'fns-1' }))).status).toBe(201);
