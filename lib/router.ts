@@ -109,6 +109,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     logger,
   });
   let stopListening: (() => Promise<void>) | undefined;
+  let closed = false;
   // Settles only once both are done, so that a refused registry leaves no migration running behind it.
   const ready = Promise.allSettled([
     loadFunctions(modules).then((loaded) => {
@@ -124,10 +125,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
       await deployed.reload().catch((error: unknown) => logger.error({ err: error }, 'bcms-extensions: could not load the deployments (tried again on the next change)'));
       functions ??= new Map(registryFunctions);
       const reload = (): void => void deployed.reload().catch((error: unknown) => logger.error({ err: error }, 'bcms-extensions: could not load the deployments'));
-      listenForDeployments(store.database.knex, logger, reload).then(
-        (stop) => (stopListening = stop),
-        (error: unknown) => logger.error({ err: error }, 'bcms-extensions: cannot listen for deployments'),
-      );
+      if (!closed) stopListening = listenForDeployments(store.database.knex, logger, reload);
     });
   // The refusal is logged even when the host never awaits `ready`, and is not an unhandled rejection.
   ready.catch((error: unknown) => logger.error({ err: error }, 'bcms-extensions: the router could not start (a registry that cannot work, or a database it cannot migrate)'));
@@ -370,6 +368,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     ready,
     db: store.database.knex,
     close: async () => {
+      closed = true;
       await stopListening?.();
       await store.database.close();
     },

@@ -18,47 +18,71 @@ interface PgliteLike {
 }
 
 const RECONNECT_MS = 1000;
+const MAX_WAIT_MS = 30_000;
 
 /**
  * Calls `onChange` whenever a deployment changes, on any instance: LISTEN on a connection of its
- * own (the Postgres server), or PGlite's own listen (the embedded database, one process). A lost
- * connection is made again, and `onChange` then runs once, for what was missed meanwhile.
- * Resolves to a function that stops listening.
+ * own (the Postgres server), or PGlite's own listen (the embedded database, one process). Until the
+ * database answers, and after a lost connection, it tries again (1 s, then longer, up to 30 s); each
+ * time it is listening again, `onChange` runs once, for what it may have missed. Returns at once a
+ * function that stops it, whatever state it is in.
  */
-export async function listenForDeployments(knex: Knex, logger: Logger, onChange: () => void): Promise<() => Promise<void>> {
-  const client = knex.client as { config: { client?: unknown; connection?: { pglite?: PgliteLike } }; acquireRawConnection(): Promise<PgConnection>; destroyRawConnection(c: PgConnection): Promise<void> };
+export function listenForDeployments(knex: Knex, logger: Logger, onChange: () => void): () => Promise<void> {
+  const client = knex.client as {
+    pool?: unknown;
+    config: { connection?: { pglite?: PgliteLike } };
+    acquireRawConnection(): Promise<PgConnection>;
+    destroyRawConnection(c: PgConnection): Promise<void>;
+  };
+  let stopped = false;
   const pglite = client.config.connection?.pglite;
   if (pglite !== undefined && typeof pglite.listen === 'function') {
-    const unlisten = await pglite.listen(DEPLOYMENTS_CHANNEL, () => onChange());
-    return unlisten;
+    const unlisten = pglite.listen(DEPLOYMENTS_CHANNEL, () => onChange()).catch((error: unknown) => {
+      logger.error({ err: error }, 'bcms-extensions: cannot listen for deployments');
+      return async () => {};
+    });
+    return async () => {
+      stopped = true;
+      await (await unlisten)().catch(() => {});
+    };
   }
-  let stopped = false;
   let connection: PgConnection | undefined;
+  let wait = RECONNECT_MS;
+  // Stopped by close(), or when the pool is gone (a Knex instance the host destroyed).
+  const over = (): boolean => stopped || client.pool === undefined;
   const connect = async (): Promise<void> => {
-    while (!stopped) {
+    while (!over()) {
       try {
         const made = await client.acquireRawConnection();
+        if (over()) {
+          await client.destroyRawConnection(made).catch(() => {});
+          return;
+        }
         made.on('notification', (message) => {
           if (message.channel === DEPLOYMENTS_CHANNEL) onChange();
         });
         const lost = (error?: Error): void => {
-          if (stopped || connection !== made) return;
+          if (over() || connection !== made) return;
           connection = undefined;
           logger.warn({ err: error }, 'bcms-extensions: lost the connection that listens for deployments; connecting again');
-          setTimeout(() => void connect().then(onChange), RECONNECT_MS).unref();
+          setTimeout(() => void connect(), RECONNECT_MS).unref();
         };
         made.on('error', lost);
         made.on('end', lost);
         await made.query(`LISTEN ${DEPLOYMENTS_CHANNEL}`);
         connection = made;
+        wait = RECONNECT_MS;
+        onChange();
         return;
       } catch (error) {
-        logger.warn({ err: error }, 'bcms-extensions: cannot listen for deployments yet; trying again');
-        await new Promise((resolve) => setTimeout(resolve, RECONNECT_MS).unref());
+        if (over()) return;
+        logger.warn({ err: error, retryInMs: wait }, 'bcms-extensions: cannot listen for deployments yet; trying again');
+        await new Promise((resolve) => setTimeout(resolve, wait).unref());
+        wait = Math.min(wait * 2, MAX_WAIT_MS);
       }
     }
   };
-  await connect();
+  void connect();
   return async () => {
     stopped = true;
     const open = connection;
