@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { isUrlSafe } from '../names';
 import { parseArgs, UsageError, type Io } from './_io';
 import { BUNDLE_DIR } from './deploy';
 
@@ -105,15 +106,16 @@ export async function runBundle(args: readonly string[], io: Io, cwd = process.c
   const vite = await projectVite(cwd);
 
   if (fs.existsSync(configFile)) {
-    const { pluginName } = JSON.parse(fs.readFileSync(configFile, 'utf8')) as { pluginName?: unknown };
-    if (typeof pluginName !== 'string' || pluginName === '') throw new UsageError('bcms-plugin.config.json needs { "pluginName": "<name>" }');
+    const { pluginName, projectId } = JSON.parse(fs.readFileSync(configFile, 'utf8')) as { pluginName?: unknown; projectId?: unknown };
+    if (!isUrlSafe(pluginName)) throw new UsageError('bcms-plugin.config.json needs { "pluginName": "<name>" }, a URL-safe name (letters, digits, "-", "_", ".", "~")');
     io.out('Type-checking backend/... ');
     typeCheck(cwd, 'tsconfig.json', io);
     if (fs.existsSync(path.join(cwd, 'ui', 'tsconfig.json'))) typeCheck(cwd, 'ui/tsconfig.json', io);
     io.out('ok\nBundling backend/main.ts... ');
     const code = await bundleBackend(vite, cwd, path.join(cwd, 'backend', 'main.ts'));
     io.out(`${kb(code)}\n`);
-    const bundle: Bundle = { manifest: { kind: 'plugin', name: pluginName, version, sha256: sha256(code), project }, code };
+    const plugin = typeof projectId === 'string' && projectId !== '' ? projectId : project;
+    const bundle: Bundle = { manifest: { kind: 'plugin', name: pluginName, version, sha256: sha256(code), project: plugin }, code };
     if (fs.existsSync(path.join(cwd, 'ui', 'index.html'))) {
       io.out('Building ui/... ');
       bundle.ui = await buildUi(vite, cwd);

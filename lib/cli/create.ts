@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { isUrlSafe } from '../names';
@@ -69,7 +70,8 @@ function pluginFiles(name: string): Record<string, string> {
       scripts: { postinstall: 'npm --prefix ui install', dev: 'bcms-ext dev', bundle: 'bcms-ext bundle', deploy: 'bcms-ext deploy' },
       devDependencies: { 'bcms-extensions': dependency, typescript: VERSIONS.typescript, vite: VERSIONS.vite, '@types/node': VERSIONS['@types/node'] },
     }),
-    'bcms-plugin.config.json': json({ pluginName: name }),
+    // projectId: the plugin's identity across renames of pluginName (and copies of the project get their own).
+    'bcms-plugin.config.json': json({ pluginName: name, projectId: randomUUID() }),
     'tsconfig.json': backendTsconfig(['backend']),
     '.gitignore': gitignore(['ui/node_modules/', 'ui/dist/']),
     '.env.example': 'BCMS_URL=http://localhost:8080\nBCMS_KEY_ID=\nBCMS_KEY_SECRET=\n',

@@ -71,7 +71,7 @@ async function call(to: ReturnType<typeof target>, method: 'GET' | 'POST', route
   const message = String(answer.message ?? (answer.error as { message?: string } | undefined)?.message ?? text);
   const next =
     response.status === 403
-      ? ' The key may not deploy: create one with bcms-ext keys create --name deployer --deploy.'
+      ? ' Deploy with a key that may: bcms-ext keys create --name deployer --deploy.'
       : response.status === 401
         ? ' Check BCMS_KEY_ID and BCMS_KEY_SECRET, and this machine\'s clock.'
         : '';
@@ -98,13 +98,14 @@ export async function runDeploy(args: readonly string[], io: Io, cwd = process.c
     }
     const size = `${(Buffer.byteLength(body) / 1024).toFixed(1)} KB`;
     io.out(`Deploying ${manifest.kind} ${manifest.name} ${manifest.version} (${size}) to ${to.baseUrl}... `);
+    let answer: Record<string, unknown>;
     try {
-      await call(to, 'POST', '', body);
+      ({ answer } = await call(to, 'POST', '', body));
     } catch (error) {
-      io.out('refused.\n');
+      io.out('failed.\n');
       throw error;
     }
-    io.out('live.\n');
+    io.out(answer.unchanged === true ? 'unchanged (the service already runs this version).\n' : 'live.\n');
   }
   return 0;
 }

@@ -10,16 +10,8 @@ export const DEV_USAGE = `  dev                                       In a plugi
 `;
 
 const QUIET_MS = 300;
-const IGNORED = new Set(['node_modules', 'dist', 'bcms-bundle', '.git']);
-
-/** Every directory under `dir` but dependencies and build output: fs.watch is not recursive everywhere. */
-function directories(dir: string): string[] {
-  const found = [dir];
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-    if (entry.isDirectory() && !IGNORED.has(entry.name)) found.push(...directories(path.join(dir, entry.name)));
-  }
-  return found;
-}
+/** Changes here are the build's own output or dependencies, not the author's. */
+const IGNORED = /(^|[\\/])(node_modules|dist|bcms-bundle|\.git)([\\/]|$)/;
 
 /**
  * Bundles and deploys, then again after each burst of changes (once they have been quiet for
@@ -59,8 +51,12 @@ export async function runDev(io: Io, cwd = process.cwd(), stop: Promise<void> = 
     clearTimeout(timer);
     timer = setTimeout(schedule, QUIET_MS);
   };
-  const watchers = watched.flatMap(directories).map((dir) => fs.watch(dir, changed));
-  io.out(`Watching ${watched.map((dir) => `${path.relative(cwd, dir)}/`).join(' and ')}; Ctrl+C stops.\n`);
+  // Recursive (new folders included), and the project's own settings: a new pluginName redeploys too.
+  const watchers = [
+    ...watched.map((dir) => fs.watch(dir, { recursive: true }, (_event, file) => (file !== null && IGNORED.test(String(file)) ? undefined : changed()))),
+    ...['bcms-plugin.config.json', 'package.json'].map((file) => fs.watch(path.join(cwd, file), changed)),
+  ];
+  io.out(`Watching ${watched.map((dir) => `${path.relative(cwd, dir)}/`).join(' and ')} and bcms-plugin.config.json; Ctrl+C stops.\n`);
   schedule();
   await stop;
   clearTimeout(timer);

@@ -18,8 +18,13 @@ export interface DeployedSet {
  */
 export class DeployedExtensions {
   private loaded = new Map<string, { id: string; extension: LoadedExtension; ui: Map<string, Buffer> | null }>();
-  private reloading: Promise<void> | undefined;
-  private again = false;
+  private running = false;
+  /** Reloads asked for, and the number the last finished load covers: a caller waits for a load that began after its call. */
+  private requested = 0;
+  private covered = 0;
+  private waiters: { upTo: number; resolve: () => void; reject: (error: unknown) => void }[] = [];
+  /** The error of a deployment (by id) that failed to load here. */
+  readonly failures = new Map<string, string>();
 
   constructor(
     private readonly read: () => Promise<ActiveDeployment[]>,
@@ -27,21 +32,42 @@ export class DeployedExtensions {
     private readonly swap: (set: DeployedSet) => void,
   ) {}
 
-  /** Loads what is active now; calls made while one runs are folded into one more run after it. */
+  /** Whether a deployment (by id) is what this instance serves now. */
+  isLive(id: string): boolean {
+    for (const entry of this.loaded.values()) if (entry.id === id) return true;
+    return false;
+  }
+
+  /**
+   * Loads what is active now. Resolves once a load that began after this call has finished: calls
+   * made while one runs are folded into one more run after it.
+   */
   reload(): Promise<void> {
-    if (this.reloading !== undefined) {
-      this.again = true;
-      return this.reloading;
-    }
-    this.reloading = (async () => {
-      do {
-        this.again = false;
+    const upTo = ++this.requested;
+    const done = new Promise<void>((resolve, reject) => this.waiters.push({ upTo, resolve, reject }));
+    if (!this.running) void this.drain();
+    return done;
+  }
+
+  private async drain(): Promise<void> {
+    this.running = true;
+    while (this.covered < this.requested) {
+      const upTo = this.requested;
+      let failure: unknown;
+      try {
         await this.load(await this.read());
-      } while (this.again);
-    })().finally(() => {
-      this.reloading = undefined;
-    });
-    return this.reloading;
+      } catch (error) {
+        failure = error;
+      }
+      this.covered = upTo;
+      const ready = this.waiters.filter((waiter) => waiter.upTo <= upTo);
+      this.waiters = this.waiters.filter((waiter) => waiter.upTo > upTo);
+      for (const waiter of ready) {
+        if (failure === undefined) waiter.resolve();
+        else waiter.reject(failure);
+      }
+    }
+    this.running = false;
   }
 
   private async load(active: ActiveDeployment[]): Promise<void> {
@@ -55,12 +81,14 @@ export class DeployedExtensions {
       }
       try {
         const filename = `bcms-deployment:${deployment.kind}/${deployment.name}@${deployment.version}.js`;
-        const extension = await loadExtension(deployment.kind, deployment.name, deployment.code, filename);
+        // Checked in a worker before it was stored; here too it must load in time, or it is not taken up.
+        const extension = await withTimeout(loadExtension(deployment.kind, deployment.name, deployment.code, filename), LOAD_TIMEOUT_MS);
         const ui = deployment.ui === null ? null : new Map(Object.entries(deployment.ui).map(([file, base64]) => [file, Buffer.from(base64, 'base64')] as const));
         next.set(key, { id: deployment.id, extension, ui });
         this.logger.info({ kind: deployment.kind, name: deployment.name, version: deployment.version }, 'bcms-extensions: deployment live');
       } catch (error) {
         // It loaded where it was deployed; here it does not: keep what this instance had, and say so.
+        this.failures.set(deployment.id, (error as Error)?.message ?? String(error));
         this.logger.error({ err: error, kind: deployment.kind, name: deployment.name, version: deployment.version }, 'bcms-extensions: a deployment failed to load on this instance');
         if (current !== undefined) next.set(key, current);
       }
@@ -79,6 +107,17 @@ export class DeployedExtensions {
     }
     this.swap({ plugins, functions, uis });
   }
+}
+
+/** How long a deployment may take to load in the service (its factory, say). */
+export const LOAD_TIMEOUT_MS = 10_000;
+
+function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`it did not finish loading within ${ms} ms`)), ms);
+  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }
 
 export { activeDeployments };

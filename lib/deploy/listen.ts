@@ -70,6 +70,11 @@ export function listenForDeployments(knex: Knex, logger: Logger, onChange: () =>
         made.on('error', lost);
         made.on('end', lost);
         await made.query(`LISTEN ${DEPLOYMENTS_CHANNEL}`);
+        if (over()) {
+          // Stopped while LISTEN was on its way: nobody else would close this connection.
+          await client.destroyRawConnection(made).catch(() => {});
+          return;
+        }
         connection = made;
         wait = RECONNECT_MS;
         onChange();

@@ -9,15 +9,14 @@ import { writeJson } from '../http/respond';
 import type { Logger } from '../logger';
 import { isUrlSafe } from '../names';
 import type { VerifySignedRequest } from '../security/signature';
-import type { DeployedExtensions } from './deployed';
+import { LOAD_TIMEOUT_MS, type DeployedExtensions } from './deployed';
 import { inspectBundle } from './inspect';
 import type { DeploymentKind } from './load';
-import { listDeployments, recordDeployment, rollbackDeployment } from './store';
+import { activeVersion, listDeployments, recordDeployment, rollbackDeployment, withdrawDeployment } from './store';
 
 export const DEPLOYMENTS_PATH = '/api/extensions/deployments';
 /** A bundle with its UI is larger than a function call's body. */
-const DEPLOY_BODY_LIMIT = 20 * 1024 * 1024;
-const LOAD_TIMEOUT_MS = 10_000;
+export const DEPLOY_BODY_LIMIT = 20 * 1024 * 1024;
 
 /** What `bcms-ext bundle` writes and `bcms-ext deploy` sends. */
 export interface DeployBundle {
@@ -84,8 +83,15 @@ export function createDeployRoutes(deps: {
       return;
     }
     if (rollback !== null) {
-      const [, kind, name] = rollback as unknown as [string, DeploymentKind, string];
-      const back = await store.run(() => rollbackDeployment(knex, kind, decodeURIComponent(name)));
+      const [, kind, encoded] = rollback as unknown as [string, DeploymentKind, string];
+      let name: string;
+      try {
+        name = decodeURIComponent(encoded);
+      } catch {
+        name = '';
+      }
+      if (!isUrlSafe(name)) throw new BcmsHttpError('NOT_FOUND', `No ${kind} is named ${JSON.stringify(encoded)}.`);
+      const back = await store.run(() => rollbackDeployment(knex, kind, name));
       if (back === null) throw new BcmsHttpError('NOT_FOUND', `No earlier version of ${kind} "${name}" to go back to.`);
       await deployed.reload();
       logger.info({ kind, name, version: back.version, by: auth.key.name }, 'bcms-extensions: rolled back');
@@ -102,6 +108,12 @@ export function createDeployRoutes(deps: {
     const bundle = checkBundle(parsed);
     const { kind, name, version, sha256, project } = bundle.manifest;
     if (taken(kind, name)) throw new BcmsHttpError('NAME_TAKEN', `The app itself has a ${kind} named "${name}": deploy under another name.`);
+    // The same code and UI as the live version (npm run dev saving without a change): nothing to store.
+    const live = await store.run(() => activeVersion(knex, kind, name));
+    if (live !== undefined && live.sha256 === sha256 && JSON.stringify(live.ui ?? null) === JSON.stringify(bundle.ui ?? null)) {
+      writeJson(res, 200, JSON.stringify({ unchanged: true }));
+      return;
+    }
     try {
       await inspectBundle(kind, name, bundle.code, `bcms-deployment:${kind}/${name}@${version}.js`, LOAD_TIMEOUT_MS);
     } catch (error) {
@@ -113,6 +125,13 @@ export function createDeployRoutes(deps: {
     );
     // This instance takes it up before answering; the others on their notification.
     await deployed.reload();
+    if (!deployed.isLive(deployment.id)) {
+      // It loaded in the check, not here (a factory that waits too long, say): take it back.
+      const reason = deployed.failures.get(deployment.id) ?? 'it did not load';
+      await store.run(() => withdrawDeployment(knex, deployment.id, live?.id));
+      await deployed.reload();
+      throw new BcmsHttpError('BUNDLE_INVALID', `The bundle did not load in the service: ${reason}`);
+    }
     logger.info({ kind, name, version, by: auth.key.name }, 'bcms-extensions: deployed');
     writeJson(res, 201, JSON.stringify({ deployment }));
   };

@@ -72,6 +72,7 @@ function toDeployment(row: DeploymentRow): Deployment {
  */
 export async function recordDeployment(knex: Knex, deployment: NewDeployment): Promise<Deployment> {
   return knex.transaction(async (trx) => {
+    await lock(trx);
     // A plugin project holds one plugin: its version under an old name goes too. A functions project
     // holds many functions, each replaced by its own name only.
     const renamable = deployment.kind === 'plugin' && deployment.project !== null;
@@ -112,25 +113,69 @@ export async function activeDeployments(knex: Knex): Promise<ActiveDeployment[]>
 }
 
 /**
- * Makes the version before the active one of (kind, name) active again; resolves to it, or null
- * when there is none to go back to.
+ * Where versions replace one another: a function's name, or a plugin's project (a renamed plugin
+ * is the same plugin under another name).
+ */
+async function scopeOf(trx: Knex.Transaction, kind: DeploymentKind, name: string): Promise<Record<string, string>> {
+  if (kind === 'plugin') {
+    const row = (await trx(DEPLOYMENTS_TABLE).first('project').where({ kind, name }).whereNotNull('project').orderBy('seq', 'desc')) as { project: string } | undefined;
+    if (row !== undefined) return { kind, project: row.project };
+  }
+  return { kind, name };
+}
+
+/**
+ * Makes the version before the active one live again (for a plugin, of its project, whatever the
+ * name it had then); resolves to it, or null when there is none to go back to.
  */
 export async function rollbackDeployment(knex: Knex, kind: DeploymentKind, name: string): Promise<Deployment | null> {
   return knex.transaction(async (trx) => {
-    const current = (await trx(DEPLOYMENTS_TABLE).first('id', 'seq').where({ kind, name, active: true })) as { id: string; seq: string } | undefined;
+    await lock(trx);
+    const scope = await scopeOf(trx, kind, name);
+    const current = (await trx(DEPLOYMENTS_TABLE).first('id', 'seq', 'name').where({ ...scope, active: true }).orderBy('seq', 'desc')) as
+      | { id: string; seq: string; name: string }
+      | undefined;
     const previous = (await trx(DEPLOYMENTS_TABLE)
-      .first('id')
-      .where({ kind, name })
+      .first('id', 'name')
+      .where(scope)
       .modify((query) => {
         if (current !== undefined) void query.andWhere('seq', '<', current.seq);
       })
-      .orderBy('seq', 'desc')) as { id: string } | undefined;
+      .orderBy('seq', 'desc')) as { id: string; name: string } | undefined;
     if (previous === undefined) return null;
-    if (current !== undefined) await trx(DEPLOYMENTS_TABLE).where({ id: current.id }).update({ active: false });
+    await trx(DEPLOYMENTS_TABLE).where({ ...scope, active: true }).update({ active: false });
     const [row] = (await trx(DEPLOYMENTS_TABLE).where({ id: previous.id }).update({ active: true }).returning(SUMMARY)) as DeploymentRow[];
-    await notify(trx, kind, name);
+    for (const changed of new Set([previous.name, current?.name].filter((n): n is string => n !== undefined))) await notify(trx, kind, changed);
     return toDeployment(row as DeploymentRow);
   });
+}
+
+/**
+ * Takes back a version that was stored but did not load in the service: it is deleted (it never
+ * served), and `restore`, the version that was live before it, if any, is live again.
+ */
+export async function withdrawDeployment(knex: Knex, id: string, restore: string | undefined): Promise<void> {
+  await knex.transaction(async (trx) => {
+    await lock(trx);
+    const row = (await trx(DEPLOYMENTS_TABLE).first('kind', 'name', 'seq').where({ id })) as { kind: DeploymentKind; name: string; seq: string } | undefined;
+    if (row === undefined) return;
+    const scope = await scopeOf(trx, row.kind, row.name);
+    await trx(DEPLOYMENTS_TABLE).where({ id }).delete();
+    const previous = restore === undefined ? undefined : ((await trx(DEPLOYMENTS_TABLE).first('id', 'name').where({ id: restore })) as { id: string; name: string } | undefined);
+    const active = await trx(DEPLOYMENTS_TABLE).first('id').where({ ...scope, active: true });
+    if (previous !== undefined && active === undefined) await trx(DEPLOYMENTS_TABLE).where({ id: previous.id }).update({ active: true });
+    for (const changed of new Set([row.name, previous?.name].filter((n): n is string => n !== undefined))) await notify(trx, row.kind, changed);
+  });
+}
+
+/** The active version of (kind, name): to skip storing an upload identical to it. */
+export async function activeVersion(knex: Knex, kind: DeploymentKind, name: string): Promise<{ id: string; sha256: string; ui: Record<string, string> | null } | undefined> {
+  return (await knex(DEPLOYMENTS_TABLE).first('id', 'sha256', 'ui').where({ kind, name, active: true })) as { id: string; sha256: string; ui: Record<string, string> | null } | undefined;
+}
+
+/** Deployments change one at a time, on every instance: two at once would both take "active". */
+async function lock(trx: Knex.Transaction): Promise<void> {
+  await trx.raw(`select pg_advisory_xact_lock(hashtext('${DEPLOYMENTS_TABLE}'))`);
 }
 
 /** NOTIFY inside the transaction: Postgres delivers it on commit, and never for a rollback. */

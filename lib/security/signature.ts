@@ -119,6 +119,14 @@ export function createSignatureVerifier(options: { store: ContentStore; clockSke
     const algorithm = HEADER_ALGORITHM[key.algorithm];
     if (claimed !== algorithm) throw refuse('SIGNATURE_INVALID', `This key signs with algorithm "${algorithm}"; the request says "${claimed}".`);
     if (!signatureVerifies(parsed.signingString, signature, key)) throw refuse('SIGNATURE_INVALID', 'The signature does not verify with this key.');
+    // What a key may do never changes: refuse before reading a body it may not send (the database
+    // still has the last word below, on a key blocked or deleted meanwhile).
+    if ('deploy' in permission ? !key.deploy : !key.functions.includes(permission.function)) {
+      throw new BcmsHttpError(
+        'KEY_FORBIDDEN',
+        'function' in permission ? `This API key may not call function "${permission.function}": it does not list it.` : 'This API key may not deploy.',
+      );
+    }
 
     const body = await readBody();
     const claimedDigest = claimedSha256(digestHeader, req.headers[digestHeader] as string);

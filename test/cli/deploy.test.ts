@@ -48,6 +48,8 @@ describe('bcms-ext deploy, list, rollback', () => {
     expect(first).toMatchObject({ status: 0, err: '' });
     expect(first.out).toMatch(/^Deploying function cli-fn 1\.0\.0 \(\d+\.\d KB\) to http:\/\/127\.0\.0\.1:\d+\.\.\. live\.\n$/);
     expect((await request(t.app).post('/api/function/cli-fn')).body.result).toBe('one');
+    // The same bundle again (npm run dev saving without a change): nothing stored.
+    expect((await run(['deploy'], {}, project)).out).toMatch(/\.\.\. unchanged \(the service already runs this version\)\.\n$/);
     writeBundle(project, 'two', '2.0.0');
     expect((await run(['deploy'], {}, project)).status).toBe(0);
     expect((await request(t.app).post('/api/function/cli-fn')).body.result).toBe('two');
@@ -67,7 +69,7 @@ describe('bcms-ext deploy, list, rollback', () => {
     const caller = await hmacKey((await sharedTestDatabase()).knex, ['cli-fn']);
     const refused = await run(['deploy'], { BCMS_URL: url, BCMS_KEY_ID: caller.keyId, BCMS_KEY_SECRET: caller.secret }, project);
     expect(refused.status).toBe(1);
-    expect(refused.out).toMatch(/\.\.\. refused\.\n$/);
-    expect(refused.err).toBe('bcms-ext deploy: the service answered 403: This API key may not deploy. The key may not deploy: create one with bcms-ext keys create --name deployer --deploy.\n');
+    expect(refused.out).toMatch(/\.\.\. failed\.\n$/);
+    expect(refused.err).toBe('bcms-ext deploy: the service answered 403: This API key may not deploy. Deploy with a key that may: bcms-ext keys create --name deployer --deploy.\n');
   });
 });

@@ -149,12 +149,48 @@ exports.default = createBcmsFunction(async () => ({ config: { name: 'slow', publ
     expect(none.status).toBe(404);
   });
 
+  test('rollback after a rename goes back across it; a malformed name is a 404', async () => {
+    // statistics (renamed from stats, same project) is live; rolling it back brings stats back and takes statistics down.
+    const back = await signed(app, 'POST', '/api/extensions/deployments/plugin/statistics/rollback', deployer);
+    expect(back.body.deployment).toMatchObject({ name: 'stats', active: true });
+    expect((await request(app).get('/api/plugin/stats/hello/world')).body).toEqual({ message: 'hello' });
+    expect((await request(app).get('/api/plugin/statistics/hello/world')).status).toBe(404);
+    const again = await signed(app, 'POST', '/api/extensions/deployments', deployer, bundle('plugin', 'statistics', pluginCode('hello again'), { project: 'p-1', version: '1.0.1' }));
+    expect(again.status).toBe(201);
+    expect((await signed(app, 'POST', '/api/extensions/deployments/plugin/%E0%A4%A/rollback', deployer)).status).toBe(404);
+  });
+
+  test('deploys at the same moment, on two routers: each answered, one version active', async () => {
+    const other = bcmsExtensions({}, { database: db.knex, logger: memoryLogger().logger });
+    await other.ready;
+    const apps = [app, express().use(other)];
+    const results = await Promise.all(
+      [1, 2, 3, 4].map((n) => signed(apps[n % 2] as express.Express, 'POST', '/api/extensions/deployments', deployer, bundle('function', 'race', functionCode('race', `r${n}`), { version: `${n}.0.0` }))),
+    );
+    expect(results.map((res) => res.status)).toEqual([201, 201, 201, 201]);
+    const active = await db.knex('bcms_deployments').where({ name: 'race', active: true }).select('version');
+    expect(active).toHaveLength(1);
+    await other.close();
+  }, 60_000);
+
+  test('a bundle that loads in the check but not in the service is taken back, and the old version stays', async () => {
+    const sly = `const { isMainThread } = require('node:worker_threads');
+const { createBcmsFunction } = require('bcms-extensions');
+exports.default = createBcmsFunction(() => (isMainThread ? new Promise(() => {}) : Promise.resolve({ config: { name: 'greet', public: true }, handler: async () => 'never' })));`;
+    const res = await signed(app, 'POST', '/api/extensions/deployments', deployer, bundle('function', 'greet', sly, { version: '6.6.6' }));
+    expect(res.status).toBe(422);
+    expect(res.body).toEqual({ message: 'The bundle did not load in the service: it did not finish loading within 10000 ms' });
+    expect((await request(app).post('/api/function/greet')).body.result.answer).toBe('v1');
+    expect(await db.knex('bcms_deployments').where({ name: 'greet', version: '6.6.6' })).toEqual([]);
+  }, 30_000);
+
   test('a restarted instance serves what is active', async () => {
     const again = bcmsExtensions({ functions: [own], plugins: [ownPlugin] }, { database: db.knex, logger: memoryLogger().logger });
     await again.ready;
     const restarted = express().use(again);
     expect((await request(restarted).post('/api/function/greet')).body.result.answer).toBe('v1');
     expect((await request(restarted).get('/api/plugin/statistics/hello/world')).body).toEqual({ message: 'hello again' });
+    expect((await request(restarted).get('/api/plugin/stats/hello/world')).status).toBe(404);
     await again.close();
   });
 });
