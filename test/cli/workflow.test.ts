@@ -100,7 +100,10 @@ test('a plugin project: create, install, bundle, deploy, rename, a type error, a
   expect(listed.plugins).toContainEqual({ name: 'workflow-plugin', label: 'Workflow plugin', uiUrl: '/plugin/workflow-plugin/' });
 
   // Renamed in bcms-plugin.config.json: its endpoints move.
-  fs.writeFileSync(path.join(dir, 'bcms-plugin.config.json'), JSON.stringify({ pluginName: 'workflow-renamed' }));
+  const configFile = path.join(dir, 'bcms-plugin.config.json');
+  const config = JSON.parse(fs.readFileSync(configFile, 'utf8')) as { pluginName: string; projectId: string };
+  expect(config.projectId).toMatch(/^[0-9a-f-]{36}$/);
+  fs.writeFileSync(configFile, JSON.stringify({ ...config, pluginName: 'workflow-renamed' }));
   expect(run('npm', ['run', 'bundle'], dir).status).toBe(0);
   expect(run('npm', ['run', 'deploy'], dir).status).toBe(0);
   expect((await get('/api/plugin/workflow-renamed/hello/world')).status).toBe(200);
