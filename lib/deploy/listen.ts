@@ -8,6 +8,8 @@ interface PgNotification {
 }
 
 interface PgConnection {
+  /** pg's socket: unref'd, so that listening never keeps the process alive by itself. */
+  connection?: { stream?: { unref?(): void } };
   query(text: string): Promise<unknown>;
   on(event: 'notification', listener: (message: PgNotification) => void): void;
   on(event: 'error' | 'end', listener: (error?: Error) => void): void;
@@ -76,6 +78,7 @@ export function listenForDeployments(knex: Knex, logger: Logger, onChange: () =>
           return;
         }
         connection = made;
+        made.connection?.stream?.unref?.();
         wait = RECONNECT_MS;
         onChange();
         return;
@@ -88,8 +91,17 @@ export function listenForDeployments(knex: Knex, logger: Logger, onChange: () =>
     }
   };
   void connect();
+  // A Knex instance destroyed without router.close() (the host's, say): let its LISTEN go too.
+  const watch = setInterval(() => {
+    if (!over() || connection === undefined) return;
+    const open = connection;
+    connection = undefined;
+    void client.destroyRawConnection(open).catch(() => {});
+  }, 1000);
+  watch.unref();
   return async () => {
     stopped = true;
+    clearInterval(watch);
     const open = connection;
     connection = undefined;
     if (open !== undefined) await client.destroyRawConnection(open).catch(() => {});
