@@ -15,8 +15,10 @@ export type {
 } from './plugin/types';
 export { createBcmsFunction } from './function/create';
 export type { BcmsFunction, BcmsFunctionAuth, BcmsFunctionConfig, BcmsFunctionContext, BcmsFunctionModule } from './function/types';
-export { createJwtProtectionPreRequestHandler, JWTPermissionName, JWTRoleName } from './security/jwt';
-export type { JWT, JWTPayload, JWTPermission, JWTPreRequestHandlerResult, JWTRole, JwtOptions } from './security/jwt';
+export { createJwtProtectionPreRequestHandler } from './plugin/guard';
+export { JWTPermissionName, JWTRoleName } from './security/token';
+export type { JWT, JWTPayload, JWTPermission, JWTPreRequestHandlerResult, JWTRole } from './security/token';
+export type { JwtOptions } from './security/jwt';
 export { BcmsHttpError, errorCodes } from './http/errors';
 export type { ErrorCode, ErrorHandler } from './http/errors';
 export { createApiKey, listApiKeys, blockApiKey, deleteApiKey } from './security/api-keys';

@@ -3,7 +3,7 @@ import type { ServerResponse } from 'node:http';
 import path from 'node:path';
 import type { Request } from 'express';
 import type { ContentStore } from '../db/store';
-import { readRawBody } from '../http/body';
+import { decodeText, readRawBody } from '../http/body';
 import { BcmsHttpError } from '../http/errors';
 import { writeJson } from '../http/respond';
 import type { Logger } from '../logger';
@@ -100,8 +100,9 @@ export function createDeployRoutes(deps: {
     }
 
     let parsed: unknown;
+    const text = decodeText(body, req.headers['content-type']);
     try {
-      parsed = JSON.parse(body.toString('utf8'));
+      parsed = JSON.parse(text);
     } catch {
       throw new BcmsHttpError('INVALID_JSON');
     }

@@ -3,7 +3,8 @@ import type { BcmsFunction } from '../function/types';
 import { BcmsHttpError } from '../http/errors';
 import { createController, createControllerMethod } from '../plugin/create';
 import type { BcmsController, BcmsPlugin } from '../plugin/types';
-import { createJwtProtectionPreRequestHandler, JWTPermissionName, JWTRoleName } from '../security/jwt';
+import { createJwtProtectionPreRequestHandler } from '../plugin/guard';
+import { JWTPermissionName, JWTRoleName } from '../security/token';
 import { pluginLabel } from '../ui/assets';
 
 /** Any signed-in user whose role holds READ: what `window.bcms.sdk` reads in a plugin UI. */

@@ -3,7 +3,8 @@ import { BcmsHttpError } from '../http/errors';
 import { createController, createControllerMethod } from '../plugin/create';
 import type { BcmsController } from '../plugin/types';
 import { blockApiKey, checkNewApiKey, createApiKey, deleteApiKey, listApiKeys } from '../security/api-keys';
-import { createJwtProtectionPreRequestHandler, JWTPermissionName, JWTRoleName } from '../security/jwt';
+import { createJwtProtectionPreRequestHandler } from '../plugin/guard';
+import { JWTPermissionName, JWTRoleName } from '../security/token';
 
 
 const admin = (permission: JWTPermissionName) => createJwtProtectionPreRequestHandler([JWTRoleName.SUDO, JWTRoleName.ADMIN], permission);

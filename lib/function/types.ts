@@ -2,7 +2,7 @@ import type { Request } from 'express';
 import type { BcmsRepo } from '../db/repository';
 import type { ErrorHandler } from '../http/errors';
 import type { Logger } from '../logger';
-import type { JWT } from '../security/jwt';
+import type { JWT } from '../security/token';
 import type { SignatureAuth } from '../security/signature';
 
 export interface BcmsFunctionConfig {

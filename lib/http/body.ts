@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { TextDecoder } from 'node:util';
 import { BcmsHttpError } from './errors';
 
 const UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
@@ -67,14 +68,56 @@ export function readRawBody(req: IncomingMessage, limit: number): Promise<Buffer
   });
 }
 
-/** Parses a JSON body; an empty body is `undefined`, as Express 5 leaves it. */
-export function parseJsonBody(raw: Buffer): unknown {
+/** Parses a JSON body, decoded as its Content-Type declares; an empty body is `undefined`, as Express 5 leaves it. */
+export function parseJsonBody(raw: Buffer, contentType: string | undefined): unknown {
   if (raw.length === 0) return undefined;
+  const text = decodeText(raw, contentType);
   try {
-    return JSON.parse(raw.toString('utf8'));
+    return JSON.parse(text);
   } catch {
     throw new BcmsHttpError('INVALID_JSON');
   }
+}
+
+/** TextDecoders by charset label, made once each: only labels the WHATWG Encoding Standard knows get in. */
+const decoders = new Map<string, TextDecoder>();
+
+/**
+ * A body as text, decoded by the charset its Content-Type declares (RFC 9110 §8.3.2): UTF-8 when
+ * it declares none, never UTF-8 bytes read as something else. A charset no decoder knows is 415
+ * naming it; bytes that are not valid in the declared charset are 400.
+ */
+export function decodeText(raw: Buffer, contentType: string | undefined): string {
+  const charset = charsetOf(contentType);
+  if (charset === undefined || charset === 'utf-8' || charset === 'utf8') return raw.toString('utf8');
+  let decoder = decoders.get(charset);
+  if (decoder === undefined) {
+    try {
+      decoder = new TextDecoder(charset, { fatal: true });
+    } catch {
+      throw new BcmsHttpError('UNSUPPORTED_MEDIA_TYPE', `Charset "${charset.slice(0, 40)}" is not supported: send the body as UTF-8 (or another charset of the WHATWG Encoding Standard).`);
+    }
+    decoders.set(charset, decoder);
+  }
+  try {
+    return decoder.decode(raw);
+  } catch {
+    throw new BcmsHttpError('INVALID_JSON', `Request body is not valid ${charset} text.`);
+  }
+}
+
+/** The `charset` parameter of a Content-Type, lower-cased and unquoted; undefined when there is none. */
+function charsetOf(contentType: string | undefined): string | undefined {
+  if (contentType === undefined) return undefined;
+  const semicolon = contentType.indexOf(';');
+  if (semicolon === -1) return undefined;
+  for (const parameter of contentType.slice(semicolon + 1).split(';')) {
+    const equals = parameter.indexOf('=');
+    if (equals === -1 || parameter.slice(0, equals).trim().toLowerCase() !== 'charset') continue;
+    const value = parameter.slice(equals + 1).trim().toLowerCase();
+    return value.length >= 2 && value.startsWith('"') && value.endsWith('"') ? value.slice(1, -1) : value;
+  }
+  return undefined;
 }
 
 /** Whether a Content-Type names JSON (`application/json`, `application/*+json`). */

@@ -2,7 +2,7 @@ import type { Request, Response } from 'express';
 import type { BcmsRepo } from '../db/repository';
 import type { ErrorHandler } from '../http/errors';
 import type { Logger } from '../logger';
-import type { JWT } from '../security/jwt';
+import type { JWT } from '../security/token';
 
 /** HTTP verbs a controller method may answer, as in BCMS (lower case). */
 export type HttpVerb = 'get' | 'post' | 'put' | 'patch' | 'delete';

@@ -4,60 +4,8 @@ import type { Request } from 'express';
 import { expressjwt, UnauthorizedError, type Params as ExpressJwtParams } from 'express-jwt';
 import { TokenExpiredError, type Algorithm } from 'jsonwebtoken';
 import { BcmsHttpError } from '../http/errors';
-import type { PreRequestHandler } from '../plugin/types';
 import { bearerToken, VerifiedTokenCache } from './token-cache';
-
-/** Role names of a BCMS token (`rls[].name`). */
-export enum JWTRoleName {
-  SUDO = 'SUDO',
-  DEV = 'DEV',
-  ADMIN = 'ADMIN',
-  OWNER = 'OWNER',
-  MANAGER = 'MANAGER',
-  SERVICE = 'SERVICE',
-  EDITOR = 'EDITOR',
-  SUPPORT = 'SUPPORT',
-  USER = 'USER',
-  GUEST = 'GUEST',
-}
-
-/** Permission names of a role (`rls[].permissions[].name`). */
-export enum JWTPermissionName {
-  READ = 'READ',
-  WRITE = 'WRITE',
-  DELETE = 'DELETE',
-  EXECUTE = 'EXECUTE',
-}
-
-export interface JWTPermission {
-  name: JWTPermissionName;
-}
-
-export interface JWTRole {
-  name: JWTRoleName;
-  permissions: JWTPermission[];
-}
-
-/** A BCMS token payload: `exp` and `iat` in seconds. */
-export type JWTPayload<Props = unknown> = {
-  userId: string;
-  rls: JWTRole[];
-  iat: number;
-  exp: number;
-  iss?: string;
-} & Props;
-
-/** A verified token, as the guard hands it to a handler. */
-export interface JWT<Props = unknown> {
-  header: { alg: string; typ?: string; kid?: string };
-  payload: JWTPayload<Props>;
-  signature: string;
-}
-
-/** What the JWT guard yields: spread into the handler's context. */
-export interface JWTPreRequestHandlerResult<Props = unknown> {
-  accessToken: JWT<Props>;
-}
+import type { JWT } from './token';
 
 /** The `jwt` option of the router. */
 export interface JwtOptions {
@@ -187,64 +135,4 @@ function toKeyObject(secret: NonNullable<ExpressJwtParams['secret']>): ExpressJw
   } catch (error) {
     throw new TypeError(`option jwt.secret looks like a PEM key but cannot be read as one: ${(error as Error).message}`);
   }
-}
-
-/** Whether some role of the token is listed and holds the permission. */
-export function tokenAllows(
-  payload: { rls?: unknown },
-  roles: readonly JWTRoleName[] | undefined,
-  permission: JWTPermissionName,
-): boolean {
-  if (!Array.isArray(payload.rls)) return false;
-  return payload.rls.some(
-    (role: Partial<JWTRole> | null) =>
-      role !== null &&
-      typeof role === 'object' &&
-      (roles === undefined || roles.includes(role.name as JWTRoleName)) &&
-      Array.isArray(role.permissions) &&
-      role.permissions.some((granted) => granted !== null && granted?.name === permission),
-  );
-}
-
-const ROLE_NAMES = new Set<string>(Object.values(JWTRoleName));
-const PERMISSION_NAMES = new Set<string>(Object.values(JWTPermissionName));
-
-/**
- * The JWT guard of BCMS: the request must carry `Authorization: Bearer <token>`, verified with the
- * router's `jwt` options, and some role of the token must be listed and hold `permission`.
- * The handler then receives the verified token as `accessToken`.
- *
- * @example
- * createControllerMethod({
- *   path: '/me',
- *   type: 'get',
- *   preRequestHandler: createJwtProtectionPreRequestHandler([JWTRoleName.ADMIN, JWTRoleName.USER], JWTPermissionName.READ),
- *   handler: async ({ accessToken }) => ({ userId: accessToken.payload.userId }),
- * });
- */
-// Not generic on purpose: a generic call written inline in `preRequestHandler` would take its type
-// argument from the method's (not yet inferred) context and hide `accessToken` from the handler.
-export function createJwtProtectionPreRequestHandler(
-  roleNames: JWTRoleName[],
-  permissionName: JWTPermissionName,
-): PreRequestHandler<JWTPreRequestHandlerResult> {
-  if (!Array.isArray(roleNames) || roleNames.length === 0) {
-    throw new TypeError('createJwtProtectionPreRequestHandler: roleNames must be a non-empty array of JWTRoleName');
-  }
-  for (const role of roleNames) {
-    if (!ROLE_NAMES.has(role)) {
-      throw new TypeError(`createJwtProtectionPreRequestHandler: unknown role name ${JSON.stringify(role)}`);
-    }
-  }
-  if (!PERMISSION_NAMES.has(permissionName)) {
-    throw new TypeError(`createJwtProtectionPreRequestHandler: unknown permission name ${JSON.stringify(permissionName)}`);
-  }
-  const roles = Object.freeze([...roleNames]);
-  return async ({ verifyAccessToken }) => {
-    const accessToken = await verifyAccessToken();
-    if (!tokenAllows(accessToken.payload, roles, permissionName)) {
-      throw new BcmsHttpError('TOKEN_FORBIDDEN');
-    }
-    return { accessToken };
-  };
 }

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import type { JWT } from './jwt';
+import type { JWT } from './token';
 
 /**
  * Tokens that express-jwt verified, remembered until they expire, so that a session's repeated

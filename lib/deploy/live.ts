@@ -1,0 +1,50 @@
+import type { BcmsFunction } from '../function/types';
+import { PluginRouteTable } from '../plugin/routes';
+import type { BcmsPlugin } from '../plugin/types';
+import type { DeployedSet } from './deployed';
+
+/**
+ * The plugins and functions a router serves now: the app's own (the registry) and the deployed
+ * ones. A deployment change replaces each table whole, so a request in flight keeps the table it
+ * matched; the app's own names always win over a deployment's.
+ */
+export class LiveExtensions {
+  /** The route table of every plugin endpoint. */
+  plugins: PluginRouteTable;
+  /** Every plugin, the app's own first. */
+  allPlugins: readonly BcmsPlugin[];
+  /** Undefined until the router's start has loaded the app's functions: requests wait for it. */
+  functions: ReadonlyMap<string, BcmsFunction> | undefined;
+  private registryFunctions: ReadonlyMap<string, BcmsFunction> = new Map();
+  private readonly registryPluginNames: ReadonlySet<string>;
+
+  /** Throws, naming the offender, for a registry whose plugins cannot work together. */
+  constructor(private readonly registryPlugins: readonly BcmsPlugin[]) {
+    this.plugins = new PluginRouteTable(registryPlugins);
+    this.allPlugins = registryPlugins;
+    this.registryPluginNames = new Set(registryPlugins.map((plugin) => plugin.name));
+  }
+
+  /** Whether the app itself has a plugin or function of this name (a deployment may not take it). */
+  isRegistryName(kind: 'plugin' | 'function', name: string): boolean {
+    return kind === 'plugin' ? this.registryPluginNames.has(name) : this.registryFunctions.has(name);
+  }
+
+  /** The app's own functions, once their factories ran. */
+  setRegistryFunctions(functions: ReadonlyMap<string, BcmsFunction>): void {
+    this.registryFunctions = functions;
+  }
+
+  /** Serving starts: with what deployments went live, or the app's own functions alone. */
+  open(): void {
+    this.functions ??= new Map(this.registryFunctions);
+  }
+
+  /** Swaps in a deployed set. */
+  apply(set: DeployedSet): void {
+    const added = set.plugins.filter((plugin) => !this.registryPluginNames.has(plugin.name));
+    this.plugins = new PluginRouteTable([...this.registryPlugins, ...added]);
+    this.allPlugins = [...this.registryPlugins, ...added];
+    this.functions = new Map([...[...set.functions].filter(([name]) => !this.registryFunctions.has(name)), ...this.registryFunctions]);
+  }
+}

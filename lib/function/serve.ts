@@ -1,0 +1,80 @@
+import type { Request, Response } from 'express';
+import type { BcmsRepo } from '../db/repository';
+import { hasBody, isJsonType, parseJsonBody, readRawBody } from '../http/body';
+import { BcmsHttpError, type ErrorHandler } from '../http/errors';
+import type { Work } from '../http/exchange';
+import { writeJson, writePreflight } from '../http/respond';
+import type { Logger } from '../logger';
+import type { BcmsFunction, BcmsFunctionAuth, BcmsFunctionContext } from './types';
+
+export const FUNCTION_PREFIX = '/api/function/';
+const FUNCTION_ALLOW = 'POST, OPTIONS';
+
+/** Answers `POST /api/function/<name>` (and its preflight), given the router-relative path. */
+export type FunctionServer = (req: Request, res: Response, path: string) => Work;
+
+/** A function's raw body: JSON or untyped, at most `limit` bytes; any other type is 415. */
+export function readFunctionBody(req: Request, limit: number): Promise<Buffer> {
+  const type = req.headers['content-type'];
+  if (type !== undefined && !isJsonType(type)) return Promise.reject(new BcmsHttpError('UNSUPPORTED_MEDIA_TYPE'));
+  return readRawBody(req, limit);
+}
+
+/**
+ * Serves functions: finds the function by name, checks its caller when it is private, reads its
+ * JSON body, runs it within `timeoutMs` and answers `{ "success": true, "result": ... }`.
+ */
+export function createFunctionServer(deps: {
+  /** The functions live now (the app's own and the deployed), looked up on every call. */
+  functions: () => ReadonlyMap<string, BcmsFunction>;
+  /** Who calls a private function (lib/security/caller.ts). */
+  identifyCaller: (req: Request, name: string) => Promise<BcmsFunctionAuth>;
+  bodyLimit: number;
+  timeoutMs: number;
+  logger: Logger;
+  errorHandler: ErrorHandler;
+  repo: BcmsRepo;
+}): FunctionServer {
+  const { functions, identifyCaller, bodyLimit, timeoutMs, logger, errorHandler, repo } = deps;
+
+  function run(req: Request, res: Response, definition: BcmsFunction, auth: BcmsFunctionAuth | null): Promise<void> {
+    const context: BcmsFunctionContext = { request: req, logger, errorHandler, repo, auth };
+    return withTimeout(definition, context, timeoutMs).then((result) => {
+      writeJson(res, 200, `{"success":true,"result":${JSON.stringify(result) ?? 'null'}}`);
+    });
+  }
+
+  /** Runs it once its body is read; a host body parser that ran first already set `req.body`: used as it is. */
+  function withBody(req: Request, res: Response, definition: BcmsFunction, auth: BcmsFunctionAuth | null): Promise<void> {
+    if (req.body !== undefined || auth?.type === 'signature' || !hasBody(req)) return run(req, res, definition, auth);
+    return readFunctionBody(req, bodyLimit).then((raw) => {
+      req.body = parseJsonBody(raw, req.headers['content-type']);
+      return run(req, res, definition, auth);
+    });
+  }
+
+  return function serveFunction(req, res, path) {
+    const name = path.length > FUNCTION_PREFIX.length ? path.slice(FUNCTION_PREFIX.length) : '';
+    const definition = functions().get(name);
+    if (definition === undefined) throw new BcmsHttpError('FUNCTION_NOT_FOUND', `Function "${name}" not found.`);
+    if (req.method === 'OPTIONS') return writePreflight(res, FUNCTION_ALLOW, req.headers['access-control-request-headers']);
+    if (req.method !== 'POST') throw new BcmsHttpError('METHOD_NOT_ALLOWED', `${req.method} is not allowed here; use POST.`, { Allow: FUNCTION_ALLOW });
+    if (definition.config.public) return withBody(req, res, definition, null);
+    return identifyCaller(req, definition.config.name).then((auth) => withBody(req, res, definition, auth));
+  };
+}
+
+/** The handler's result, or FUNCTION_TIMEOUT once `timeoutMs` passed (the handler runs on). */
+function withTimeout(definition: BcmsFunction, context: BcmsFunctionContext, timeoutMs: number): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      reject(new BcmsHttpError('FUNCTION_TIMEOUT', `Function "${definition.config.name}" ran past its time-out of ${timeoutMs} ms.`));
+    }, timeoutMs);
+    const settle = (): void => clearTimeout(timer);
+    // Called inside the executor, a synchronous throw of the handler rejects this promise too.
+    Promise.resolve(definition.handler(context)).then(
+      (value) => (settle(), resolve(value)),
+      (error: unknown) => (settle(), reject(error)),
+    );
+  });
+}

@@ -1,0 +1,65 @@
+import type { Request, Response } from 'express';
+import { FUNCTION_PREFIX } from '../function/serve';
+import type { PluginMatch, PluginRouteTable } from '../plugin/routes';
+import type { UiTarget } from '../ui/assets';
+import type { Exchange, Work } from './exchange';
+
+const API_PREFIX = '/api/';
+const PLUGIN_PREFIX = '/api/plugin/';
+/** The package's own routes (keys, the SDK's data, its scripts): never a plugin's or a function's path. */
+const EXTENSIONS_PREFIX = '/api/extensions/';
+
+/** Takes a request the router owns and answers it (returns true), or leaves it to the host (false). */
+export type Dispatch = (req: Request, res: Response) => boolean;
+
+/**
+ * The router's front door: decides by the path alone which part answers a request, and hands it
+ * to the exchange with that part. Paths no part owns fall through to the host's routes and 404.
+ */
+export function createDispatch(parts: {
+  exchange: Exchange;
+  /** Pages and files: the admin shell, the SDK and shell scripts, plugin UIs. */
+  ui: { match(path: string): UiTarget | undefined; serve(req: Request, res: Response, target: UiTarget, base: string): Work };
+  deploymentsPath: string;
+  serveDeployments: (req: Request, res: Response, path: string) => Work;
+  serveFunction: (req: Request, res: Response, path: string) => Work;
+  /** The plugin endpoints live now (replaced whole when a deployment changes). */
+  plugins: () => PluginRouteTable;
+  /** The package's own endpoints under /api/extensions/. */
+  ownRoutes: PluginRouteTable;
+  servePlugin: (req: Request, res: Response, matches: readonly PluginMatch[] | undefined) => Work;
+}): Dispatch {
+  const { exchange, ui, deploymentsPath, serveDeployments, serveFunction, plugins, ownRoutes, servePlugin } = parts;
+
+  return function dispatch(req, res) {
+    const url = req.url;
+    const query = url.indexOf('?');
+    let path = query === -1 ? url : url.slice(0, query);
+    const target = ui.match(path);
+    if (target !== undefined) {
+      exchange(req, res, 'plugin', path, () => ui.serve(req, res, target, req.baseUrl));
+      return true;
+    }
+    if (!url.startsWith(API_PREFIX)) return false;
+    if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
+    if (path.startsWith(FUNCTION_PREFIX) || path === '/api/function') {
+      exchange(req, res, 'function', path, () => serveFunction(req, res, path));
+      return true;
+    }
+    if (path.startsWith(deploymentsPath)) {
+      exchange(req, res, 'plugin', path, () => serveDeployments(req, res, path));
+      return true;
+    }
+    const table = path.startsWith(PLUGIN_PREFIX) ? plugins() : path.startsWith(EXTENSIONS_PREFIX) ? ownRoutes : undefined;
+    if (table === undefined) return false;
+    let matches: readonly PluginMatch[] | undefined;
+    try {
+      matches = table.match(path);
+      if (matches === undefined) return false; // nothing serves it: the host's route or its 404
+    } catch {
+      // A parameter with a malformed percent-encoding: the path is ours, the URL is not valid.
+    }
+    exchange(req, res, 'plugin', path, () => servePlugin(req, res, matches));
+    return true;
+  };
+}

@@ -1,0 +1,102 @@
+import type { ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { Request } from 'express';
+import type { Logger } from '../logger';
+import { BcmsHttpError } from './errors';
+import { createRequestIds } from './request-id';
+import { type Family, writeError } from './respond';
+
+/** What answering a request leaves to do: nothing (answered already), or a promise of the answer. */
+export type Work = Promise<void> | void;
+
+/**
+ * Takes one request the router owns from its id to its log line: `handle` answers it, by
+ * returning or through the promise it returns; whatever it throws or rejects with is rendered here.
+ */
+export type Exchange = (req: Request, res: ServerResponse, family: Family, path: string, handle: () => Work) => void;
+
+/**
+ * What every request the router owns gets (DESIGN.md "HTTP"): an id, `Access-Control-Allow-Origin`
+ * and `X-Request-Id` on every answer (a handler's own included), its errors as JSON bodies, and one
+ * log line. `pending()` is the router's start while it is under way: requests wait for it.
+ */
+export function createExchange(options: { logger: Logger; pending: () => Promise<void> | undefined }): Exchange {
+  const { logger, pending } = options;
+  const nextRequestId = createRequestIds();
+
+  // Plain promise callbacks rather than an async function: one promise less per request.
+  return function exchange(req, res, family, path, handle) {
+    const requestId = nextRequestId();
+    const started = performance.now();
+    const hostHeaders = res.getHeaderNames();
+    res.setHeader('Access-Control-Allow-Origin', '*');
+    res.setHeader('X-Request-Id', requestId);
+    const done = (): void => logRequest(logger, req, res, path, requestId, started);
+    const failed = (error: unknown): void => {
+      renderError(logger, req, res, error, family, requestId, hostHeaders);
+      done();
+    };
+    let work: Work;
+    try {
+      const starting = pending();
+      work = starting === undefined ? handle() : starting.then(handle);
+    } catch (error) {
+      return failed(error);
+    }
+    if (work === undefined) return done();
+    work.then(done, failed);
+  };
+}
+
+/** The request's log line. `path` is the router-relative path: no query string, never a token. */
+function logRequest(logger: Logger, req: Request, res: ServerResponse, path: string, requestId: string, started: number): void {
+  logger.info(
+    {
+      requestId,
+      method: req.method,
+      path: req.baseUrl ? req.baseUrl + path : path,
+      status: res.statusCode,
+      ms: Math.round((performance.now() - started) * 1000) / 1000,
+    },
+    'request',
+  );
+}
+
+/**
+ * Renders what a request threw. Headers a handler set (say Cache-Control) do not go out on its
+ * error: only those the host set before the router, and the router's own, stay. A 500 names the
+ * request id and nothing internal; the error itself goes to the log.
+ */
+function renderError(
+  logger: Logger,
+  req: Request,
+  res: ServerResponse,
+  error: unknown,
+  family: Family,
+  requestId: string,
+  hostHeaders: readonly string[],
+): void {
+  // The connection, not the request stream: a body read to its end destroys the stream too.
+  if (req.socket?.destroyed === true && !res.headersSent) {
+    // The client went away (mid-body, say): there is no one to answer, and nothing went wrong here.
+    logger.debug({ err: error, requestId }, 'bcms-extensions: client closed the request');
+    res.statusCode = 499; // for the log line only, as nginx logs it
+    return;
+  }
+  let answer: BcmsHttpError;
+  if (error instanceof BcmsHttpError) {
+    answer = error;
+  } else {
+    logger.error({ err: error, requestId }, 'bcms-extensions: unexpected error');
+    answer = new BcmsHttpError('INTERNAL_ERROR');
+  }
+  if (res.headersSent) {
+    // The handler started its own answer: nothing valid can follow, so end what is there.
+    res.end();
+    return;
+  }
+  for (const name of res.getHeaderNames()) {
+    if (!hostHeaders.includes(name) && name !== 'access-control-allow-origin' && name !== 'x-request-id') res.removeHeader(name);
+  }
+  writeError(res, answer, family, requestId);
+}

@@ -1,0 +1,89 @@
+import type { Request, Response } from 'express';
+import type { BcmsRepo } from '../db/repository';
+import { hasBody, isJsonType, parseJsonBody, readRawBody } from '../http/body';
+import { BcmsHttpError, type ErrorHandler } from '../http/errors';
+import type { Work } from '../http/exchange';
+import { writeJson, writePreflight } from '../http/respond';
+import type { Logger } from '../logger';
+import type { AccessTokenVerifier } from '../security/jwt';
+import type { PluginMatch, PluginRoute } from './routes';
+import type { BcmsPluginContext, PreRequestContext } from './types';
+
+/** Answers a request for a plugin endpoint, given the paths of the route table it matched. */
+export type PluginServer = (req: Request, res: Response, matches: readonly PluginMatch[] | undefined) => Work;
+
+/**
+ * Serves plugin methods: picks the method by verb (or answers OPTIONS and 405), reads a JSON
+ * body, runs the pre-request handler (the guard), then the handler, and writes what it returned.
+ */
+export function createPluginServer(deps: {
+  bodyLimit: number;
+  logger: Logger;
+  errorHandler: ErrorHandler;
+  repo: BcmsRepo;
+  verifyAccessToken: AccessTokenVerifier;
+}): PluginServer {
+  const { bodyLimit, logger, errorHandler, repo, verifyAccessToken } = deps;
+
+  /** The handler's context, after the guard if there is one; then its answer. */
+  function run(req: Request, res: Response, route: PluginRoute): Work {
+    const context: BcmsPluginContext = { request: req, response: res, logger, errorHandler, repo };
+    const { preRequestHandler, handler } = route.method;
+    if (preRequestHandler === undefined) return answer(res, handler(context));
+    const guard: PreRequestContext = { ...context, verifyAccessToken: () => verifyAccessToken(req) };
+    return Promise.resolve(preRequestHandler(guard)).then((yielded: unknown) =>
+      answer(res, handler(yielded !== null && typeof yielded === 'object' ? { ...context, ...yielded } : context)),
+    );
+  }
+
+  /** With a JSON (or untyped) body, once it is read and parsed; any other type is left unread for the handler. */
+  function serveRoute(req: Request, res: Response, route: PluginRoute): Work {
+    if (req.body === undefined && req.method !== 'GET' && req.method !== 'HEAD' && hasBody(req)) {
+      const type = req.headers['content-type'];
+      if (type === undefined || isJsonType(type)) {
+        return readRawBody(req, bodyLimit).then((raw) => {
+          req.body = parseJsonBody(raw, type);
+          return run(req, res, route);
+        });
+      }
+    }
+    return run(req, res, route);
+  }
+
+  return function servePlugin(req, res, matches) {
+    if (matches === undefined) throw new BcmsHttpError('INVALID_URL');
+    const method = req.method === 'HEAD' ? 'GET' : req.method;
+    if (method === 'OPTIONS') return writePreflight(res, allowOf(matches), req.headers['access-control-request-headers']);
+    // The first matching path that serves this verb, as Express would pick its route.
+    for (const match of matches) {
+      const route = match.path.verbs.get(method);
+      if (route === undefined) continue;
+      if (match.params !== null) req.params = match.params;
+      return serveRoute(req, res, route);
+    }
+    throw new BcmsHttpError('METHOD_NOT_ALLOWED', `${req.method} is not allowed here.`, { Allow: allowOf(matches) });
+  };
+}
+
+/** Writes what a handler returned (200 unless it chose another status), unless it answered through `response` itself. */
+function answer(res: Response, result: unknown): Work {
+  if (isThenable(result)) return Promise.resolve(result).then((value: unknown) => write(res, value));
+  write(res, result);
+}
+
+function write(res: Response, value: unknown): void {
+  if (res.headersSent) return;
+  writeJson(res, res.statusCode, JSON.stringify(value) ?? 'null');
+}
+
+/** A promise, or anything `await` would wait for (a Knex query builder, say). */
+export function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
+}
+
+/** The verbs of every matching path, for `Allow`. */
+function allowOf(matches: readonly PluginMatch[]): string {
+  if (matches.length === 1) return (matches[0] as PluginMatch).path.allow;
+  const verbs = new Set(matches.flatMap((match) => [...match.path.verbs.keys()]));
+  return [...verbs, 'OPTIONS'].join(', ');
+}

@@ -1,0 +1,66 @@
+import type { Request } from 'express';
+import type { BcmsFunctionAuth } from '../function/types';
+import { parseJsonBody } from '../http/body';
+import { BcmsHttpError } from '../http/errors';
+import type { Logger } from '../logger';
+import { type AccessTokenVerifier, hasBearerToken } from './jwt';
+import { isSignedRequest, SIGNATURE_CHALLENGE, type VerifySignedRequest } from './signature';
+import { JWTPermissionName, tokenAllows } from './token';
+
+/**
+ * Who calls a private function: an HTTP Signature of an API key that lists it, or a JWT whose role
+ * holds EXECUTE. Rejects with the 401 or 403 that says what is missing. A signed request's body is
+ * read and checked against its digest here, and left parsed in `req.body`.
+ */
+export type IdentifyCaller = (req: Request, name: string) => Promise<BcmsFunctionAuth>;
+
+export function createCallerCheck(deps: {
+  verifyAccessToken: AccessTokenVerifier;
+  verifySignedRequest: VerifySignedRequest;
+  /** The function body, as the function route reads it (type and size checked). */
+  readBody: (req: Request) => Promise<Buffer>;
+  logger: Logger;
+}): IdentifyCaller {
+  const { verifyAccessToken, verifySignedRequest, readBody, logger } = deps;
+
+  return async function identifyCaller(req, name) {
+    if (hasBearerToken(req)) {
+      let accessToken;
+      try {
+        accessToken = await verifyAccessToken(req);
+      } catch (error) {
+        if (!(error instanceof BcmsHttpError)) throw error;
+        throw new BcmsHttpError('TOKEN_INVALID', error.code === 'TOKEN_MISSING' ? undefined : error.message, {
+          'WWW-Authenticate': 'Bearer error="invalid_token"',
+        });
+      }
+      if (!tokenAllows(accessToken.payload, undefined, JWTPermissionName.EXECUTE)) {
+        throw new BcmsHttpError('TOKEN_FORBIDDEN', 'Token has no role with the EXECUTE permission.');
+      }
+      return { type: 'jwt', accessToken };
+    }
+    if (isSignedRequest(req)) {
+      if (bodyWasRead(req)) {
+        logger.error(
+          { requestId: req.res?.getHeader('x-request-id'), path: req.originalUrl },
+          'bcms-extensions: a body parser ran before the router, so a signed body cannot be checked against its digest. ' +
+            'Mount the router before express.json() and other body parsers: app.use(bcmsExtensions(...)) first.',
+        );
+        throw new BcmsHttpError('BODY_ALREADY_PARSED');
+      }
+      const { auth, body } = await verifySignedRequest(req, { function: name }, () => readBody(req));
+      req.body = parseJsonBody(body, req.headers['content-type']);
+      return auth;
+    }
+    const scheme = req.headers.authorization?.trim().split(/\s/, 1)[0];
+    const message = scheme
+      ? `This function is private, and the ${scheme} scheme is not accepted: sign the request (Authorization: Signature) or send a bearer token whose role holds EXECUTE.`
+      : undefined;
+    throw new BcmsHttpError('SIGNATURE_REQUIRED', message, { ...SIGNATURE_CHALLENGE });
+  };
+}
+
+/** Whether a body parser already consumed the request (body-parser marks it `_body`). */
+function bodyWasRead(req: Request): boolean {
+  return req.body !== undefined || (req as { _body?: unknown })._body === true || req.readableEnded;
+}

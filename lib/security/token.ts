@@ -1,0 +1,73 @@
+/**
+ * What a BCMS access token is: its role and permission names, its payload, and the one rule that
+ * reads them (`tokenAllows`). Plain data, imported by the verifier, the guards and the types alike.
+ */
+
+/** Role names of a BCMS token (`rls[].name`). */
+export enum JWTRoleName {
+  SUDO = 'SUDO',
+  DEV = 'DEV',
+  ADMIN = 'ADMIN',
+  OWNER = 'OWNER',
+  MANAGER = 'MANAGER',
+  SERVICE = 'SERVICE',
+  EDITOR = 'EDITOR',
+  SUPPORT = 'SUPPORT',
+  USER = 'USER',
+  GUEST = 'GUEST',
+}
+
+/** Permission names of a role (`rls[].permissions[].name`). */
+export enum JWTPermissionName {
+  READ = 'READ',
+  WRITE = 'WRITE',
+  DELETE = 'DELETE',
+  EXECUTE = 'EXECUTE',
+}
+
+export interface JWTPermission {
+  name: JWTPermissionName;
+}
+
+export interface JWTRole {
+  name: JWTRoleName;
+  permissions: JWTPermission[];
+}
+
+/** A BCMS token payload: `exp` and `iat` in seconds. */
+export type JWTPayload<Props = unknown> = {
+  userId: string;
+  rls: JWTRole[];
+  iat: number;
+  exp: number;
+  iss?: string;
+} & Props;
+
+/** A verified token, as the guard hands it to a handler. */
+export interface JWT<Props = unknown> {
+  header: { alg: string; typ?: string; kid?: string };
+  payload: JWTPayload<Props>;
+  signature: string;
+}
+
+/** What the JWT guard yields: spread into the handler's context. */
+export interface JWTPreRequestHandlerResult<Props = unknown> {
+  accessToken: JWT<Props>;
+}
+
+/** Whether some role of the token is listed and holds the permission. */
+export function tokenAllows(
+  payload: { rls?: unknown },
+  roles: readonly JWTRoleName[] | undefined,
+  permission: JWTPermissionName,
+): boolean {
+  if (!Array.isArray(payload.rls)) return false;
+  return payload.rls.some(
+    (role: Partial<JWTRole> | null) =>
+      role !== null &&
+      typeof role === 'object' &&
+      (roles === undefined || roles.includes(role.name as JWTRoleName)) &&
+      Array.isArray(role.permissions) &&
+      role.permissions.some((granted) => granted !== null && granted?.name === permission),
+  );
+}
