@@ -2,7 +2,6 @@
 // The Express app each scenario measures. Loaded by server.js only, inside the server's process.
 
 const express = require('express');
-const pino = require('pino');
 const knexFactory = require('knex');
 const {
   bcmsExtensions,
@@ -16,15 +15,6 @@ const {
   JWTRoleName,
 } = require('..');
 const { JWT_SECRET } = require('./scenarios');
-
-/**
- * A real pino logger, so every request pays for building and writing its log line as it would in
- * production; /dev/null only discards the bytes afterwards.
- */
-function discardingLogger() {
-  // The package's default logger (pino's synchronous destination), pointed at /dev/null instead of stdout.
-  return pino({ level: 'info' }, pino.destination({ dest: '/dev/null', sync: true }));
-}
 
 /** The `bench` plugin: GET /api/plugin/bench/hello/world answers `{ message: 'Hello' }`. */
 function benchPlugin(preRequestHandler) {
@@ -59,7 +49,8 @@ const echoPrivateFunction = createBcmsFunction(async () => ({
 
 async function withExtensions(registry, options = {}) {
   const app = express();
-  const router = bcmsExtensions(registry, { ...options, logger: discardingLogger() });
+  // The package's default logger: a pino line per request to stdout, which run.js points at /dev/null.
+  const router = bcmsExtensions(registry, options);
   app.use(router);
   // Listen only once function factories have run, so no measured request waits for them.
   await router.ready;

@@ -121,8 +121,8 @@ function markdown(rows, info, settings) {
       "slow drifts of the machine's speed cancel out, and the IQR is the 25th–75th percentile of those ratios.",
     "req/s and p99 are medians over a row's own slices; a baseline row pools its slices from every pair it took part in " +
       `(${pooled}).`,
-    "The bcms-extensions scenarios log one pino line per request through a real pino logger configured as the package's " +
-      "default logger (synchronous writes) but writing to /dev/null, so formatting and writing each line is included; the baseline Express apps log nothing.",
+    "The bcms-extensions scenarios log one pino line per request through the package's default logger (pino, to stdout, " +
+      "written once per turn of the event loop), with each server's stdout on /dev/null, so formatting and writing each line is included; the baseline Express apps log nothing.",
     "A slice's req/s is the average of autocannon's per-second samples. plugin-get-guarded-cold is plugin-get-guarded's server sent " +
       `${COLD_TOKENS.toLocaleString('en-US')} distinct valid tokens round-robin, carried on across its warm-up and slices, more than its ` +
       `${TOKEN_CACHE_CAPACITY.toLocaleString('en-US')}-token verified-token cache (FIFO) holds, so every request misses it and ` +

@@ -80,7 +80,9 @@ function startServer(name, settings, profileName = name) {
   const options = settings.pinned
     ? { execPath: 'taskset', execArgv: ['-c', settings.pinned.server, process.execPath, ...profile] }
     : { execArgv: profile };
-  const child = fork(path.join(__dirname, 'server.js'), [name], { ...options, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  // stdout to /dev/null: the servers' log lines are written (and paid for) but read by nobody. A pipe
+  // read by this process would slow the servers with every line it has to carry.
+  const child = fork(path.join(__dirname, 'server.js'), [name], { ...options, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill();

@@ -1,7 +1,6 @@
-import pino from 'pino';
 import { parseByteSize } from './http/body';
 import type { DatabaseOption } from './db/connection';
-import type { Logger } from './logger';
+import { createDefaultLogger, type Logger } from './logger';
 import type { JwtOptions } from './security/jwt';
 import type { AdminSettings } from './ui/assets';
 
@@ -79,8 +78,8 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined): Reso
   if (!Number.isInteger(functionTimeoutMs) || functionTimeoutMs <= 0) {
     throw new TypeError(`option functionTimeoutMs must be a positive integer of milliseconds, got ${String(functionTimeoutMs)}`);
   }
-  // pino's own default: synchronous writes to stdout, so no line is lost when the process is killed.
-  const logger = options.logger ?? pino({ name: 'bcms-extensions' });
+  // pino writing to stdout once per turn of the event loop, and at once on exit and on signals.
+  const logger = options.logger ?? createDefaultLogger();
   for (const level of ['info', 'warn', 'error', 'debug'] as const) {
     if (typeof logger[level] !== 'function') throw new TypeError(`option logger must be pino-compatible: logger.${level} is not a function`);
   }

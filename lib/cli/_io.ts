@@ -1,3 +1,5 @@
+import { parseArgs as parseArgsOf } from 'node:util';
+
 /** Where a command writes and what it reads: injectable, so that tests run the CLI without spawning. */
 export interface Io {
   out: (text: string) => void;
@@ -15,33 +17,35 @@ export function defaultIo(): Io {
 export class UsageError extends Error {}
 
 /**
- * Splits arguments into positionals and `--flag value` / `--flag=value` / boolean `--flag`.
- * An unknown flag, or one without its value, is a UsageError.
+ * Splits arguments into positionals and `--flag value` / `--flag=value` / boolean `--flag`, with
+ * `node:util`'s parseArgs. An unknown flag, or one without its value, is a UsageError that says so.
  */
 export function parseArgs(
   args: readonly string[],
   spec: Readonly<Record<string, 'string' | 'boolean'>>,
 ): { positionals: string[]; flags: Record<string, string | true | undefined> } {
-  const positionals: string[] = [];
-  const flags: Record<string, string | true | undefined> = {};
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i] as string;
-    if (!arg.startsWith('--')) {
-      positionals.push(arg);
-      continue;
-    }
-    const equals = arg.indexOf('=');
-    const name = arg.slice(2, equals === -1 ? undefined : equals);
-    const kind = spec[name];
-    if (kind === undefined) throw new UsageError(`unknown option --${name} (known: ${Object.keys(spec).map((known) => `--${known}`).join(', ') || 'none'})`);
-    if (kind === 'boolean') {
-      if (equals !== -1) throw new UsageError(`--${name} takes no value`);
-      flags[name] = true;
-      continue;
-    }
-    const value = equals === -1 ? args[++i] : arg.slice(equals + 1);
-    if (value === undefined || (equals === -1 && value.startsWith('--'))) throw new UsageError(`--${name} needs a value`);
-    flags[name] = value;
+  const options = Object.fromEntries(Object.entries(spec).map(([name, type]) => [name, { type }]));
+  let parsed;
+  try {
+    parsed = parseArgsOf({ args: [...args], options, strict: true, allowPositionals: true });
+  } catch (error) {
+    throw usageErrorOf(error, spec);
   }
-  return { positionals, flags };
+  const flags: Record<string, string | true | undefined> = {};
+  for (const [name, value] of Object.entries(parsed.values)) if (value !== undefined && value !== false) flags[name] = value as string | true;
+  return { positionals: parsed.positionals, flags };
+}
+
+/** parseArgs's errors, worded as the rest of the CLI words them. */
+function usageErrorOf(error: unknown, spec: Readonly<Record<string, 'string' | 'boolean'>>): Error {
+  const { code, message } = error as { code?: string; message?: string };
+  const flag = /'(-[^' ]+)/.exec(message ?? '')?.[1] ?? '';
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+    const known = Object.keys(spec).map((name) => `--${name}`).join(', ') || 'none';
+    return new UsageError(`unknown option ${flag} (known: ${known})`);
+  }
+  if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
+    return new UsageError(spec[flag.replace(/^-+/, '')] === 'boolean' ? `${flag} takes no value` : `${flag} needs a value`);
+  }
+  return error as Error;
 }

@@ -1,7 +1,7 @@
 import { openDatabase, type DatabaseOption } from '../db/connection';
 import { migrate, MIGRATIONS_TABLE, unlockMigrations } from '../db/migrate';
 import { isUnreachable } from '../db/store';
-import { defaultIo, UsageError, type Io } from './_io';
+import { defaultIo, parseArgs, UsageError, type Io } from './_io';
 import { CALL_USAGE, runCall } from './call';
 import { BUNDLE_USAGE, runBundle } from './bundle';
 import { CREATE_USAGE, runCreate } from './create';
@@ -46,17 +46,20 @@ export async function main(argv: readonly string[], io: Io = defaultIo()): Promi
 }
 
 async function runMigrate(args: string[], io: Io): Promise<number> {
-  let option: DatabaseOption | undefined;
-  const unlock = args.includes('--unlock');
-  args = args.filter((arg) => arg !== '--unlock');
-  for (let i = 0; i < args.length; i += 2) {
-    const [flag, value] = [args[i], args[i + 1]];
-    if (value === undefined || (flag !== '--database' && flag !== '--pglite')) {
-      io.err(`bcms-ext migrate: expected --database URL or --pglite DIR, got ${JSON.stringify(args.slice(i).join(' '))}\n`);
-      return 1;
-    }
-    option = flag === '--pglite' ? { pglite: value } : value;
+  let parsed;
+  try {
+    parsed = parseArgs(args, { database: 'string', pglite: 'string', unlock: 'boolean' });
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    parsed = undefined;
   }
+  const { database: url, pglite } = parsed?.flags ?? {};
+  if (parsed === undefined || parsed.positionals.length > 0 || (url !== undefined && pglite !== undefined)) {
+    io.err(`bcms-ext migrate: expected --database URL or --pglite DIR, got ${JSON.stringify(args.join(' '))}\n`);
+    return 1;
+  }
+  const unlock = parsed.flags.unlock === true;
+  const option: DatabaseOption | undefined = typeof pglite === 'string' ? { pglite } : typeof url === 'string' ? url : undefined;
   let database;
   try {
     // Knex's own retries and warnings go to stderr, with the rest of what went wrong.

@@ -1,6 +1,14 @@
 import { BcmsHttpError } from '../http/errors';
-import { JWTPermissionName, JWTRoleName, tokenAllows, type JWTPreRequestHandlerResult } from '../security/token';
+import { type JWT, JWTPermissionName, JWTRoleName, tokenAllows, type JWTPreRequestHandlerResult } from '../security/token';
 import type { PreRequestHandler } from './types';
+
+/**
+ * The role check of a guard made by `createJwtProtectionPreRequestHandler`, for a token already
+ * verified: the plugin server uses it to answer a token it verified before without a promise.
+ */
+export const JWT_GUARD_CHECK = Symbol('bcms-extensions.jwtGuardCheck');
+
+export type JwtGuardCheck = (accessToken: JWT) => JWTPreRequestHandlerResult;
 
 const ROLE_NAMES = new Set<string>(Object.values(JWTRoleName));
 const PERMISSION_NAMES = new Set<string>(Object.values(JWTPermissionName));
@@ -36,11 +44,10 @@ export function createJwtProtectionPreRequestHandler(
     throw new TypeError(`createJwtProtectionPreRequestHandler: unknown permission name ${JSON.stringify(permissionName)}`);
   }
   const roles = Object.freeze([...roleNames]);
-  return async ({ verifyAccessToken }) => {
-    const accessToken = await verifyAccessToken();
-    if (!tokenAllows(accessToken.payload, roles, permissionName)) {
-      throw new BcmsHttpError('TOKEN_FORBIDDEN');
-    }
+  const check: JwtGuardCheck = (accessToken) => {
+    if (!tokenAllows(accessToken.payload, roles, permissionName)) throw new BcmsHttpError('TOKEN_FORBIDDEN');
     return { accessToken };
   };
+  const guard: PreRequestHandler<JWTPreRequestHandlerResult> = async ({ verifyAccessToken }) => check(await verifyAccessToken());
+  return Object.assign(guard, { [JWT_GUARD_CHECK]: check });
 }

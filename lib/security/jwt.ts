@@ -18,7 +18,14 @@ export interface JwtOptions {
 }
 
 /** Verifies the bearer token of a request, or throws TOKEN_MISSING / TOKEN_INVALID. */
-export type AccessTokenVerifier = (request: IncomingMessage) => Promise<JWT>;
+export interface AccessTokenVerifier {
+  (request: IncomingMessage): Promise<JWT>;
+  /**
+   * The request's token when it was verified before and is still valid, at once (no promise), as
+   * the verifier would resolve it (`req.auth` set too); undefined when it must be verified.
+   */
+  known?(request: IncomingMessage): JWT | undefined;
+}
 
 const ALGORITHMS = new Set(['HS256', 'HS384', 'HS512', 'RS256', 'RS384', 'RS512', 'ES256', 'ES384', 'ES512', 'PS256', 'PS384', 'PS512']);
 const INVALID = 'Invalid token.';
@@ -103,19 +110,22 @@ export function createAccessTokenVerifier(options: JwtOptions): AccessTokenVerif
     });
 
   if (cache === undefined) return verifyWithExpressJwt;
-  return async (request) => {
+  const known = (request: IncomingMessage): JWT | undefined => {
     const token = bearerToken(request);
-    if (token !== undefined) {
-      const known = cache.get(token, Math.floor(Date.now() / 1000));
-      if (known !== undefined) {
-        // As express-jwt would have: its convention is `req.auth`, the payload.
-        (request as Request & { auth?: unknown }).auth = known.payload;
-        return known;
-      }
-    }
+    if (token === undefined) return undefined;
+    const hit = cache.get(token, Math.floor(Date.now() / 1000));
+    // As express-jwt would have: its convention is `req.auth`, the payload.
+    if (hit !== undefined) (request as Request & { auth?: unknown }).auth = hit.payload;
+    return hit;
+  };
+  const verify = async (request: IncomingMessage): Promise<JWT> => {
+    const hit = known(request);
+    if (hit !== undefined) return hit;
     const accessToken = await verifyWithExpressJwt(request);
+    const token = bearerToken(request);
     return token === undefined ? accessToken : cache.set(token, accessToken);
   };
+  return Object.assign(verify, { known });
 }
 
 /** How many verified tokens one router remembers: a few MB at most. */

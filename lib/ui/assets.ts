@@ -2,6 +2,10 @@ import fs from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import path from 'node:path';
 import type { Request } from 'express';
+import etag from 'etag';
+import fresh from 'fresh';
+import { contentType } from 'mime-types';
+import send from 'send';
 import { BcmsHttpError } from '../http/errors';
 import type { BcmsPlugin } from '../plugin/types';
 
@@ -11,29 +15,14 @@ export const SDK_PATH = '/api/extensions/sdk.js';
 export const SHELL_SCRIPT_PATH = '/api/extensions/shell.js';
 const PLUGIN_UI_PREFIX = '/plugin/';
 
-const TYPES: Readonly<Record<string, string>> = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.mjs': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.json': 'application/json; charset=utf-8',
-  '.map': 'application/json; charset=utf-8',
-  '.svg': 'image/svg+xml',
-  '.png': 'image/png',
-  '.jpg': 'image/jpeg',
-  '.jpeg': 'image/jpeg',
-  '.gif': 'image/gif',
-  '.webp': 'image/webp',
-  '.ico': 'image/x-icon',
-  '.woff': 'font/woff',
-  '.woff2': 'font/woff2',
-  '.txt': 'text/plain; charset=utf-8',
-  '.wasm': 'application/wasm',
-  '.avif': 'image/avif',
-  '.ttf': 'font/ttf',
-  '.otf': 'font/otf',
-  '.webmanifest': 'application/manifest+json',
-};
+const HTML = 'text/html; charset=utf-8';
+/** A built UI's files never change under one name inside Vite's assets/ folder (named by content hash). */
+const IMMUTABLE = 'public, max-age=31536000, immutable';
+
+/** The Content-Type of a file name, by mime-types (as `send` and Express pick it). */
+function typeOf(name: string): string {
+  return contentType(path.extname(name)) || 'application/octet-stream';
+}
 
 /** The admin shell's settings, resolved (the `admin` option). */
 export interface AdminSettings {
@@ -83,11 +72,17 @@ export type UiTarget =
  */
 export class UiRoutes {
   private deployed: ReadonlyMap<string, ReadonlyMap<string, Buffer>> = new Map();
+  /** `admin.path` and the prefix of the shell's own URLs: `match` runs for every request. */
+  private readonly shellPath: string | undefined;
+  private readonly shellPrefix: string | undefined;
 
   constructor(
     private readonly dirs: ReadonlyMap<string, string>,
     private readonly admin: AdminSettings | null,
-  ) {}
+  ) {
+    this.shellPath = admin?.path;
+    this.shellPrefix = admin === null ? undefined : `${admin.path}/`;
+  }
 
   /** The UIs of deployed plugins (replaced whole on each deployment change). */
   setDeployed(uis: ReadonlyMap<string, ReadonlyMap<string, Buffer>>): void {
@@ -101,7 +96,7 @@ export class UiRoutes {
   match(pathname: string): UiTarget | undefined {
     if (pathname === SDK_PATH) return { kind: 'script', file: 'sdk.js' };
     if (pathname === SHELL_SCRIPT_PATH) return { kind: 'script', file: 'shell.js' };
-    if (this.admin !== null && (pathname === this.admin.path || pathname.startsWith(`${this.admin.path}/`))) return { kind: 'shell' };
+    if (this.shellPrefix !== undefined && (pathname === this.shellPath || pathname.startsWith(this.shellPrefix))) return { kind: 'shell' };
     if (!pathname.startsWith(PLUGIN_UI_PREFIX)) return undefined;
     const slash = pathname.indexOf('/', PLUGIN_UI_PREFIX.length);
     const name = pathname.slice(PLUGIN_UI_PREFIX.length, slash === -1 ? undefined : slash);
@@ -124,7 +119,7 @@ export class UiRoutes {
       res.end();
       return;
     }
-    if (target.kind === 'shell') return send(req, res, 200, 'text/html; charset=utf-8', shellPage(this.admin as AdminSettings, base), 'no-cache');
+    if (target.kind === 'shell') return sendBytes(req, res, HTML, shellPage(this.admin as AdminSettings, base), 'no-cache');
     if (target.kind === 'script') return sendFile(req, res, path.join(BROWSER_DIR, target.file), 'no-cache');
     if (target.kind === 'deployed-file') {
       let name: string;
@@ -135,9 +130,8 @@ export class UiRoutes {
       }
       const bytes = target.files.get(name);
       if (bytes === undefined) throw new BcmsHttpError('NOT_FOUND');
-      if (name === 'index.html') return send(req, res, 200, TYPES['.html'] as string, withSdk(bytes.toString('utf8'), base), 'no-cache');
-      const caching = name.startsWith('assets/') ? 'public, max-age=31536000, immutable' : 'no-cache';
-      return send(req, res, 200, TYPES[path.extname(name).toLowerCase()] ?? 'application/octet-stream', bytes, caching);
+      if (name === 'index.html') return sendBytes(req, res, HTML, withSdk(bytes.toString('utf8'), base), 'no-cache');
+      return sendBytes(req, res, typeOf(name), bytes, name.startsWith('assets/') ? IMMUTABLE : 'no-cache');
     }
     const file = await resolveInside(target.dir, target.file === '' ? 'index.html' : target.file);
     if (file === undefined) throw new BcmsHttpError('NOT_FOUND');
@@ -148,11 +142,9 @@ export class UiRoutes {
       } catch {
         throw new BcmsHttpError('NOT_FOUND');
       }
-      return send(req, res, 200, TYPES['.html'] as string, withSdk(html, base), 'no-cache');
+      return sendBytes(req, res, HTML, withSdk(html, base), 'no-cache');
     }
-    // Vite names built assets (in assets/) by their content hash: they never change under one name.
-    const caching = path.relative(target.dir, file).startsWith(`assets${path.sep}`) ? 'public, max-age=31536000, immutable' : 'no-cache';
-    return sendFile(req, res, file, caching);
+    return sendFile(req, res, file, path.relative(target.dir, file).startsWith(`assets${path.sep}`) ? IMMUTABLE : 'no-cache');
   }
 }
 
@@ -195,33 +187,38 @@ function withSdk(html: string, base: string): string {
   return head ? html.slice(0, head.index + head[0].length) + tag + html.slice(head.index + head[0].length) : tag + html;
 }
 
-function send(req: Request, res: ServerResponse, status: number, type: string, body: string | Buffer, caching: string): void {
-  res.writeHead(status, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body), 'Cache-Control': caching, 'X-Content-Type-Options': 'nosniff' });
-  res.end(req.method === 'HEAD' ? undefined : body);
-}
-
-async function sendFile(req: Request, res: ServerResponse, file: string, caching: string): Promise<void> {
-  let stat: fs.Stats;
-  try {
-    stat = await fs.promises.stat(file);
-  } catch {
-    throw new BcmsHttpError('NOT_FOUND');
-  }
-  if (!stat.isFile()) throw new BcmsHttpError('NOT_FOUND');
-  res.writeHead(200, {
-    'Content-Type': TYPES[path.extname(file).toLowerCase()] ?? 'application/octet-stream',
-    'Content-Length': stat.size,
-    'Cache-Control': caching,
-    'X-Content-Type-Options': 'nosniff',
-  });
-  if (req.method === 'HEAD') {
+/**
+ * A page or file held in memory (the shell, an index.html with the SDK in it, a deployed UI's
+ * file), with an ETag: a browser that has it already gets 304.
+ */
+function sendBytes(req: Request, res: ServerResponse, type: string, body: string | Buffer, caching: string): void {
+  const tag = etag(body);
+  const headers = { ETag: tag, 'Cache-Control': caching, 'X-Content-Type-Options': 'nosniff' };
+  if (fresh(req.headers, { etag: tag })) {
+    res.writeHead(304, headers);
     res.end();
     return;
   }
-  await new Promise<void>((resolve, reject) => {
-    const stream = fs.createReadStream(file);
-    stream.on('error', reject);
-    res.on('close', resolve);
+  res.writeHead(200, { ...headers, 'Content-Type': type, 'Content-Length': Buffer.byteLength(body) });
+  res.end(req.method === 'HEAD' ? undefined : body);
+}
+
+/**
+ * A file on disk (a real path already checked to be inside its UI), answered by `send`: its
+ * Content-Type, ETag and Last-Modified, 304 for a fresh copy, Range requests, HEAD.
+ */
+function sendFile(req: Request, res: ServerResponse, file: string, caching: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    // send takes a URL path and decodes it; the file was checked already, dotfiles included (its
+    // own dotfile rule would refuse a package installed under a folder such as ~/.cache).
+    const stream = send(req, file.split(path.sep).map(encodeURIComponent).join('/'), { dotfiles: 'allow', index: false, cacheControl: false });
+    stream.on('headers', (response: ServerResponse) => {
+      response.setHeader('Cache-Control', caching);
+      response.setHeader('X-Content-Type-Options', 'nosniff');
+    });
+    stream.on('directory', () => reject(new BcmsHttpError('NOT_FOUND')));
+    stream.on('error', (error: { status?: number }) => reject(error.status === 404 ? new BcmsHttpError('NOT_FOUND') : error));
+    res.once('close', () => resolve());
     stream.pipe(res);
   });
 }

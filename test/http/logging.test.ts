@@ -1,6 +1,6 @@
 import request from 'supertest';
-import { createBcmsFunction, createBcmsPlugin, createController, createControllerMethod, createJwtProtectionPreRequestHandler, JWTPermissionName, JWTRoleName } from '../lib';
-import { buildApp, signToken } from './support/app';
+import { createBcmsFunction, createBcmsPlugin, createController, createControllerMethod, createJwtProtectionPreRequestHandler, JWTPermissionName, JWTRoleName } from '../../lib';
+import { buildApp, signToken } from '../support/app';
 
 const plugin = createBcmsPlugin({
   name: 'log',

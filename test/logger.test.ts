@@ -1,0 +1,81 @@
+import { spawn } from 'node:child_process';
+import http from 'node:http';
+import path from 'node:path';
+
+const SERVER = path.join(__dirname, 'fixtures', 'servers', 'default-logger.js');
+
+/** Starts the fixture server; resolves once it listens, with what it printed and how it ended. */
+async function start(mode: string[]) {
+  const child = spawn(process.execPath, [SERVER, ...mode], { stdio: ['ignore', 'pipe', 'pipe'], env: process.env });
+  let stdout = '';
+  child.stdout.on('data', (chunk) => (stdout += chunk));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const port = await new Promise<number>((resolve, reject) => {
+    let stderr = '';
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+      const found = /listening (\d+)/.exec(stderr);
+      if (found) resolve(Number(found[1]));
+    });
+    child.on('exit', () => reject(new Error(`the server ended before listening: ${stderr}`)));
+  });
+  return { child, port, exited, stdout: () => stdout };
+}
+
+/**
+ * Keeps 20 keep-alive connections busy until `stopAfterMs`, then sends the signal while requests
+ * are still arriving, so some answered requests' lines are waiting for the end of the turn.
+ * Resolves to the request ids of every 200 the clients received.
+ */
+async function hammerThenSignal(port: number, child: ReturnType<typeof spawn>, signal: NodeJS.Signals, stopAfterMs: number): Promise<string[]> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 20 });
+  const answered: string[] = [];
+  let signalled = false;
+  const one = () =>
+    new Promise<void>((resolve) => {
+      const req = http.get({ host: '127.0.0.1', port, path: '/api/plugin/ping/ping', agent }, (res) => {
+        res.resume();
+        res.on('end', () => {
+          if (res.statusCode === 200) answered.push(String(res.headers['x-request-id']));
+          resolve();
+        });
+        res.on('error', () => resolve());
+      });
+      req.on('error', () => resolve()); // cut by the stop: no answer, so no line is owed
+    });
+  const loop = async () => {
+    while (!signalled) await one();
+  };
+  const workers = Array.from({ length: 20 }, loop);
+  await new Promise((resolve) => setTimeout(resolve, stopAfterMs));
+  signalled = true;
+  child.kill(signal);
+  await Promise.all(workers);
+  agent.destroy();
+  return answered;
+}
+
+describe('the default logger: a line for every answered request, none lost when the process is stopped', () => {
+  test.each([
+    ['SIGTERM', 'no handler of the host (the signal ends the process as it would have)', []],
+    ['SIGINT', 'no handler of the host', []],
+    ['SIGTERM', 'the host stops itself and exits 0', ['own-handler']],
+    ['SIGINT', 'the host stops itself and exits 0', ['own-handler']],
+  ] as const)('%s, %s', async (signal, _how, mode) => {
+    const server = await start([...mode]);
+    const answered = await hammerThenSignal(server.port, server.child, signal, 400);
+    const ended = await server.exited;
+    if (mode.length === 0) expect(ended).toEqual({ code: null, signal });
+    else expect(ended).toEqual({ code: 0, signal: null });
+
+    const lines = server
+      .stdout()
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { msg: string; requestId?: string; status?: number });
+    const logged = new Set(lines.filter((line) => line.msg === 'request').map((line) => line.requestId));
+    expect(answered.length).toBeGreaterThan(50);
+    const missing = answered.filter((id) => !logged.has(id));
+    expect(missing).toEqual([]);
+  }, 60_000);
+});
