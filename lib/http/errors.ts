@@ -18,6 +18,10 @@ export const errorCodes = {
   NAME_TAKEN: { status: 409, message: 'A plugin or function of the app already has this name.' },
   /** A file of a plugin's UI, a template or an entry that is not there. */
   NOT_FOUND: { status: 404, message: 'Not found.' },
+  /** A UI file asked for with `If-Match` / `If-Unmodified-Since` that no longer holds. */
+  PRECONDITION_FAILED: { status: 412, message: 'Precondition failed: the file has changed.' },
+  /** A UI file asked for with a `Range` outside it. */
+  RANGE_NOT_SATISFIABLE: { status: 416, message: 'Requested range is not satisfiable.' },
   BODY_TOO_LARGE: { status: 413, message: 'Request body is larger than the limit.' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'Function bodies are JSON: send Content-Type: application/json.' },
   FUNCTION_NOT_FOUND: { status: 404, message: 'Function not found.' },

@@ -34,7 +34,7 @@ export function createPluginServer(deps: {
     // The JWT guard with a token verified before: the same outcome as running it, without its promises.
     const check = (preRequestHandler as { [JWT_GUARD_CHECK]?: JwtGuardCheck })[JWT_GUARD_CHECK];
     const known = check === undefined ? undefined : verifyAccessToken.known?.(req);
-    if (known !== undefined) return answer(res, handler({ ...context, ...(check as JwtGuardCheck)(known) }));
+    if (known !== undefined) return answer(res, handler(Object.assign(context, (check as JwtGuardCheck)(known))));
     const guard: PreRequestContext = { ...context, verifyAccessToken: () => verifyAccessToken(req) };
     return Promise.resolve(preRequestHandler(guard)).then((yielded: unknown) =>
       answer(res, handler(yielded !== null && typeof yielded === 'object' ? { ...context, ...yielded } : context)),

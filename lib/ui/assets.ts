@@ -217,10 +217,18 @@ function sendFile(req: Request, res: ServerResponse, file: string, caching: stri
       response.setHeader('X-Content-Type-Options', 'nosniff');
     });
     stream.on('directory', () => reject(new BcmsHttpError('NOT_FOUND')));
-    stream.on('error', (error: { status?: number }) => reject(error.status === 404 ? new BcmsHttpError('NOT_FOUND') : error));
+    stream.on('error', (error: { status?: number; headers?: Record<string, string> }) => reject(fileError(error)));
     res.once('close', () => resolve());
     stream.pipe(res);
   });
+}
+
+/** send's refusals as the router's errors (416 keeps its Content-Range header); anything else is a 500. */
+function fileError(error: { status?: number; headers?: Record<string, string> }): unknown {
+  if (error.status === 404) return new BcmsHttpError('NOT_FOUND');
+  if (error.status === 412) return new BcmsHttpError('PRECONDITION_FAILED');
+  if (error.status === 416) return new BcmsHttpError('RANGE_NOT_SATISFIABLE', undefined, error.headers);
+  return error;
 }
 
 /** The admin shell: its settings as JSON, the SDK, then the shell script. */

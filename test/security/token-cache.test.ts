@@ -8,7 +8,7 @@ import {
   JWTRoleName,
   type JWT,
 } from '../../lib';
-import { VerifiedTokenCache } from '../../lib/security/token-cache';
+import { bearerToken, VerifiedTokenCache } from '../../lib/security/token-cache';
 import { buildApp, JWT_SECRET, signToken } from '../support/app';
 
 const plugin = createBcmsPlugin({
@@ -106,4 +106,18 @@ describe('verified-token cache', () => {
     expect(cache.get('c', 50)?.payload.userId).toBe('c');
     expect(cache.get('c', 100)).toBeUndefined(); // now >= exp
   });
+});
+
+describe('bearerToken: the token of an Authorization header, split as express-jwt splits it', () => {
+  const of = (authorization?: string) => bearerToken({ headers: authorization === undefined ? {} : { authorization } } as never);
+  test.each([
+    ['Bearer abc.def.ghi', 'abc.def.ghi'],
+    ['bearer abc', 'abc'],
+    ['BEARER abc', 'abc'],
+    ['BeArEr x', 'x'],
+  ])('%s', (header, token) => expect(of(header)).toBe(token));
+  test.each([[undefined], ['Bearer'], ['Bearer '], ['Bearer  abc'], ['Bearer abc def'], ['Basic abc'], ['Bearerabc'], ['Bearer\tabc'], ['Beare abc'], ['Bearex abc'], ['Bearer_abc']])(
+    'no token in %p',
+    (header) => expect(of(header)).toBeUndefined(),
+  );
 });

@@ -56,6 +56,41 @@ describe('plugin UIs, the SDK and the admin shell', () => {
     expect(head.headers['content-length']).toBe('6');
   });
 
+  test('files on disk: an ETag and Last-Modified, 304 for a copy that is current, Range answered with 206', async () => {
+    const url = '/plugin/content-stats/assets/app-1a2b.js';
+    const first = await request(t.app).get(url);
+    expect(first.headers.etag).toMatch(/^W\/"/);
+    expect(first.headers['last-modified']).toEqual(expect.any(String));
+    expect(first.headers['accept-ranges']).toBe('bytes');
+    const again = await request(t.app).get(url).set('If-None-Match', first.headers.etag as string);
+    expect(again.status).toBe(304);
+    expect(again.text).toBe('');
+    expect(again.headers['x-request-id']).toEqual(expect.any(String));
+    const part = await request(t.app).get(url).set('Range', 'bytes=0-6');
+    expect(part.status).toBe(206);
+    expect(part.headers['content-range']).toBe('bytes 0-6/25');
+    expect(part.text).toBe('console');
+    const beyond = await request(t.app).get(url).set('Range', 'bytes=500-600');
+    expect(beyond.status).toBe(416);
+    expect(beyond.headers['content-range']).toBe('bytes */25');
+    expect(beyond.body).toEqual({ message: 'Requested range is not satisfiable.' });
+    const changed = await request(t.app).get(url).set('If-Match', '"not-its-etag"');
+    expect(changed.status).toBe(412);
+  });
+
+  test('pages held in memory (index.html with the SDK, the shell): an ETag, and 304 for a copy that is current', async () => {
+    for (const url of ['/plugin/content-stats/', '/bcms']) {
+      const first = await request(t.app).get(url);
+      expect(first.status).toBe(200);
+      expect(first.headers.etag).toEqual(expect.any(String));
+      const again = await request(t.app).get(url).set('If-None-Match', first.headers.etag as string);
+      expect(again.status).toBe(304);
+      expect(again.headers['cache-control']).toBe('no-cache');
+      const stale = await request(t.app).get(url).set('If-None-Match', '"something-else"');
+      expect(stale.status).toBe(200);
+    }
+  });
+
   test('without its slash: a redirect, so that relative asset URLs resolve', async () => {
     const res = await request(t.app).get('/plugin/content-stats');
     expect(res.status).toBe(308);
