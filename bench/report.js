@@ -97,7 +97,7 @@ function markdown(rows, info, settings) {
     '|---|--:|--:|--:|--:|--:|---|',
   ];
   for (const row of rows) {
-    const target = row.target === undefined ? '—' : `>= ${row.target.toFixed(1)} × ${row.baseline}`;
+    const target = row.target === undefined ? '—' : `>= ${row.target} × ${row.baseline}`;
     const met = row.met === null ? '—' : row.met ? 'yes' : 'missed';
     const range = row.ratio === null ? '—' : `${fixed(row.ratioP25, 2)}–${fixed(row.ratioP75, 2)}`;
     const failed = row.failures > 0 ? ` (${row.failures} failed requests)` : '';
