@@ -16,45 +16,75 @@ export interface Logger {
 const SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
 
 /**
- * The lines of one turn of the event loop, written to stdout in one `write` when the turn ends
- * (`setImmediate`) rather than one `write` per line: a server under load answers dozens of
- * requests per turn, and a system call per log line was the largest cost of a plugin request
- * after Express itself. Nothing waits longer than that turn, and nothing is lost on the way out:
- * the buffer is written synchronously on `exit` and on SIGTERM, SIGINT and SIGHUP (a signal with no
- * other listener is then raised again, so the process still ends as it would have).
+ * The lines of one turn of the event loop, handed to stdout in one write when the turn ends
+ * (`setImmediate`) rather than one write per line: a server under load answers dozens of requests
+ * per turn, and a write per line cost more than anything the router does itself. The write is
+ * sonic-boom's (pino's own destination), asynchronous as pino's default is, so a slow reader of
+ * stdout never stalls the server. Nothing is lost on the way out: on `exit`, and on SIGTERM, SIGINT
+ * and SIGHUP, what is held is written synchronously. The signal listener runs first (prepended), so
+ * it sees the host's own listeners: with none, the signal is raised again and ends the process as it
+ * would have; with one, the host decides.
  */
 class TurnBuffer {
   private pending = '';
   private scheduled = false;
+  /** After `exit`: no later turn will come, so each line is written at once. */
+  private exiting = false;
+  /** stdout's reader is gone (EPIPE): lines have nowhere to go, and are dropped. */
+  private closed = false;
   private readonly out: SonicBoom;
 
   constructor(fd: number) {
-    // sonic-boom's synchronous mode writes at once and retries EAGAIN on a non-blocking pipe.
-    this.out = new SonicBoom({ fd, sync: true });
-    process.on('exit', () => this.flush());
+    this.out = new SonicBoom({ fd });
+    // A closed stdout (`node server.js | head`) must not take the server down: pino ignores EPIPE too.
+    this.out.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EPIPE') throw error;
+      this.closed = true;
+    });
+    process.on('exit', () => {
+      this.exiting = true;
+      this.flushSync();
+    });
     for (const signal of SIGNALS) {
-      process.once(signal, () => {
-        this.flush();
+      process.prependOnceListener(signal, () => {
+        this.flushSync();
         if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
       });
     }
   }
 
   write(line: string): boolean {
+    if (this.closed) return true;
     this.pending += line;
-    if (!this.scheduled) {
+    if (this.exiting) {
+      this.flushSync();
+    } else if (!this.scheduled) {
       this.scheduled = true;
       setImmediate(() => this.flush());
     }
     return true;
   }
 
-  flush(): void {
+  /** Hands what is held to stdout; pino's `logger.flush(callback)` lands here. */
+  flush(callback?: (error?: Error) => void): void {
     this.scheduled = false;
-    if (this.pending === '') return;
-    const lines = this.pending;
-    this.pending = '';
-    this.out.write(lines);
+    if (this.pending !== '' && !this.closed) {
+      const lines = this.pending;
+      this.pending = '';
+      this.out.write(lines);
+    }
+    callback?.();
+  }
+
+  private flushSync(): void {
+    this.flush();
+    // sonic-boom's flushSync retries a write that failed with EPIPE for ever.
+    if (this.closed) return;
+    try {
+      this.out.flushSync();
+    } catch {
+      // Nothing more can be done for stdout on the way out (closed, or never ready).
+    }
   }
 }
 

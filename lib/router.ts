@@ -69,13 +69,15 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   const ui = new UiRoutes(checkPluginUis(registryPlugins), settings.admin);
   const modules = registry.functions ?? [];
   checkFunctionModules(modules);
+  const verifyAccessToken = createAccessTokenVerifier(settings.jwt);
 
-  // Content, and who may do what.
+  // Content, once nothing above refused the options: a refused router leaves no database open.
   const store = new ContentStore(openDatabase(settings.database as DatabaseOption | undefined, process.env, logger), logger);
   const repo = createRepository(store);
-  bindBcmsRepo(repo);
-  const verifyAccessToken = createAccessTokenVerifier(settings.jwt);
   const verifySignedRequest = createSignatureVerifier({ store, clockSkewSeconds: settings.signature.clockSkewSeconds, logger });
+
+  // Nothing below throws: BCMSRepo now serves this router (function factories, which run next, included).
+  bindBcmsRepo(repo);
 
   // Deployments go live by swapping the live tables.
   const deployed = new DeployedExtensions(
@@ -118,6 +120,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   });
   const sdkController = createSdkController({ plugins: () => live.allPlugins, hasUi: (name) => ui.hasUi(name), functions: () => live.functions ?? new Map(), repo });
   const ownRoutes = new PluginRouteTable([createBcmsPlugin({ name: 'extensions', controllers: [createKeysController(store), sdkController] })], '/api');
+
   const serveDeployments = createDeployRoutes({
     verify: verifySignedRequest,
     store,

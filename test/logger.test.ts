@@ -61,6 +61,7 @@ describe('the default logger: a line for every answered request, none lost when 
     ['SIGINT', 'no handler of the host', []],
     ['SIGTERM', 'the host stops itself and exits 0', ['own-handler']],
     ['SIGINT', 'the host stops itself and exits 0', ['own-handler']],
+    ['SIGTERM', 'the host stops itself with a once-listener added before the router, and exits 0', ['once-before']],
   ] as const)('%s, %s', async (signal, _how, mode) => {
     const server = await start([...mode]);
     const answered = await hammerThenSignal(server.port, server.child, signal, 400);
@@ -77,5 +78,18 @@ describe('the default logger: a line for every answered request, none lost when 
     expect(answered.length).toBeGreaterThan(50);
     const missing = answered.filter((id) => !logged.has(id));
     expect(missing).toEqual([]);
+  }, 60_000);
+
+  test('a reader that closes stdout (node server.js | head) does not take the server down', async () => {
+    const server = await start([]);
+    server.child.stdout.destroy();
+    for (let i = 0; i < 30; i++) {
+      const res = await fetch(`http://127.0.0.1:${server.port}/api/plugin/ping/ping`);
+      expect(res.status).toBe(200);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    expect(server.child.exitCode).toBeNull();
+    server.child.kill('SIGTERM');
+    expect(await server.exited).toEqual({ code: null, signal: 'SIGTERM' });
   }, 60_000);
 });

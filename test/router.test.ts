@@ -1,3 +1,6 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import request from 'supertest';
 import express from 'express';
 import {
@@ -161,6 +164,12 @@ describe('bcmsExtensions(registry, options)', () => {
     expect(() => bcmsExtensions({ functions: [{ config: { name: 'x', public: true } } as never] }, quiet())).toThrow(
       'registry.functions[0] is not a function module',
     );
+  });
+
+  test('a router refused for its jwt options opens no database first', () => {
+    const dir = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-refused-')), 'data');
+    expect(() => bcmsExtensions({}, { database: { pglite: dir }, jwt: { secret: 's', algorithms: ['none' as never] } })).toThrow('must not contain "none"');
+    expect(fs.existsSync(dir)).toBe(false);
   });
 
   test('option mistakes are thrown while the app is built, and options are not mutated', async () => {

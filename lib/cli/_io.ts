@@ -25,9 +25,23 @@ export function parseArgs(
   spec: Readonly<Record<string, 'string' | 'boolean'>>,
 ): { positionals: string[]; flags: Record<string, string | true | undefined> } {
   const options = Object.fromEntries(Object.entries(spec).map(([name, type]) => [name, { type }]));
+  // `--data -1` is a value, as it always was here: parseArgs would call any value starting with "-"
+  // ambiguous, so a string flag and its value become `--data=-1` first. A value starting with "--"
+  // is still taken for a flag, and the flag for one without its value.
+  const joined: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    const next = args[i + 1];
+    if (arg.startsWith('--') && !arg.includes('=') && spec[arg.slice(2)] === 'string' && next !== undefined && !next.startsWith('--')) {
+      joined.push(`${arg}=${next}`);
+      i++;
+    } else {
+      joined.push(arg);
+    }
+  }
   let parsed;
   try {
-    parsed = parseArgsOf({ args: [...args], options, strict: true, allowPositionals: true });
+    parsed = parseArgsOf({ args: joined, options, strict: true, allowPositionals: true });
   } catch (error) {
     throw usageErrorOf(error, spec);
   }

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { TextDecoder } from 'node:util';
+import { parse as parseContentType } from 'content-type';
 import { BcmsHttpError } from './errors';
 
 const UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
@@ -83,9 +84,10 @@ export function parseJsonBody(raw: Buffer, contentType: string | undefined): unk
 const decoders = new Map<string, TextDecoder>();
 
 /**
- * A body as text, decoded by the charset its Content-Type declares (RFC 9110 §8.3.2): UTF-8 when
- * it declares none, never UTF-8 bytes read as something else. A charset no decoder knows is 415
- * naming it; bytes that are not valid in the declared charset are 400.
+ * A body as text, decoded by the charset its Content-Type declares (RFC 9110 §8.3.2). UTF-8 (no
+ * charset, or any label of UTF-8) is read as Node reads it, as before; any other charset of the
+ * WHATWG Encoding Standard is decoded as declared, a UTF-16 byte-order mark choosing the byte order.
+ * A charset no decoder knows is 415 naming it; bytes that are not valid in it are 400.
  */
 export function decodeText(raw: Buffer, contentType: string | undefined): string {
   const charset = charsetOf(contentType);
@@ -99,6 +101,8 @@ export function decodeText(raw: Buffer, contentType: string | undefined): string
     }
     decoders.set(charset, decoder);
   }
+  if (decoder.encoding === 'utf-8') return raw.toString('utf8');
+  if (decoder.encoding === 'utf-16le' || decoder.encoding === 'utf-16be') decoder = utf16ByMark(raw) ?? decoder;
   try {
     return decoder.decode(raw);
   } catch {
@@ -106,18 +110,30 @@ export function decodeText(raw: Buffer, contentType: string | undefined): string
   }
 }
 
-/** The `charset` parameter of a Content-Type, lower-cased and unquoted; undefined when there is none. */
-function charsetOf(contentType: string | undefined): string | undefined {
-  if (contentType === undefined) return undefined;
-  const semicolon = contentType.indexOf(';');
-  if (semicolon === -1) return undefined;
-  for (const parameter of contentType.slice(semicolon + 1).split(';')) {
-    const equals = parameter.indexOf('=');
-    if (equals === -1 || parameter.slice(0, equals).trim().toLowerCase() !== 'charset') continue;
-    const value = parameter.slice(equals + 1).trim().toLowerCase();
-    return value.length >= 2 && value.startsWith('"') && value.endsWith('"') ? value.slice(1, -1) : value;
-  }
+/** The UTF-16 decoder a byte-order mark names (`FE FF` big-endian, as Java's "UTF-16" writes): it wins over the label. */
+function utf16ByMark(raw: Buffer): TextDecoder | undefined {
+  if (raw.length < 2) return undefined;
+  if (raw[0] === 0xfe && raw[1] === 0xff) return decoderOf('utf-16be');
+  if (raw[0] === 0xff && raw[1] === 0xfe) return decoderOf('utf-16le');
   return undefined;
+}
+
+function decoderOf(label: string): TextDecoder {
+  let decoder = decoders.get(label);
+  if (decoder === undefined) decoders.set(label, (decoder = new TextDecoder(label, { fatal: true })));
+  return decoder;
+}
+
+/** The `charset` parameter of a Content-Type (by `content-type`), lower-cased; undefined when there is none or the header does not parse. */
+function charsetOf(header: string | undefined): string | undefined {
+  if (header === undefined || !header.includes(';')) return undefined;
+  let charset: string | undefined;
+  try {
+    charset = parseContentType(header).parameters.charset;
+  } catch {
+    return undefined; // a malformed header names no charset: UTF-8, as before
+  }
+  return charset === undefined ? undefined : charset.toLowerCase();
 }
 
 /** Whether a Content-Type names JSON (`application/json`, `application/*+json`). */

@@ -49,5 +49,6 @@ export function createJwtProtectionPreRequestHandler(
     return { accessToken };
   };
   const guard: PreRequestHandler<JWTPreRequestHandlerResult> = async ({ verifyAccessToken }) => check(await verifyAccessToken());
-  return Object.assign(guard, { [JWT_GUARD_CHECK]: check });
+  // Not enumerable: a guard of the author's own made with Object.assign(…, guard) must not inherit it.
+  return Object.defineProperty(guard, JWT_GUARD_CHECK, { value: check });
 }

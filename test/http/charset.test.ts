@@ -54,6 +54,20 @@ describe('bodies are decoded by the charset their Content-Type declares', () => 
     expect(res.body).toEqual({ success: true, result: { name: 'Zoë' } });
   });
 
+  test('charset=utf-16 with a big-endian byte-order mark (as Java writes "UTF-16"): the mark picks the byte order', async () => {
+    const res = await post('/api/function/echo', 'application/json; charset=utf-16', Buffer.concat([Buffer.from([0xfe, 0xff]), utf16be(NOTE)]));
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ success: true, result: NOTE });
+  });
+
+  test('any label of UTF-8 reads as UTF-8 always did; a charset inside another quoted parameter is not the charset', async () => {
+    const utf8 = Buffer.from(JSON.stringify(NOTE));
+    for (const type of ['application/json; charset=unicode-1-1-utf-8', 'application/json; foo="x;charset=utf-16le"', 'application/json; charset="UTF-8"']) {
+      const res = await post('/api/function/echo', type, utf8);
+      expect([type, res.status, res.body]).toEqual([type, 200, { success: true, result: NOTE }]);
+    }
+  });
+
   test('plugin method: utf-16le', async () => {
     const res = await post('/api/plugin/notes/notes', 'application/json; charset=utf-16le', utf16le(NOTE));
     expect(res.status).toBe(200);
