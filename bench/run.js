@@ -42,7 +42,7 @@ function readSettings() {
     // Slice pairs per (baseline, scenario) pair. The machine's speed drifts over seconds to minutes
     // (a ratio measured minutes apart ranged 0.93–1.76); a slice of the scenario and one of its
     // baseline taken back to back see nearly the same machine, so their ratio cancels the drift.
-    slices: positiveInteger('BENCH_SLICES', 8),
+    slices: positiveInteger('BENCH_SLICES', 12),
     // Seconds per measured slice.
     slice: positiveNumber('BENCH_SLICE', 3),
     connections: Math.round(positiveNumber('BENCH_CONNECTIONS', 50)),
