@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import type { Knex } from 'knex';
 
@@ -19,6 +20,7 @@ const LOCK_WAIT_MS = 200;
  * await migrate(knex({ client: 'pg', connection: process.env.DATABASE_URL }));
  */
 export async function migrate(knex: Knex): Promise<string[]> {
+  if (await upToDate(knex)) return [];
   for (let attempt = 1; ; attempt++) {
     try {
       const [, applied] = (await knex.migrate.latest({
@@ -39,6 +41,32 @@ export async function migrate(knex: Knex): Promise<string[]> {
       await new Promise((resolve) => setTimeout(resolve, LOCK_WAIT_MS));
     }
   }
+}
+
+/**
+ * Whether every migration of the directory, and no other, is recorded, and the lock is free: then
+ * knex's migrator, which takes and frees the lock in a transaction around a dozen queries, would
+ * find nothing to do. One query instead (every start on existing data paid ~0.15 s for them on
+ * PGlite). Anything else (a new database, a migration to run, a held lock, a migration the
+ * directory lacks) goes through knex's migrator, which does and says what it always did.
+ */
+async function upToDate(knex: Knex): Promise<boolean> {
+  const files = fs.readdirSync(MIGRATIONS_DIRECTORY).filter((name) => name.endsWith('.js'));
+  let row: { locked: number | null; names: string[] | null } | undefined;
+  try {
+    const result = (await knex.raw('select (select max(is_locked) from ??) as locked, (select json_agg(name) from ??) as names', [
+      `${MIGRATIONS_TABLE}_lock`,
+      MIGRATIONS_TABLE,
+    ])) as { rows: (typeof row)[] };
+    row = result.rows[0];
+  } catch (error) {
+    // undefined_table: a database never migrated. Other errors are knex's migrator's to meet and report.
+    if ((error as { code?: unknown }).code === '42P01') return false;
+    throw error;
+  }
+  if (row === undefined || row.locked !== 0 || !Array.isArray(row.names)) return false;
+  const recorded = new Set(row.names);
+  return recorded.size === files.length && files.every((name) => recorded.has(name));
 }
 
 /** Frees the migration lock that a crashed migration left taken (`bcms-ext migrate --unlock`). */
