@@ -80,7 +80,8 @@ export function ensurePgliteTemplate(): Promise<string> {
   return pending;
 }
 
-async function makeTemplate(candidates: string[]): Promise<string> {
+/** Makes the template in the first of `candidates` that can be written (exported for the tests). */
+export async function makeTemplate(candidates: string[]): Promise<string> {
   const failures: string[] = [];
   for (const target of candidates) {
     let work: string;
