@@ -70,7 +70,7 @@ const making = new Map<string, Promise<string>>();
  */
 export function ensurePgliteTemplate(): Promise<string> {
   const candidates = templateCandidates();
-  for (const candidate of candidates) if (fs.existsSync(candidate)) return Promise.resolve(candidate);
+  for (const candidate of candidates) if (fs.existsSync(candidate) && isOurs(path.dirname(candidate))) return Promise.resolve(candidate);
   const key = candidates[0]!;
   let pending = making.get(key);
   if (pending === undefined) {
@@ -80,13 +80,24 @@ export function ensurePgliteTemplate(): Promise<string> {
   return pending;
 }
 
+/**
+ * A template is loaded as a database, so only one kept where nobody else could have put it is used:
+ * a directory of this user's, writable by no one else (the temporary directory is everybody's).
+ */
+function isOurs(dir: string): boolean {
+  if (typeof process.getuid !== 'function') return true;
+  const stat = fs.statSync(dir, { throwIfNoEntry: false });
+  return stat !== undefined && stat.uid === process.getuid() && (stat.mode & 0o022) === 0;
+}
+
 /** Makes the template in the first of `candidates` that can be written (exported for the tests). */
 export async function makeTemplate(candidates: string[]): Promise<string> {
   const failures: string[] = [];
   for (const target of candidates) {
     let work: string;
     try {
-      fs.mkdirSync(path.dirname(target), { recursive: true });
+      fs.mkdirSync(path.dirname(target), { recursive: true, mode: 0o700 });
+      if (!isOurs(path.dirname(target))) throw new Error('owned by another user, or writable by others');
       work = fs.mkdtempSync(`${target}.work-`);
     } catch (error) {
       failures.push(`${path.dirname(target)}: ${(error as Error).message}`);

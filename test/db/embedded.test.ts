@@ -166,13 +166,18 @@ describe('a killed process', () => {
 });
 
 describe('the template', () => {
-  test('made by two processes at once, where the first place cannot be written: one whole template in the second', async () => {
+  test('made by two processes at once, where the first places cannot be used: one whole template in the next', async () => {
     const blocked = path.join(newDir('blocked'), 'a-file');
     fs.writeFileSync(blocked, '');
+    // Writable by anybody: a template there could have been put by anybody, so none is made there.
+    const open = newDir('everybody');
+    fs.chmodSync(open, 0o777);
     const target = path.join(newDir('template'), 'pglite-test.tar');
+    const candidates = [path.join(blocked, 'x.tar'), path.join(open, 'x.tar'), target];
     // Two makers at once, as two test files on a fresh clone: each writes beside the target and renames.
-    const made = await Promise.all([makeTemplate([path.join(blocked, 'x.tar'), target]), makeTemplate([path.join(blocked, 'x.tar'), target])]);
+    const made = await Promise.all([makeTemplate(candidates), makeTemplate(candidates)]);
     expect(made).toEqual([target, target]);
+    expect(fs.readdirSync(open)).toEqual([]);
     expect(fs.readdirSync(path.dirname(target))).toEqual(['pglite-test.tar']);
     const db = await PGlite.create('memory://', { loadDataDir: new Blob([fs.readFileSync(target)]) });
     expect((await db.query<{ name: string }>(`select name from ${MIGRATIONS_TABLE} order by id`)).rows.map((row) => row.name)).toEqual(migrationNames());

@@ -1,11 +1,17 @@
 import os from 'node:os';
-import { migrate, MIGRATIONS_TABLE } from '../../lib';
+import { migrate, MIGRATIONS_DIRECTORY, MIGRATIONS_TABLE } from '../../lib';
 import { backends, openTestDatabase, type TestDatabase } from '../support/database';
 
 describe.each(backends())('migrations on %s', (backend) => {
   let database: TestDatabase;
   beforeAll(async () => {
     database = await openTestDatabase(backend);
+    if (backend === 'pglite') {
+      // A new embedded database is made from a template that is already migrated (see
+      // test/db/embedded.test.ts): taken back to a database without our tables, as a server's is.
+      await database.knex.migrate.rollback({ directory: MIGRATIONS_DIRECTORY, tableName: MIGRATIONS_TABLE, loadExtensions: ['.js'] }, true);
+      expect(await database.knex.schema.hasTable('bcms_templates')).toBe(false);
+    }
   });
   afterAll(() => database.close());
 
