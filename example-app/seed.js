@@ -69,7 +69,7 @@ async function seed(knex, repo, { adminEmail, adminPassword }) {
   await createHostTables(knex);
   const jwtSecret = await setting(knex, 'jwt-secret', () => randomBytes(32).toString('hex'));
 
-  const users = await Promise.all(
+  const seedUsers = () => Promise.all(
     DEMO_USERS.map(async (demo) => {
       const email = demo.key === 'admin' ? adminEmail : demo.email;
       const given = demo.key === 'admin' ? adminPassword : undefined;
@@ -87,15 +87,20 @@ async function seed(knex, repo, { adminEmail, adminPassword }) {
     }),
   );
 
-  if ((await repo.template.findById(BLOG_TEMPLATE_ID)) === null) {
-    await knex('bcms_templates').insert({ id: BLOG_TEMPLATE_ID, name: 'blog', label: 'Blog', props: JSON.stringify([{ id: 'title', type: 'STRING' }, { id: 'body', type: 'STRING' }]) });
-    for (const [title, body] of BLOG_POSTS) {
-      await repo.entry.add({ templateId: BLOG_TEMPLATE_ID, userId: 'seed', status: 'published', meta: [{ lng: 'en', props: [{ id: 'title', data: [title] }, { id: 'body', data: [body] }] }] });
+  const seedContent = async () => {
+    if ((await repo.template.findById(BLOG_TEMPLATE_ID)) === null) {
+      await knex('bcms_templates').insert({ id: BLOG_TEMPLATE_ID, name: 'blog', label: 'Blog', props: JSON.stringify([{ id: 'title', type: 'STRING' }, { id: 'body', type: 'STRING' }]) });
+      for (const [title, body] of BLOG_POSTS) {
+        await repo.entry.add({ templateId: BLOG_TEMPLATE_ID, userId: 'seed', status: 'published', meta: [{ lng: 'en', props: [{ id: 'title', data: [title] }, { id: 'body', data: [body] }] }] });
+      }
     }
-  }
-  if ((await repo.template.findByName(SUBMISSIONS_TEMPLATE)) === null) {
-    await repo.template.add({ name: SUBMISSIONS_TEMPLATE, label: 'Form submissions', props: [{ id: 'name' }, { id: 'email' }, { id: 'message' }] });
-  }
+    if ((await repo.template.findByName(SUBMISSIONS_TEMPLATE)) === null) {
+      await repo.template.add({ name: SUBMISSIONS_TEMPLATE, label: 'Form submissions', props: [{ id: 'name' }, { id: 'email' }, { id: 'message' }] });
+    }
+  };
+
+  // At once: the password hashes (libuv's threads) are made while the content's queries run.
+  const [users] = await Promise.all([seedUsers(), seedContent()]);
   return { jwtSecret, users };
 }
 

@@ -31,6 +31,7 @@ export async function migrate(knex: Knex): Promise<string[]> {
       return applied;
     } catch (error) {
       if (!isMigrationRace(error)) throw error;
+      if (await removeDuplicateLockRows(knex)) continue;
       if (attempt >= LOCK_RETRIES) {
         throw new Error(
           `the ${MIGRATIONS_TABLE} lock has been held for ${(LOCK_RETRIES * LOCK_WAIT_MS) / 1000} s. If no other instance is migrating ` +
@@ -72,6 +73,20 @@ async function upToDate(knex: Knex): Promise<boolean> {
 /** Frees the migration lock that a crashed migration left taken (`bcms-ext migrate --unlock`). */
 export async function unlockMigrations(knex: Knex): Promise<void> {
   await knex.migrate.forceFreeMigrationsLock({ directory: MIGRATIONS_DIRECTORY, tableName: MIGRATIONS_TABLE, loadExtensions: ['.js'] });
+}
+
+/**
+ * Two instances creating the lock table at the same moment can both find it empty and both insert
+ * its one row. knex then takes the lock by updating the free row and insisting on exactly one: with
+ * two free rows, it says "already locked" to everyone, for ever (a CI run met it: two routers on a
+ * new schema). Free duplicates are that race's leftovers, and are removed; then knex is asked again.
+ */
+async function removeDuplicateLockRows(knex: Knex): Promise<boolean> {
+  const lockTable = `${MIGRATIONS_TABLE}_lock`;
+  const rows = (await knex(lockTable).select('index', 'is_locked').orderBy('index').catch(() => [])) as { index: number; is_locked: number }[];
+  if (rows.length < 2 || rows.some((row) => row.is_locked !== 0)) return false;
+  await knex(lockTable).where('index', '>', rows[0]!.index).where('is_locked', 0).del();
+  return true;
 }
 
 /** The lock is taken, or the other instance created the migrations table a moment before us. */

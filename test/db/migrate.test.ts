@@ -50,6 +50,15 @@ describe.each(backends())('migrations on %s', (backend) => {
     expect(await migrate(database.knex)).toEqual([]);
   });
 
+  test('a lock table with two free rows (two instances created it at once) is repaired, not "locked" for ever', async () => {
+    const knex = database.knex;
+    const config = { directory: MIGRATIONS_DIRECTORY, tableName: MIGRATIONS_TABLE, loadExtensions: ['.js'] };
+    await knex.migrate.down(config); // something to apply, so that knex's migrator (and its lock) runs
+    await knex(`${MIGRATIONS_TABLE}_lock`).insert({ is_locked: 0 });
+    expect(await migrate(knex)).toEqual(['20261122020000_deployments.js']);
+    expect(await knex(`${MIGRATIONS_TABLE}_lock`).select('is_locked')).toEqual([{ is_locked: 0 }]);
+  });
+
   test('template_id is indexed and references templates; nested data is JSONB', async () => {
     const columns = await database.knex('information_schema.columns')
       .select('column_name', 'data_type')
