@@ -1,7 +1,8 @@
 'use strict';
 // The example CMS's own tables (users, settings) and its demo content, created on first start and
 // left as they are afterwards: every step checks before it writes, so a restart adds nothing.
-const { randomBytes, randomUUID, scryptSync, timingSafeEqual } = require('node:crypto');
+const { randomBytes, randomUUID, scrypt, scryptSync, timingSafeEqual } = require('node:crypto');
+const { promisify } = require('node:util');
 const { migrate } = require('bcms-extensions');
 
 /** Fixed, as the BCMS docs hard-code a template id in their example function. */
@@ -20,9 +21,10 @@ const BLOG_POSTS = [
   ['Content through the repository', 'Handlers read entries with findAllByTemplateId.'],
 ];
 
-function hashPassword(password) {
+/** Async, on libuv's threads: the two demo users' hashes are made at once, not one after the other on a first start. */
+async function hashPassword(password) {
   const salt = randomBytes(16);
-  return `scrypt:${salt.toString('hex')}:${scryptSync(password, salt, 32).toString('hex')}`;
+  return `scrypt:${salt.toString('hex')}:${(await promisify(scrypt)(password, salt, 32)).toString('hex')}`;
 }
 
 function verifyPassword(password, stored) {
@@ -67,33 +69,38 @@ async function seed(knex, repo, { adminEmail, adminPassword }) {
   await createHostTables(knex);
   const jwtSecret = await setting(knex, 'jwt-secret', () => randomBytes(32).toString('hex'));
 
-  const users = [];
-  for (const demo of DEMO_USERS) {
-    const email = demo.key === 'admin' ? adminEmail : demo.email;
-    const given = demo.key === 'admin' ? adminPassword : undefined;
-    const existing = await knex('example_users').where({ email }).first();
-    if (existing) {
-      // ADMIN_PASSWORD is the admin's password whenever it is set.
-      if (given !== undefined && !verifyPassword(given, existing.password_hash)) {
-        await knex('example_users').where({ email }).update({ password_hash: hashPassword(given) });
+  const seedUsers = () => Promise.all(
+    DEMO_USERS.map(async (demo) => {
+      const email = demo.key === 'admin' ? adminEmail : demo.email;
+      const given = demo.key === 'admin' ? adminPassword : undefined;
+      const existing = await knex('example_users').where({ email }).first();
+      if (existing) {
+        // ADMIN_PASSWORD is the admin's password whenever it is set.
+        if (given !== undefined && !verifyPassword(given, existing.password_hash)) {
+          await knex('example_users').where({ email }).update({ password_hash: await hashPassword(given) });
+        }
+        return { email };
       }
-      users.push({ email });
-      continue;
-    }
-    const password = given ?? randomBytes(12).toString('base64url');
-    await knex('example_users').insert({ id: randomUUID(), email, password_hash: hashPassword(password), roles: JSON.stringify(demo.roles) });
-    users.push({ email, password: given === undefined ? password : undefined });
-  }
+      const password = given ?? randomBytes(12).toString('base64url');
+      await knex('example_users').insert({ id: randomUUID(), email, password_hash: await hashPassword(password), roles: JSON.stringify(demo.roles) });
+      return { email, password: given === undefined ? password : undefined };
+    }),
+  );
 
-  if ((await repo.template.findById(BLOG_TEMPLATE_ID)) === null) {
-    await knex('bcms_templates').insert({ id: BLOG_TEMPLATE_ID, name: 'blog', label: 'Blog', props: JSON.stringify([{ id: 'title', type: 'STRING' }, { id: 'body', type: 'STRING' }]) });
-    for (const [title, body] of BLOG_POSTS) {
-      await repo.entry.add({ templateId: BLOG_TEMPLATE_ID, userId: 'seed', status: 'published', meta: [{ lng: 'en', props: [{ id: 'title', data: [title] }, { id: 'body', data: [body] }] }] });
+  const seedContent = async () => {
+    if ((await repo.template.findById(BLOG_TEMPLATE_ID)) === null) {
+      await knex('bcms_templates').insert({ id: BLOG_TEMPLATE_ID, name: 'blog', label: 'Blog', props: JSON.stringify([{ id: 'title', type: 'STRING' }, { id: 'body', type: 'STRING' }]) });
+      for (const [title, body] of BLOG_POSTS) {
+        await repo.entry.add({ templateId: BLOG_TEMPLATE_ID, userId: 'seed', status: 'published', meta: [{ lng: 'en', props: [{ id: 'title', data: [title] }, { id: 'body', data: [body] }] }] });
+      }
     }
-  }
-  if ((await repo.template.findByName(SUBMISSIONS_TEMPLATE)) === null) {
-    await repo.template.add({ name: SUBMISSIONS_TEMPLATE, label: 'Form submissions', props: [{ id: 'name' }, { id: 'email' }, { id: 'message' }] });
-  }
+    if ((await repo.template.findByName(SUBMISSIONS_TEMPLATE)) === null) {
+      await repo.template.add({ name: SUBMISSIONS_TEMPLATE, label: 'Form submissions', props: [{ id: 'name' }, { id: 'email' }, { id: 'message' }] });
+    }
+  };
+
+  // At once: the password hashes (libuv's threads) are made while the content's queries run.
+  const [users] = await Promise.all([seedUsers(), seedContent()]);
   return { jwtSecret, users };
 }
 

@@ -7,6 +7,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { createBcmsFunction, listApiKeys } from '../../lib';
 import { main } from '../../lib/cli/main';
 import { openDatabase } from '../../lib/db/connection';
+import { MIGRATIONS_DIRECTORY, MIGRATIONS_TABLE } from '../../lib/db/migrate';
 import { buildApp, freePort, role, signToken, type TestApp } from '../support/app';
 import { serverSchema } from '../support/database';
 
@@ -124,6 +125,11 @@ describe('bcms-ext keys, on the database directly', () => {
 
   test('list, block and delete leave a database never migrated as it is', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-keys-empty-'));
+    // A new embedded database is made migrated (from the template): taken back to one never migrated.
+    const made = openDatabase({ pglite: dir });
+    await made.knex.migrate.rollback({ directory: MIGRATIONS_DIRECTORY, tableName: MIGRATIONS_TABLE, loadExtensions: ['.js'] }, true);
+    await made.knex.schema.dropTable(`${MIGRATIONS_TABLE}_lock`).dropTable(MIGRATIONS_TABLE);
+    await made.close();
     expect(await run(['keys', 'list', '--pglite', dir])).toMatchObject({ code: 0, out: 'No API keys. Create one with: bcms-ext keys create --name NAME --functions FUNCTION\n' });
     const database = openDatabase({ pglite: dir });
     expect(await database.knex.schema.hasTable('bcms_migrations')).toBe(false);

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { main } from '../../lib/cli/main';
 import { openDatabase } from '../../lib/db/connection';
+import { MIGRATIONS_DIRECTORY, MIGRATIONS_TABLE } from '../../lib/db/migrate';
 
 function capture() {
   const out: string[] = [];
@@ -11,8 +12,22 @@ function capture() {
 }
 
 describe('bcms-ext migrate', () => {
+  test('a new embedded database is made up to date', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-cli-new-'));
+    const run = capture();
+    expect(await main(['migrate', '--pglite', dir], run.io)).toBe(0);
+    expect(run.out.join('')).toContain('Already up to date.');
+    const database = openDatabase({ pglite: dir });
+    expect(await database.knex.schema.hasTable('bcms_entries')).toBe(true);
+    await database.close();
+  }, 60_000);
+
   test('migrates an embedded database, then finds it up to date', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-cli-'));
+    // Made from the migrated template: taken back first, so that there is something to apply.
+    const made = openDatabase({ pglite: dir });
+    await made.knex.migrate.rollback({ directory: MIGRATIONS_DIRECTORY, tableName: MIGRATIONS_TABLE, loadExtensions: ['.js'] }, true);
+    await made.close();
     const first = capture();
     expect(await main(['migrate', '--pglite', dir], first.io)).toBe(0);
     expect(first.out.join('')).toContain('Applied: 20261122000000_content_store.js');

@@ -2,7 +2,8 @@ import net from 'node:net';
 
 /**
  * A TCP proxy in front of a database: `stop()` is the database going away (every connection cut,
- * nothing listening), `start()` is it coming back, on the same port.
+ * nothing listening), `start()` is it coming back, on the same port; `reset()` cuts every
+ * connection and keeps listening.
  */
 export class TcpProxy {
   private server: net.Server | undefined;
@@ -46,6 +47,11 @@ export class TcpProxy {
       client.resume(); // read and drop whatever is sent
     });
     await new Promise<void>((resolve) => this.server!.listen(this.port, '127.0.0.1', resolve));
+  }
+
+  /** Every connection cut at once while the port keeps accepting new ones: a server restart, as clients see it. */
+  reset(): void {
+    for (const socket of this.sockets) socket.destroy();
   }
 
   async stop(): Promise<void> {

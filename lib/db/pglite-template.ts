@@ -1,0 +1,274 @@
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { MIGRATIONS_DIRECTORY, MIGRATIONS_TABLE } from './migrate';
+
+/**
+ * PGlite's initdb takes seconds and grows its WebAssembly heap by hundreds of MB that the process
+ * never gets back. So it runs once, in a child process that exits (giving that memory back), and
+ * its result, a tarball of the freshly initialised, migrated and cleanly shut down cluster, is kept
+ * as a template: a new data directory is a copy of it, and a `memory://` database loads it
+ * (PGlite's `loadDataDir`).
+ *
+ * The template is taken after our migrations (the package's own, nothing else: no table of a
+ * host's, no row of anybody's but `bcms_migrations`' own bookkeeping): running them took 0.35-0.45 s
+ * of every new database's start, a third of the time allowed. So it is keyed by the PGlite version
+ * and the migrations' names and contents; a database made from it is up to date with the
+ * migrations it was made with, and later ones run on it as on any database. It lives in the
+ * package's `dist/pglite-template/` (made by `npm run build`), or, where that cannot be written, in
+ * the system's temporary directory: never in a data directory, and never opened as one.
+ */
+
+const PACKAGE_ROOT = path.resolve(__dirname, '..', '..');
+
+function pgliteVersion(): string {
+  const entry = require.resolve('@electric-sql/pglite');
+  const manifest = path.join(path.dirname(entry), '..', 'package.json');
+  return (JSON.parse(fs.readFileSync(manifest, 'utf8')) as { version: string }).version;
+}
+
+/** The migrations a template holds, by name and content: a changed or added one makes a new template. */
+function migrationsKey(): string {
+  const hash = createHash('sha256');
+  for (const name of fs.readdirSync(MIGRATIONS_DIRECTORY).filter((file) => file.endsWith('.js')).sort()) {
+    hash.update(`${name}\0`).update(fs.readFileSync(path.join(MIGRATIONS_DIRECTORY, name))).update('\0');
+  }
+  return hash.digest('hex').slice(0, 12);
+}
+
+/** Where a template may be kept, in the order they are tried. */
+export function templateCandidates(): string[] {
+  const file = `pglite-${pgliteVersion()}-${migrationsKey()}.tar`;
+  const uid = typeof process.getuid === 'function' ? String(process.getuid()) : 'user';
+  return [path.join(PACKAGE_ROOT, 'dist', 'pglite-template', file), path.join(os.tmpdir(), `bcms-extensions-${uid}`, file)];
+}
+
+// Runs in the child: PGlite's own initdb into a directory, our migrations (knex's, as migrate()
+// runs them), one more query (so Postgres writes its relation cache files, which the first query of
+// every database made from the template then reads instead of building), and a clean close: a
+// shut-down cluster starts without crash recovery.
+const INITDB = `
+const [pglite, knexModule, knexPglite, dir, directory, tableName] = process.argv.slice(1);
+(async () => {
+  const { PGlite } = require(pglite);
+  const db = await PGlite.create(dir);
+  const knex = require(knexModule)({ client: require(knexPglite), connection: { pglite: db } });
+  await knex.migrate.latest({ directory, tableName, loadExtensions: ['.js'] });
+  await knex.raw('select count(*) from pg_class');
+  await knex.destroy();
+  if (!db.closed) await db.close();
+})().catch((error) => { process.stderr.write(String(error && error.stack || error)); process.exit(1); });
+`;
+
+const making = new Map<string, Promise<string>>();
+
+/**
+ * Resolves to the path of the template tarball, making it first (in a child process, about 5 s)
+ * when no candidate location holds one yet. Rejects when it can be made nowhere.
+ */
+export function ensurePgliteTemplate(): Promise<string> {
+  const candidates = templateCandidates();
+  for (const candidate of candidates) if (fs.existsSync(candidate) && isOurs(path.dirname(candidate))) return Promise.resolve(candidate);
+  const key = candidates[0]!;
+  let pending = making.get(key);
+  if (pending === undefined) {
+    pending = makeTemplate(candidates).finally(() => making.delete(key));
+    making.set(key, pending);
+  }
+  return pending;
+}
+
+/**
+ * A template is loaded as a database, so only one kept where nobody else could have put it is used:
+ * a directory of this user's, writable by no one else (the temporary directory is everybody's).
+ */
+function isOurs(dir: string): boolean {
+  if (typeof process.getuid !== 'function') return true;
+  const stat = fs.statSync(dir, { throwIfNoEntry: false });
+  return stat !== undefined && stat.uid === process.getuid() && (stat.mode & 0o022) === 0;
+}
+
+/** Makes the template in the first of `candidates` that can be written (exported for the tests). */
+export async function makeTemplate(candidates: string[]): Promise<string> {
+  const failures: string[] = [];
+  for (const target of candidates) {
+    let work: string;
+    try {
+      fs.mkdirSync(path.dirname(target), { recursive: true, mode: 0o700 });
+      if (!isOurs(path.dirname(target))) throw new Error('owned by another user, or writable by others');
+      work = fs.mkdtempSync(`${target}.work-`);
+    } catch (error) {
+      failures.push(`${path.dirname(target)}: ${(error as Error).message}`);
+      continue;
+    }
+    try {
+      const dir = path.join(work, 'data');
+      await new Promise<void>((resolve, reject) => {
+        // Plain Node: no --experimental-vm-modules or debugger flags from a test runner.
+        const env = { ...process.env, NODE_OPTIONS: '' };
+        const args = [require.resolve('@electric-sql/pglite'), require.resolve('knex'), require.resolve('knex-pglite'), dir, MIGRATIONS_DIRECTORY, MIGRATIONS_TABLE];
+        execFile(process.execPath, ['-e', INITDB, ...args], { env, maxBuffer: 16 * 1024 * 1024 }, (error, _stdout, stderr) => {
+          if (error) reject(new Error(`PGlite's initdb for the template failed: ${stderr.trim().slice(-2000) || error.message}`));
+          else resolve();
+        });
+      });
+      if (!fs.existsSync(path.join(dir, COMPLETE_MARK))) throw new Error(`PGlite's initdb for the template left no ${COMPLETE_MARK}`);
+      // Written beside the target and renamed onto it: a reader (another process making it at the
+      // same moment, too) never sees half a file.
+      const temporary = path.join(work, 'template.tar');
+      const fd = fs.openSync(temporary, 'w', 0o644);
+      try {
+        fs.writeSync(fd, writeTar(dir));
+        fs.fsyncSync(fd);
+      } finally {
+        fs.closeSync(fd);
+      }
+      fs.renameSync(temporary, target);
+      // Templates of other PGlite versions or migrations are of no more use here.
+      for (const old of fs.readdirSync(path.dirname(target))) {
+        if (/^pglite-.*\.tar$/.test(old) && old !== path.basename(target)) fs.rmSync(path.join(path.dirname(target), old), { force: true });
+      }
+      return target;
+    } finally {
+      fs.rmSync(work, { recursive: true, force: true });
+    }
+  }
+  throw new Error(`no place to keep the PGlite template (${failures.join('; ')})`);
+}
+
+/** A ustar archive of `dir`'s directories and plain files, names relative to it (as `loadDataDir` reads them). */
+export function writeTar(dir: string): Buffer {
+  const blocks: Buffer[] = [];
+  const header = (name: string, mode: number, size: number, mtime: number, type: '0' | '5'): Buffer => {
+    const block = Buffer.alloc(512);
+    let prefix = '';
+    let base = name;
+    if (Buffer.byteLength(name) > 100) {
+      const cut = name.lastIndexOf('/', 155);
+      if (cut <= 0 || Buffer.byteLength(name.slice(cut + 1)) > 100) throw new Error(`a path too long for the PGlite template: ${name}`);
+      prefix = name.slice(0, cut);
+      base = name.slice(cut + 1);
+    }
+    block.write(base, 0, 100, 'utf8');
+    block.write(`${(mode & 0o7777).toString(8).padStart(7, '0')}\0`, 100);
+    block.write('0000000\0', 108); // uid
+    block.write('0000000\0', 116); // gid
+    block.write(`${size.toString(8).padStart(11, '0')}\0`, 124);
+    block.write(`${Math.floor(mtime / 1000).toString(8).padStart(11, '0')}\0`, 136);
+    block.write('        ', 148); // the checksum counts itself as spaces
+    block.write(type, 156);
+    block.write('ustar\0', 257);
+    block.write('00', 263);
+    block.write(prefix, 345, 155, 'utf8');
+    let sum = 0;
+    for (const byte of block) sum += byte;
+    block.write(`${sum.toString(8).padStart(6, '0')}\0 `, 148);
+    return block;
+  };
+  const walk = (relative: string): void => {
+    for (const name of fs.readdirSync(path.join(dir, relative)).sort()) {
+      const child = relative === '' ? name : `${relative}/${name}`;
+      const stat = fs.statSync(path.join(dir, child));
+      if (stat.isDirectory()) {
+        blocks.push(header(child, stat.mode, 0, stat.mtimeMs, '5'));
+        walk(child);
+      } else if (stat.isFile()) {
+        const data = fs.readFileSync(path.join(dir, child));
+        blocks.push(header(child, stat.mode, data.length, stat.mtimeMs, '0'), data);
+        if (data.length % 512 !== 0) blocks.push(Buffer.alloc(512 - (data.length % 512)));
+      }
+    }
+  };
+  walk('');
+  blocks.push(Buffer.alloc(1024)); // two zero blocks end the archive
+  return Buffer.concat(blocks);
+}
+
+export interface TarEntry {
+  /** Relative, `/`-separated, never absolute and never with `..`. */
+  readonly name: string;
+  readonly directory: boolean;
+  readonly mode: number;
+  readonly data: Buffer;
+}
+
+/**
+ * The entries of an uncompressed tar (ustar, as PGlite's `dumpDataDir` writes it). Anything else
+ * (a link, an extended header, a name that climbs out) is refused: the template is a data
+ * directory of plain files and directories, and a tar that is not one is not ours.
+ */
+export function readTar(tar: Buffer): TarEntry[] {
+  const entries: TarEntry[] = [];
+  const text = (from: number, length: number) => {
+    const field = tar.subarray(from, from + length);
+    const end = field.indexOf(0);
+    return field.subarray(0, end === -1 ? length : end).toString('utf8');
+  };
+  const octal = (from: number, length: number) => {
+    const value = text(from, length).trim();
+    if (!/^[0-7]+$/.test(value)) throw new Error(`not a tar: bad number "${value}" at byte ${from}`);
+    return parseInt(value, 8);
+  };
+  let offset = 0;
+  while (offset + 512 <= tar.length) {
+    if (tar.subarray(offset, offset + 512).every((byte) => byte === 0)) break; // end of archive
+    const prefix = text(offset + 345, 155);
+    const name = (prefix ? `${prefix}/` : '') + text(offset, 100);
+    const size = octal(offset + 124, 12);
+    const type = String.fromCharCode(tar[offset + 156] ?? 0);
+    const relative = name.split('/').filter((part) => part !== '' && part !== '.');
+    if (relative.length === 0 || relative.includes('..')) throw new Error(`not a data directory tar: entry "${name}"`);
+    const start = offset + 512;
+    if (start + size > tar.length) throw new Error(`not a tar: entry "${name}" runs past the end`);
+    if (type === '5') entries.push({ name: relative.join('/'), directory: true, mode: octal(offset + 100, 8), data: Buffer.alloc(0) });
+    else if (type === '0' || type === '\0') entries.push({ name: relative.join('/'), directory: false, mode: octal(offset + 100, 8), data: tar.subarray(start, start + size) });
+    else throw new Error(`not a data directory tar: entry "${name}" has type "${type}"`);
+    offset = start + Math.ceil(size / 512) * 512;
+  }
+  return entries;
+}
+
+/** The file that says a data directory is complete: Postgres's own, written last. */
+export const COMPLETE_MARK = 'PG_VERSION';
+
+/**
+ * Writes the template's files into `dir`. `PG_VERSION` goes last, so a crash part-way leaves a
+ * directory that is recognisably unfinished (see `isUnfinished`) rather than a broken database.
+ */
+export function extractTemplate(entries: TarEntry[], dir: string): void {
+  const last = entries.filter((entry) => entry.name === COMPLETE_MARK);
+  if (last.length !== 1) throw new Error(`the PGlite template has no ${COMPLETE_MARK}: it is not a data directory`);
+  for (const entry of [...entries.filter((entry) => entry.name !== COMPLETE_MARK), ...last]) {
+    const target = path.join(dir, ...entry.name.split('/'));
+    if (entry.directory) fs.mkdirSync(target, { recursive: true, mode: 0o700 });
+    else {
+      fs.mkdirSync(path.dirname(target), { recursive: true, mode: 0o700 });
+      writeSparse(target, entry.data, entry.mode & 0o777 || 0o600);
+    }
+  }
+}
+
+/**
+ * Writes `data` up to its last non-zero byte and extends the file to its full size without writing
+ * the zeros: the 16 MB WAL segment is almost all zeros, and writing it was most of a first start's
+ * copying time. Postgres reads the unwritten part as the zeros it is.
+ */
+function writeSparse(target: string, data: Buffer, mode: number): void {
+  let end = data.length;
+  while (end > 0 && data[end - 1] === 0) end--;
+  const fd = fs.openSync(target, 'w', mode);
+  try {
+    let written = 0;
+    while (written < end) written += fs.writeSync(fd, data, written, end - written, written);
+    if (end < data.length) fs.ftruncateSync(fd, data.length);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** Top-level names a first start writes: a directory holding only these is one that did not finish. */
+export function topLevelNames(entries: TarEntry[]): Set<string> {
+  return new Set(entries.map((entry) => entry.name.split('/')[0]!));
+}

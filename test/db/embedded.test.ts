@@ -1,0 +1,201 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { MIGRATIONS_TABLE } from '../../lib';
+import { openDatabase } from '../../lib/db/connection';
+import { memoryLogger } from '../support/app';
+import { LOCK_FILE } from '../../lib/db/pglite-lock';
+import { ensurePgliteTemplate, makeTemplate, readTar, writeTar } from '../../lib/db/pglite-template';
+
+// The embedded database (PGlite): a new one starts from the template, one data directory has one
+// owner, and what a write acknowledged survives the process being killed. Processes of their own
+// run the built package (test/support/embedded-server.js), as a host runs it.
+const SERVER = path.join(__dirname, '..', 'support', 'embedded-server.js');
+const newDir = (label: string) => fs.mkdtempSync(path.join(os.tmpdir(), `bcms-embedded-${label}-`));
+const migrationNames = () => fs.readdirSync(path.join(__dirname, '..', '..', 'migrations')).filter((name) => name.endsWith('.js')).sort();
+
+interface Service {
+  child: ChildProcess;
+  port: number;
+  exited: Promise<number | string | null>;
+}
+
+const children: ChildProcess[] = [];
+afterEach(() => {
+  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+});
+
+/** Starts the service on `dir`; resolves once it listens, rejects with what it printed if it cannot start. */
+function startService(dir: string): Promise<Service> {
+  const env: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: '' };
+  delete env.DATABASE_URL;
+  const child = spawn(process.execPath, [SERVER, dir], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let output = '';
+  const exited = new Promise<number | string | null>((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal)));
+  return new Promise((resolve, reject) => {
+    child.stdout!.on('data', (chunk) => {
+      output += chunk;
+      const port = /listening (\d+)/.exec(output)?.[1];
+      if (port) resolve({ child, port: Number(port), exited });
+    });
+    child.stderr!.on('data', (chunk) => (output += chunk));
+    void exited.then(() => reject(new Error(output.trim())));
+  });
+}
+
+async function addTemplate(port: number, name: string): Promise<number> {
+  const res = await fetch(`http://127.0.0.1:${port}/api/function/add`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ name }) });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+async function templateNames(dir: string): Promise<string[]> {
+  const database = openDatabase({ pglite: dir });
+  try {
+    return (await database.knex('bcms_templates').select('name')).map((row: { name: string }) => row.name);
+  } finally {
+    await database.close();
+  }
+}
+
+describe('a new embedded database', () => {
+  test('memory://: made from the template, migrated, and a database of its own each time', async () => {
+    const first = openDatabase({ pglite: 'memory://' });
+    const second = openDatabase({ pglite: 'memory://' });
+    try {
+      const applied = (await first.knex(MIGRATIONS_TABLE).select('name').orderBy('id')).map((row: { name: string }) => row.name);
+      expect(applied).toEqual(migrationNames());
+      await first.knex('bcms_templates').insert({ name: 'only-in-first' });
+      expect(await second.knex('bcms_templates').count({ n: '*' })).toEqual([{ n: 0 }]);
+    } finally {
+      await Promise.all([first.close(), second.close()]);
+    }
+  });
+
+  test('on disk: the template copied into the directory (PG_VERSION last), locked while open, unlocked by close()', async () => {
+    const dir = newDir('disk');
+    const database = openDatabase({ pglite: dir });
+    expect(fs.existsSync(path.join(dir, LOCK_FILE))).toBe(true);
+    await database.knex.raw('select 1');
+    expect(fs.readFileSync(path.join(dir, 'PG_VERSION'), 'utf8').trim()).toMatch(/^\d+$/);
+    expect(await database.knex('bcms_templates').count({ n: '*' })).toEqual([{ n: 0 }]);
+    await database.close();
+    expect(fs.existsSync(path.join(dir, LOCK_FILE))).toBe(false);
+  });
+
+  test('a first start that stopped half-way (template files, no PG_VERSION) is started afresh', async () => {
+    const dir = newDir('half');
+    const template = readTar(fs.readFileSync(await ensurePgliteTemplate()));
+    // As a crash during the copy leaves it: some of the template's files, not PG_VERSION.
+    fs.mkdirSync(path.join(dir, 'base', '5'), { recursive: true });
+    fs.writeFileSync(path.join(dir, 'base', '5', '1259'), 'torn');
+    expect(template.some((entry) => entry.name === 'base/5/1259')).toBe(true);
+    expect(await templateNames(dir)).toEqual([]);
+  });
+
+  test('a directory holding other files and no database is refused, and nothing in it is touched', async () => {
+    const dir = newDir('foreign');
+    fs.writeFileSync(path.join(dir, 'notes.txt'), 'mine');
+    const database = openDatabase({ pglite: dir }, {}, memoryLogger().logger);
+    await expect(database.knex.raw('select 1')).rejects.toThrow(
+      `the PGlite data directory ${dir} holds no database (no PG_VERSION) but other files (notes.txt): give PGlite an empty or new directory of its own`,
+    );
+    await database.close();
+    expect(fs.readdirSync(dir)).toEqual(['notes.txt']);
+  });
+});
+
+describe('one data directory, one owner', () => {
+  test('a second router in this process is refused at once, naming the directory', async () => {
+    const dir = newDir('twice');
+    const database = openDatabase({ pglite: dir });
+    expect(() => openDatabase({ pglite: dir })).toThrow(`the PGlite data directory ${dir} is in use by another router of this process (close it first: router.close())`);
+    await database.close();
+    const again = openDatabase({ pglite: dir });
+    await again.close();
+  });
+
+  test('a second process is refused with an error naming the first; once that one is killed, the directory opens', async () => {
+    const dir = newDir('two-processes');
+    const first = await startService(dir);
+    await expect(startService(dir)).rejects.toThrow(
+      `failed the PGlite data directory ${dir} is in use by process ${first.child.pid}: an embedded database has one owner at a time. Stop that one, or give this one another directory (or a Postgres server through DATABASE_URL)`,
+    );
+    expect(() => openDatabase({ pglite: dir })).toThrow(`is in use by process ${first.child.pid}`);
+    // Killed, it leaves its lock file behind: a lock whose process is gone is taken over.
+    first.child.kill('SIGKILL');
+    await first.exited;
+    expect(fs.existsSync(path.join(dir, LOCK_FILE))).toBe(true);
+    const second = await startService(dir);
+    expect(await addTemplate(second.port, 'after-takeover')).toBe(200);
+    second.child.kill('SIGTERM');
+    await second.exited;
+  }, 60_000);
+});
+
+describe('a killed process', () => {
+  test('SIGKILL under load loses no write that was acknowledged', async () => {
+    const dir = newDir('crash');
+    const service = await startService(dir);
+    const acknowledged: string[] = [];
+    let stop = false;
+    // Four writers add templates one after another until the process dies under them.
+    const writers = Array.from({ length: 4 }, async (_, writer) => {
+      for (let i = 0; !stop; i++) {
+        const name = `w${writer}-${i}`;
+        try {
+          if ((await addTemplate(service.port, name)) === 200) acknowledged.push(name);
+        } catch {
+          return; // the connection died with the process
+        }
+      }
+    });
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    service.child.kill('SIGKILL');
+    stop = true;
+    await Promise.all(writers);
+    expect(await service.exited).toBe('SIGKILL');
+    expect(acknowledged.length).toBeGreaterThan(20);
+
+    const stored = new Set(await templateNames(dir));
+    expect(acknowledged.filter((name) => !stored.has(name))).toEqual([]);
+  }, 60_000);
+});
+
+describe('the template', () => {
+  test('made by two processes at once, where the first places cannot be used: one whole template in the next', async () => {
+    const blocked = path.join(newDir('blocked'), 'a-file');
+    fs.writeFileSync(blocked, '');
+    // Writable by anybody: a template there could have been put by anybody, so none is made there.
+    const open = newDir('everybody');
+    fs.chmodSync(open, 0o777);
+    const target = path.join(newDir('template'), 'pglite-test.tar');
+    const candidates = [path.join(blocked, 'x.tar'), path.join(open, 'x.tar'), target];
+    // Two makers at once, as two test files on a fresh clone: each writes beside the target and renames.
+    const made = await Promise.all([makeTemplate(candidates), makeTemplate(candidates)]);
+    expect(made).toEqual([target, target]);
+    expect(fs.readdirSync(open)).toEqual([]);
+    expect(fs.readdirSync(path.dirname(target))).toEqual(['pglite-test.tar']);
+    const db = await PGlite.create('memory://', { loadDataDir: new Blob([fs.readFileSync(target)]) });
+    expect((await db.query<{ name: string }>(`select name from ${MIGRATIONS_TABLE} order by id`)).rows.map((row) => row.name)).toEqual(migrationNames());
+    await db.close();
+  }, 120_000);
+
+  test('a tar that is not a data directory is refused, naming the entry', () => {
+    const dir = newDir('tar');
+    fs.mkdirSync(path.join(dir, 'base'));
+    fs.writeFileSync(path.join(dir, 'PG_VERSION'), '18\n');
+    const tar = writeTar(dir);
+    expect(readTar(tar).map((entry) => entry.name)).toEqual(['PG_VERSION', 'base']);
+    const climbing = Buffer.from(tar);
+    climbing.write('../evil\0', 0, 'utf8');
+    expect(() => readTar(climbing)).toThrow('not a data directory tar: entry "../evil"');
+    const linked = Buffer.from(tar);
+    linked.write('2', 156);
+    expect(() => readTar(linked)).toThrow('not a data directory tar: entry "PG_VERSION" has type "2"');
+    expect(() => readTar(Buffer.alloc(700, 'x'))).toThrow(/^not a tar: bad number/);
+  });
+});

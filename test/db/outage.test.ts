@@ -1,0 +1,178 @@
+import http from 'node:http';
+import { performance } from 'node:perf_hooks';
+import express from 'express';
+import type { Knex } from 'knex';
+import { bcmsExtensions, createBcmsFunction, type BcmsExtensionsRouter } from '../../lib';
+import { memoryLogger } from '../support/app';
+import { serverSchema } from '../support/database';
+import { TcpProxy } from '../support/proxy';
+
+// Faults of the Postgres server under load: 20 writers call a public function that adds an entry,
+// through a TCP proxy of the test's own that cuts the connection (the server gone for 10 s, then
+// back) or resets it (a server restart). The machine's server itself is never touched. Needs the
+// server: CI always sets DATABASE_URL (.ci/run).
+const WRITERS = 20;
+const OUTAGE_MS = 10_000;
+
+interface Call {
+  key: string;
+  start: number;
+  end: number;
+  status: number;
+  code?: string;
+}
+
+let templateId = '';
+const addEntry = createBcmsFunction(async () => ({
+  config: { name: 'add-entry', public: true },
+  handler: async ({ repo, request }) => {
+    await repo.entry.add({ templateId, meta: [{ lng: 'en', props: [{ id: 'key', data: [request.body.key] }] }] });
+    return request.body.key as string;
+  },
+}));
+
+(process.env.DATABASE_URL ? describe : describe.skip)('the Postgres server lost under load (through a proxy the test cuts)', () => {
+  let proxy: TcpProxy;
+  let router: BcmsExtensionsRouter;
+  let server: http.Server;
+  let port: number;
+  let admin: Knex;
+  let schema: string;
+  let drop: () => Promise<void>;
+  const log = memoryLogger();
+
+  beforeAll(async () => {
+    ({ schema, admin, drop } = await serverSchema('bcms_outage_load'));
+    const base = new URL(process.env.DATABASE_URL as string);
+    proxy = await TcpProxy.reserve({ host: base.hostname, port: Number(base.port || 5432) });
+    await proxy.start();
+    const through = new URL(base);
+    through.hostname = '127.0.0.1';
+    through.port = String(proxy.port);
+    through.searchParams.set('options', `-c search_path=${schema}`);
+    router = bcmsExtensions({ functions: [addEntry] }, { database: through.toString(), logger: log.logger });
+    await router.ready;
+    [{ id: templateId }] = await router.db('bcms_templates').insert({ name: 'load' }).returning('id');
+    // A keep-alive agent of the writers' own: as many sockets as writers, reused between calls.
+    server = express().use(router).listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    port = (server.address() as { port: number }).port;
+  });
+  afterAll(async () => {
+    await router.close();
+    await new Promise((resolve) => server.close(resolve));
+    await proxy.stop();
+    await drop();
+  });
+
+  const agent = new http.Agent({ keepAlive: true, maxSockets: WRITERS });
+  afterAll(() => agent.destroy());
+
+  function call(key: string): Promise<Call> {
+    const start = performance.now();
+    return new Promise((resolve, reject) => {
+      const body = JSON.stringify({ key });
+      const req = http.request(
+        { host: '127.0.0.1', port, path: '/api/function/add-entry', method: 'POST', agent, headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } },
+        (res) => {
+          let text = '';
+          res.on('data', (chunk) => (text += chunk));
+          res.on('end', () => {
+            const parsed = JSON.parse(text) as { error?: { code?: string } };
+            resolve({ key, start, end: performance.now(), status: res.statusCode ?? 0, code: parsed.error?.code });
+          });
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+  }
+
+  /** 20 writers, each calling again as soon as it has its answer, until `until()` says stop. */
+  async function load(label: string, until: () => boolean): Promise<Call[]> {
+    const calls: Call[] = [];
+    await Promise.all(
+      Array.from({ length: WRITERS }, async (_, writer) => {
+        for (let i = 0; !until(); i++) calls.push(await call(`${label}-${writer}-${i}`));
+      }),
+    );
+    return calls;
+  }
+
+  async function storedKeys(label: string): Promise<Set<string>> {
+    const rows = await admin.withSchema(schema).from('bcms_entries').select('meta');
+    const keys = rows.map((row: { meta: { props: { data: string[] }[] }[] }) => row.meta[0]!.props[0]!.data[0]!);
+    return new Set(keys.filter((key) => key.startsWith(`${label}-`)));
+  }
+
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  test('cut for 10 s, then restored: every 200 stored, fast 503s while cut, and back at once', async () => {
+    let done = false;
+    const running = load('cut', () => done);
+    await sleep(1000);
+    const stopping = proxy.stop(); // cuts every connection and stops listening, synchronously
+    const cutAt = performance.now();
+    await stopping;
+    await sleep(OUTAGE_MS);
+    const restoring = performance.now();
+    await proxy.start();
+    const restoredAt = performance.now();
+    await sleep(2000);
+    done = true;
+    const calls = await running;
+    const stored = await storedKeys('cut');
+
+    const ok = calls.filter((c) => c.status === 200);
+    const before = calls.filter((c) => c.end < cutAt);
+    const inFlightAtCut = calls.filter((c) => c.start < cutAt && c.end >= cutAt);
+    const whileCut = calls.filter((c) => c.start >= cutAt && c.end < restoring);
+    const after = calls.filter((c) => c.start >= restoredAt);
+
+    // Every acknowledged write is stored.
+    expect(ok.filter((c) => !stored.has(c.key))).toEqual([]);
+    // No row without a 200, except where the answer of a write the server had committed was lost
+    // with the connection: only a call in flight at the moment of the cut (at most one per writer).
+    const unacknowledged = [...stored].filter((key) => !ok.some((c) => c.key === key));
+    expect(unacknowledged.filter((key) => !inFlightAtCut.some((c) => c.key === key))).toEqual([]);
+    expect(unacknowledged.length).toBeLessThanOrEqual(WRITERS);
+
+    expect(before.length).toBeGreaterThan(WRITERS);
+    expect(before.every((c) => c.status === 200)).toBe(true);
+    // Every call made while it is cut: 503 DATABASE_UNAVAILABLE within 1 s; none hangs.
+    expect(whileCut.length).toBeGreaterThan(100);
+    expect(whileCut.filter((c) => c.status !== 503 || c.code !== 'DATABASE_UNAVAILABLE')).toEqual([]);
+    expect(whileCut.filter((c) => c.end - c.start >= 1000)).toEqual([]);
+    expect(inFlightAtCut.filter((c) => c.end - c.start >= 1000)).toEqual([]);
+    // Back at once: the first call after the restore succeeds, and every one after it.
+    expect(after.length).toBeGreaterThan(WRITERS);
+    expect([...after].sort((a, b) => a.start - b.start)[0]!.status).toBe(200);
+    expect(after.filter((c) => c.status !== 200)).toEqual([]);
+    // And nothing else was answered: no 500 anywhere.
+    expect(calls.filter((c) => c.status !== 200 && c.status !== 503)).toEqual([]);
+  }, 60_000);
+
+  test('every connection reset once mid-load (a server restart): no acknowledged write lost, none hangs', async () => {
+    let done = false;
+    const running = load('reset', () => done);
+    await sleep(1000);
+    proxy.reset();
+    const resetAt = performance.now();
+    await sleep(2000);
+    done = true;
+    const calls = await running;
+    const stored = await storedKeys('reset');
+
+    const ok = calls.filter((c) => c.status === 200);
+    const inFlightAtReset = calls.filter((c) => c.start < resetAt && c.end >= resetAt);
+    expect(ok.filter((c) => !stored.has(c.key))).toEqual([]);
+    const unacknowledged = [...stored].filter((key) => !ok.some((c) => c.key === key));
+    expect(unacknowledged.filter((key) => !inFlightAtReset.some((c) => c.key === key))).toEqual([]);
+    // What failed failed as unavailable, quickly; then the pool connects again and writes go on.
+    expect(calls.filter((c) => c.status !== 200 && !(c.status === 503 && c.code === 'DATABASE_UNAVAILABLE'))).toEqual([]);
+    expect(calls.filter((c) => c.end - c.start >= 1000)).toEqual([]);
+    expect(ok.filter((c) => c.start > resetAt).length).toBeGreaterThan(WRITERS);
+    const lastFailure = Math.max(...calls.filter((c) => c.status !== 200).map((c) => c.end), resetAt);
+    expect(lastFailure - resetAt).toBeLessThan(1000);
+  }, 60_000);
+});
