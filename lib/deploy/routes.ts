@@ -126,9 +126,12 @@ export function createDeployRoutes(deps: {
     );
     // This instance takes it up before answering; the others on their notification.
     await deployed.reload();
-    if (!deployed.isLive(deployment.id)) {
+    const failure = deployed.failures.get(deployment.id);
+    // Not live and not failed: a later deploy of the same name (on any instance) went live between
+    // storing this one and loading it. It is history now, as it would be a moment later anyway.
+    if (!deployed.isLive(deployment.id) && failure !== undefined) {
       // It loaded in the check, not here (a factory that waits too long, say): take it back.
-      const reason = deployed.failures.get(deployment.id) ?? 'it did not load';
+      const reason = failure;
       await store.run(() => withdrawDeployment(knex, deployment.id, live?.id));
       await deployed.reload();
       throw new BcmsHttpError('BUNDLE_INVALID', `The bundle did not load in the service: ${reason}`);
