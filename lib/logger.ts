@@ -1,3 +1,4 @@
+import os from 'node:os';
 import pino from 'pino';
 import SonicBoom from 'sonic-boom';
 
@@ -88,10 +89,31 @@ class TurnBuffer {
   }
 }
 
+/**
+ * Writes the request log line itself: the same JSON, byte for byte but the time, as the logger's
+ * `info(fields, 'request')` would. Only the default logger has one (see `createDefaultLogger`).
+ */
+export type RequestLineWriter = (requestId: string, method: string, path: string, status: number, ms: number) => void;
+export const REQUEST_LINE = Symbol('bcms-extensions.requestLine');
+
 let stdoutLines: TurnBuffer | undefined;
 
-/** The router's default logger: pino, named `bcms-extensions`, writing to stdout a turn at a time. */
+/**
+ * The router's default logger: pino, named `bcms-extensions`, writing to stdout a turn at a time.
+ * Its request line, one per request, is put together by a template rather than by pino's
+ * serialiser: measured in `npm run bench`, pino's formatting of that line was most of what logging
+ * cost a request (2.5 µs against 0.7 µs). Every other message goes through pino.
+ */
 export function createDefaultLogger(): Logger {
-  stdoutLines ??= new TurnBuffer(1);
-  return pino({ name: 'bcms-extensions' }, stdoutLines);
+  const out = (stdoutLines ??= new TurnBuffer(1));
+  const logger = pino({ name: 'bcms-extensions' }, out);
+  // pino's own bindings, in its order: {"level","time","pid","hostname","name", fields..., "msg"}.
+  const bindings = `,"pid":${process.pid},"hostname":${JSON.stringify(os.hostname())},"name":"bcms-extensions","requestId":`;
+  const write: RequestLineWriter = (requestId, method, path, status, ms) => {
+    if (!logger.isLevelEnabled('info')) return;
+    out.write(
+      `{"level":30,"time":${Date.now()}${bindings}${JSON.stringify(requestId)},"method":${JSON.stringify(method)},"path":${JSON.stringify(path)},"status":${status},"ms":${ms},"msg":"request"}\n`,
+    );
+  };
+  return Object.defineProperty(logger, REQUEST_LINE, { value: write });
 }

@@ -1,6 +1,8 @@
 import { spawn } from 'node:child_process';
 import http from 'node:http';
+import os from 'node:os';
 import path from 'node:path';
+import pino from 'pino';
 
 const SERVER = path.join(__dirname, 'fixtures', 'servers', 'default-logger.js');
 
@@ -91,5 +93,27 @@ describe('the default logger: a line for every answered request, none lost when 
     expect(server.child.exitCode).toBeNull();
     server.child.kill('SIGTERM');
     expect(await server.exited).toEqual({ code: null, signal: 'SIGTERM' });
+  }, 60_000);
+
+  test('the request line is the line pino writes for the same fields, byte for byte', async () => {
+    const server = await start([]);
+    for (const url of ['/api/plugin/ping/ping', '/api/plugin/ping/ping?token=secret', '/api/plugin/ping/nope%22%C3%A9']) {
+      await fetch(`http://127.0.0.1:${server.port}${url}`);
+    }
+    server.child.kill('SIGTERM');
+    await server.exited;
+    const raw = server.stdout().split('\n').filter((line) => line.includes('"msg":"request"'));
+    expect(raw).toHaveLength(2); // the third path is not the router's: the host's 404, not logged
+    for (const line of raw) {
+      const fields = JSON.parse(line) as { time: number; pid: number; requestId: string; method: string; path: string; status: number; ms: number };
+      let written = '';
+      const reference = pino(
+        { name: 'bcms-extensions', base: { pid: fields.pid, hostname: os.hostname() }, timestamp: () => `,"time":${fields.time}` },
+        { write: (text: string) => void (written += text) },
+      );
+      reference.info({ requestId: fields.requestId, method: fields.method, path: fields.path, status: fields.status, ms: fields.ms }, 'request');
+      expect(line).toBe(written.trimEnd());
+      expect(fields).toMatchObject({ pid: server.child.pid, method: 'GET', path: '/api/plugin/ping/ping', status: 200 });
+    }
   }, 60_000);
 });

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Request } from 'express';
-import type { Logger } from '../logger';
+import { type Logger, REQUEST_LINE, type RequestLineWriter } from '../logger';
 import { BcmsHttpError } from './errors';
 import { createRequestIds } from './request-id';
 import { type Family, writeError } from './respond';
@@ -23,6 +23,7 @@ export type Exchange = (req: Request, res: ServerResponse, family: Family, path:
 export function createExchange(options: { logger: Logger; pending: () => Promise<void> | undefined }): Exchange {
   const { logger, pending } = options;
   const nextRequestId = createRequestIds();
+  const writeLine = (logger as { [REQUEST_LINE]?: RequestLineWriter })[REQUEST_LINE];
 
   // Plain promise callbacks rather than an async function: one promise less per request.
   return function exchange(req, res, family, path, handle) {
@@ -31,7 +32,7 @@ export function createExchange(options: { logger: Logger; pending: () => Promise
     const hostHeaders = res.getHeaderNames();
     res.setHeader('Access-Control-Allow-Origin', '*');
     res.setHeader('X-Request-Id', requestId);
-    const done = (): void => logRequest(logger, req, res, path, requestId, started);
+    const done = (): void => logRequest(logger, writeLine, req, res, path, requestId, started);
     const failed = (error: unknown): void => {
       renderError(logger, req, res, error, family, requestId, hostHeaders);
       done();
@@ -48,18 +49,16 @@ export function createExchange(options: { logger: Logger; pending: () => Promise
   };
 }
 
-/** The request's log line. `path` is the router-relative path: no query string, never a token. */
-function logRequest(logger: Logger, req: Request, res: ServerResponse, path: string, requestId: string, started: number): void {
-  logger.info(
-    {
-      requestId,
-      method: req.method,
-      path: req.baseUrl ? req.baseUrl + path : path,
-      status: res.statusCode,
-      ms: Math.round((performance.now() - started) * 1000) / 1000,
-    },
-    'request',
-  );
+/**
+ * The request's log line: `{ requestId, method, path, status, ms }`, through the default logger's
+ * own writer when it has one. `path` is the mount path and the router-relative path: no query
+ * string, never a token.
+ */
+function logRequest(logger: Logger, writeLine: RequestLineWriter | undefined, req: Request, res: ServerResponse, path: string, requestId: string, started: number): void {
+  const fullPath = req.baseUrl ? req.baseUrl + path : path;
+  const ms = Math.round((performance.now() - started) * 1000) / 1000;
+  if (writeLine !== undefined) return writeLine(requestId, req.method, fullPath, res.statusCode, ms);
+  logger.info({ requestId, method: req.method, path: fullPath, status: res.statusCode, ms }, 'request');
 }
 
 /**
