@@ -1,8 +1,8 @@
 import { createPublicKey, createSecretKey } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Request } from 'express';
-import { expressjwt, UnauthorizedError, type Params as ExpressJwtParams } from 'express-jwt';
-import { TokenExpiredError, type Algorithm } from 'jsonwebtoken';
+import type { Params as ExpressJwtParams } from 'express-jwt';
+import type { Algorithm } from 'jsonwebtoken';
 import { BcmsHttpError } from '../http/errors';
 import { bearerToken, VerifiedTokenCache } from './token-cache';
 import type { JWT } from './token';
@@ -84,7 +84,9 @@ export function createAccessTokenVerifier(options: JwtOptions): AccessTokenVerif
   };
   if (options.issuer !== undefined) params.issuer = options.issuer as ExpressJwtParams['issuer'];
   if (options.audience !== undefined) params.audience = options.audience as ExpressJwtParams['audience'];
-  const middleware = expressjwt(params);
+  // express-jwt (and jsonwebtoken under it) is loaded at the first token to verify, not at start:
+  // 50 ms of every start, and never needed while verified tokens come from the cache.
+  let middleware: ReturnType<typeof import('express-jwt').expressjwt> | undefined;
   const cache = typeof secret === 'function' ? undefined : new VerifiedTokenCache(TOKEN_CACHE_SIZE);
 
   const verifyWithExpressJwt = (request: IncomingMessage) =>
@@ -97,15 +99,16 @@ export function createAccessTokenVerifier(options: JwtOptions): AccessTokenVerif
           else resolve(token);
           return;
         }
-        if (!(error instanceof UnauthorizedError)) {
+        if (!(error instanceof expressJwt().UnauthorizedError)) {
           reject(error);
         } else if (error.code === 'credentials_required' || error.code === 'credentials_bad_scheme') {
           reject(tokenMissing());
         } else {
-          reject(tokenInvalid(error.inner instanceof TokenExpiredError ? EXPIRED : INVALID));
+          reject(tokenInvalid(error.inner instanceof jsonWebToken().TokenExpiredError ? EXPIRED : INVALID));
         }
       };
       // express-jwt also sets `req.auth` (the payload); handlers read `accessToken` instead.
+      middleware ??= expressJwt().expressjwt(params);
       void middleware(request as Request, undefined as never, settle);
     });
 
@@ -127,6 +130,11 @@ export function createAccessTokenVerifier(options: JwtOptions): AccessTokenVerif
   };
   return Object.assign(verify, { known });
 }
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const expressJwt = (): typeof import('express-jwt') => require('express-jwt') as typeof import('express-jwt');
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const jsonWebToken = (): typeof import('jsonwebtoken') => require('jsonwebtoken') as typeof import('jsonwebtoken');
 
 /** How many verified tokens one router remembers: a few MB at most. */
 const TOKEN_CACHE_SIZE = 10_000;
