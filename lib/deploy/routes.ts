@@ -131,10 +131,9 @@ export function createDeployRoutes(deps: {
     // storing this one and loading it. It is history now, as it would be a moment later anyway.
     if (!deployed.isLive(deployment.id) && failure !== undefined) {
       // It loaded in the check, not here (a factory that waits too long, say): take it back.
-      const reason = failure;
       await store.run(() => withdrawDeployment(knex, deployment.id, live?.id));
       await deployed.reload();
-      throw new BcmsHttpError('BUNDLE_INVALID', `The bundle did not load in the service: ${reason}`);
+      throw new BcmsHttpError('BUNDLE_INVALID', `The bundle did not load in the service: ${failure}`);
     }
     logger.info({ kind, name, version, by: auth.key.name }, 'bcms-extensions: deployed');
     writeJson(res, 201, JSON.stringify({ deployment }));

@@ -92,14 +92,9 @@ const decoders = new Map<string, TextDecoder>();
 export function decodeText(raw: Buffer, contentType: string | undefined): string {
   const charset = charsetOf(contentType);
   if (charset === undefined || charset === 'utf-8' || charset === 'utf8') return raw.toString('utf8');
-  let decoder = decoders.get(charset);
+  let decoder = decoderOf(charset);
   if (decoder === undefined) {
-    try {
-      decoder = new TextDecoder(charset, { fatal: true });
-    } catch {
-      throw new BcmsHttpError('UNSUPPORTED_MEDIA_TYPE', `Charset "${charset.slice(0, 40)}" is not supported: send the body as UTF-8 (or another charset of the WHATWG Encoding Standard).`);
-    }
-    decoders.set(charset, decoder);
+    throw new BcmsHttpError('UNSUPPORTED_MEDIA_TYPE', `Charset "${charset.slice(0, 40)}" is not supported: send the body as UTF-8 (or another charset of the WHATWG Encoding Standard).`);
   }
   if (decoder.encoding === 'utf-8') return raw.toString('utf8');
   if (decoder.encoding === 'utf-16le' || decoder.encoding === 'utf-16be') decoder = utf16ByMark(raw) ?? decoder;
@@ -118,9 +113,17 @@ function utf16ByMark(raw: Buffer): TextDecoder | undefined {
   return undefined;
 }
 
-function decoderOf(label: string): TextDecoder {
+/** The (fatal) decoder of a charset label, made once; undefined for a label the Encoding Standard does not know. */
+function decoderOf(label: string): TextDecoder | undefined {
   let decoder = decoders.get(label);
-  if (decoder === undefined) decoders.set(label, (decoder = new TextDecoder(label, { fatal: true })));
+  if (decoder === undefined) {
+    try {
+      decoder = new TextDecoder(label, { fatal: true });
+    } catch {
+      return undefined; // an unknown label: not remembered, so the map holds known labels only
+    }
+    decoders.set(label, decoder);
+  }
   return decoder;
 }
 

@@ -82,7 +82,7 @@ function write(res: Response, value: unknown): void {
 }
 
 /** A promise, or anything `await` would wait for (a Knex query builder, say). */
-export function isThenable(value: unknown): value is PromiseLike<unknown> {
+function isThenable(value: unknown): value is PromiseLike<unknown> {
   return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
 }
 

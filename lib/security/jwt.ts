@@ -113,19 +113,21 @@ export function createAccessTokenVerifier(options: JwtOptions): AccessTokenVerif
     });
 
   if (cache === undefined) return verifyWithExpressJwt;
-  const known = (request: IncomingMessage): JWT | undefined => {
-    const token = bearerToken(request);
-    if (token === undefined) return undefined;
+  /** The cached token, set as express-jwt would have set it: its convention is `req.auth`, the payload. */
+  const cached = (request: IncomingMessage, token: string): JWT | undefined => {
     const hit = cache.get(token, Math.floor(Date.now() / 1000));
-    // As express-jwt would have: its convention is `req.auth`, the payload.
     if (hit !== undefined) (request as Request & { auth?: unknown }).auth = hit.payload;
     return hit;
   };
+  const known = (request: IncomingMessage): JWT | undefined => {
+    const token = bearerToken(request);
+    return token === undefined ? undefined : cached(request, token);
+  };
   const verify = async (request: IncomingMessage): Promise<JWT> => {
-    const hit = known(request);
+    const token = bearerToken(request);
+    const hit = token === undefined ? undefined : cached(request, token);
     if (hit !== undefined) return hit;
     const accessToken = await verifyWithExpressJwt(request);
-    const token = bearerToken(request);
     return token === undefined ? accessToken : cache.set(token, accessToken);
   };
   return Object.assign(verify, { known });
