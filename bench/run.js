@@ -14,24 +14,11 @@ const { isDeepStrictEqual } = require('node:util');
 const autocannon = require('autocannon');
 const { signRequest } = require('../dist/client');
 const { scenarios } = require('./scenarios');
+const { positiveInteger, positiveNumber } = require('./env');
 const { compare, machine, markdown, writeJson } = require('./report');
 
 const RESULTS = path.join(__dirname, 'results');
 const SERVER_START_MS = 15_000;
-
-function positiveNumber(name, fallback) {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number, got "${raw}"`);
-  return value;
-}
-
-function positiveInteger(name, fallback) {
-  const value = positiveNumber(name, fallback);
-  if (!Number.isInteger(value)) throw new Error(`${name} must be a positive integer, got "${process.env[name]}"`);
-  return value;
-}
 
 function readSettings() {
   // Replaced by BENCH_SLICES and BENCH_SLICE; say so rather than silently run something else.

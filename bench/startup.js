@@ -12,19 +12,12 @@ const http = require('node:http');
 const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
+const { positiveInteger } = require('./env');
 
 const root = path.resolve(__dirname, '..');
 const ROUNDS = positiveInteger('BENCH_STARTUP_ROUNDS', 3);
 const SETTLE_MS = 2_000;
 const MB = 1024 * 1024;
-
-function positiveInteger(name, fallback) {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} must be a positive integer, got "${raw}"`);
-  return value;
-}
 
 /** VmRSS and VmHWM (the peak) of a live process, in MB, from /proc: Linux only. */
 function memoryOf(pid) {
