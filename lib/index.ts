@@ -42,3 +42,42 @@ export type {
   NewTemplate,
   TemplateUpdate,
 } from './db/repository';
+// Plugin-owned repositories (BCMS's FSDB and MongoDB-cached forms, and ours), BCMSConfig, BCMSRepo's shapes.
+export {
+  createDocumentRepository,
+  createFSDBRepository,
+  createMongoDBCachedRepository,
+  FSDBEntitySchema,
+  objectSchemaToMongoDBSchema,
+} from './db/plugin-repositories';
+export type {
+  FSDBEntity,
+  FSDBRepository,
+  FSDBRepositoryConfig,
+  FSDBRepositoryQuery,
+  MemCacheHandler,
+  MongoDBCachedRepository,
+  MongoDBCachedRepositoryConfig,
+  MongoDBEntity,
+  MongoDBInterface,
+  MongoDBQuery,
+  MongoDBSchemaInput,
+  MongoDBSchemaOfObjectSchema,
+  MongoDBUpdate,
+  MongooseSchemaLike,
+  RepositoryLogger,
+} from './db/plugin-repositories';
+export { MAX_DOCUMENT_BYTES } from './db/documents';
+export type { DocumentEntity, DocumentFieldOperators, DocumentFilter, DocumentPredicate, DocumentQuery, DocumentRepository, NewDocument } from './db/documents';
+export { BCMSConfig } from './bcms-config';
+export type {
+  BCMSBaseRepository,
+  BCMSEntry,
+  BCMSEntryRepository,
+  BCMSEntryRepositoryMethods,
+  BCMSTemplate,
+  BCMSTemplateRepository,
+  BCMSTemplateRepositoryMethods,
+  NewBCMSEntry,
+  NewBCMSTemplate,
+} from './db/bcms-content';

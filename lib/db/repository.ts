@@ -38,9 +38,14 @@ export interface BcmsRepo {
   template: BcmsTemplateRepo;
 }
 
-// Ids are UUIDs: anything else cannot name a row, and asking Postgres would be a type error.
+// Ids are text: UUIDs (what Postgres makes for a row added without one) and BCMS's hex ids (24
+// characters from MongoDB, 64 from FSDB). Any string is looked up as it is (an unknown one finds
+// nothing); one that cannot be text (NUL) or is absurdly long is not asked for.
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const isId = (value: unknown): value is string => typeof value === 'string' && UUID.test(value);
+const HEX_ID = /^[0-9a-f]{24,64}$/i;
+/** The ids a template or an entry may be given: a UUID or BCMS's hex id. */
+export const isIdShaped = (value: unknown): value is string => typeof value === 'string' && (UUID.test(value) || HEX_ID.test(value));
+const isId = (value: unknown): value is string => typeof value === 'string' && value !== '' && value.length <= 200 && !value.includes('\0');
 
 const TEMPLATE_COLUMNS = ['id', 'name', 'label', 'desc', 'single_entry', 'props', 'created_at', 'updated_at'];
 const ENTRY_COLUMNS = ['id', 'template_id', 'user_id', 'status', 'meta', 'content', 'created_at', 'updated_at'];
@@ -110,6 +115,14 @@ function text(value: unknown, where: string, allowEmpty = true): string {
 
 const NUL = '\0';
 
+/** The store each repository was made on: BCMSRepo and plugin repositories follow it (lib/db/bcms-repo.ts). */
+const stores = new WeakMap<BcmsRepo, ContentStore>();
+
+/** The database a repository made by `createRepository` works on. */
+export function storeOf(repo: BcmsRepo): ContentStore | undefined {
+  return stores.get(repo);
+}
+
 /** The repository of one router's database. Every query is parameterised by Knex. */
 export function createRepository(store: ContentStore): BcmsRepo {
   const knex = (): Knex => store.database.knex;
@@ -140,7 +153,7 @@ export function createRepository(store: ContentStore): BcmsRepo {
       return Number(row?.count ?? 0);
     },
     async add(input) {
-      if (!isId(input?.templateId)) throw new TypeError(`repo.entry.add: templateId ${JSON.stringify(input?.templateId)} is not a template id`);
+      if (!isIdShaped(input?.templateId)) throw new TypeError(`repo.entry.add: templateId ${JSON.stringify(input?.templateId)} is not a template id`);
       try {
         const [row] = await run((db) =>
           db<EntryRow>('bcms_entries')
@@ -233,5 +246,7 @@ export function createRepository(store: ContentStore): BcmsRepo {
     },
   };
 
-  return { entry, template };
+  const repo = { entry, template };
+  stores.set(repo, store);
+  return repo;
 }

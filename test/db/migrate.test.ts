@@ -36,7 +36,13 @@ describe.each(backends())('migrations on %s', (backend) => {
       process.chdir(cwd);
     }
     expect(MIGRATIONS_TABLE).toBe('bcms_migrations');
-    const ours = ['20261122000000_content_store.js', '20261122010000_api_keys.js', '20261122020000_deployments.js'];
+    const ours = [
+      '20261122000000_content_store.js',
+      '20261122010000_api_keys.js',
+      '20261122020000_deployments.js',
+      '20261123000000_documents.js',
+      '20261123010000_text_ids.js',
+    ];
     expect(applied).toEqual(ours);
     expect((await knex('bcms_migrations').select('name').orderBy('id')).map((row) => row.name)).toEqual(ours);
     expect(await knex('knex_migrations').select('name')).toEqual([{ name: '001_host_users.js' }]);
@@ -55,7 +61,7 @@ describe.each(backends())('migrations on %s', (backend) => {
     const config = { directory: MIGRATIONS_DIRECTORY, tableName: MIGRATIONS_TABLE, loadExtensions: ['.js'] };
     await knex.migrate.down(config); // something to apply, so that knex's migrator (and its lock) runs
     await knex(`${MIGRATIONS_TABLE}_lock`).insert({ is_locked: 0 });
-    expect(await migrate(knex)).toEqual(['20261122020000_deployments.js']);
+    expect(await migrate(knex)).toEqual(['20261123010000_text_ids.js']);
     expect(await knex(`${MIGRATIONS_TABLE}_lock`).select('is_locked')).toEqual([{ is_locked: 0 }]);
   });
 
@@ -65,7 +71,7 @@ describe.each(backends())('migrations on %s', (backend) => {
       .where({ table_name: 'bcms_entries' })
       .whereRaw('table_schema = current_schema()');
     const types = Object.fromEntries(columns.map((c: { column_name: string; data_type: string }) => [c.column_name, c.data_type]));
-    expect(types).toMatchObject({ meta: 'jsonb', content: 'jsonb', template_id: 'uuid', created_at: 'timestamp with time zone' });
+    expect(types).toMatchObject({ meta: 'jsonb', content: 'jsonb', template_id: 'text', created_at: 'timestamp with time zone' });
     const indexes = await database.knex.raw("select indexdef from pg_indexes where tablename = 'bcms_entries' and schemaname = current_schema()");
     expect(indexes.rows.map((r: { indexdef: string }) => r.indexdef).join('\n')).toMatch(/\(template_id, created_at, seq\)/);
     const fks = await database.knex.raw(
