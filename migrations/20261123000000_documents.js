@@ -2,9 +2,10 @@
 // Plugin-owned documents (DESIGN.md "BCMS v3 compatibility": createFSDBRepository,
 // createMongoDBCachedRepository): every plugin collection in one table, one JSONB document per row,
 // keyed by (collection, id), so that every instance on the database reads and writes the same data.
-// `seq` keeps insertion order (FSDB's and Mongo's natural order). Filters on fields run as JSONB
-// containment (`doc @> ...`), which the GIN index serves; comparisons and `$exists` are filtered
-// within the collection's rows, which the (collection, seq) index finds.
+// `seq` keeps insertion order (FSDB's and Mongo's natural order). Equality filters on fields run as
+// jsonpath equality and containment (`doc @@ ...`, `doc @> ...`), which the GIN index serves;
+// comparisons and `$exists` are filtered within the collection's rows, which the (collection, seq)
+// index finds.
 
 /** @param {import('knex').Knex} knex */
 exports.up = async function up(knex) {

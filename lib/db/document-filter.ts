@@ -15,13 +15,16 @@ export type DocumentFieldOperators = {
   $exists?: boolean;
 };
 
+/** What a field may be compared with: its own type, or one item of an array field. */
+type FieldValue<T> = T | (T extends readonly (infer Item)[] ? Item : never);
+
 /**
  * A MongoDB filter: `{ done: false }`, `{ count: { $gte: 2 } }`, `{ 'author.name': 'Ada' }`,
  * `{ $or: [{ a: 1 }, { b: 2 }] }`. A field's value is either a value it must equal (an array field
  * also matches when one of its items equals it, as in MongoDB) or an object of operators.
  */
 export type DocumentFilter<Entity = Record<string, unknown>> = {
-  [K in keyof Entity & string]?: Entity[K] | DocumentFieldOperators;
+  [K in keyof Entity & string]?: FieldValue<Entity[K]> | DocumentFieldOperators;
 } & {
   [path: string]: unknown;
   $and?: DocumentFilter<Entity>[];
@@ -147,9 +150,8 @@ function renderOperator(path: string[], op: string, operand: unknown, where: str
 
 /**
  * Equality, as MongoDB means it. A scalar matches the field's value, or an item of an array field:
- * two containments (`{"a":{"b":v}}` and `{"a":{"b":[v]}}`), both served by the GIN index. An object
- * or array must equal the field's value as a whole (containment first, for the index). `null`
- * matches a null or missing field.
+ * `doc @@ '$."a"."b" == v'`, served by the GIN index. An object or array must equal the field's
+ * value as a whole (containment first, for the index). `null` matches a null or missing field.
  */
 function equals(path: string[], value: unknown, where: string): SqlFragment {
   const field = path.join('.');
@@ -161,7 +163,9 @@ function equals(path: string[], value: unknown, where: string): SqlFragment {
   const indexable = path.every((segment) => !/^\d+$/.test(segment));
   if (typeof value !== 'object') {
     if (indexable) {
-      return { sql: '(doc @> ?::jsonb or doc @> ?::jsonb)', bindings: [nest(path, value), nest(path, [value])] };
+      // One jsonpath predicate: lax mode looks into arrays along the path and at its end, as
+      // MongoDB does, and the GIN index serves `@@` with an equality.
+      return { sql: 'doc @@ ?::jsonpath', bindings: [`${path.map((segment) => `"${segment}"`).join('.').replace(/^/, '$.')} == ${literal}`] };
     }
     return {
       sql: `(${pathSql(path)} = ?::jsonb or (jsonb_typeof(${pathSql(path)}) = 'array' and ${pathSql(path)} @> ?::jsonb))`,
