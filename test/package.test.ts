@@ -7,10 +7,13 @@ const root = path.resolve(__dirname, '..');
 const run = (args: string[]) => execFileSync(process.execPath, args, { cwd: root, encoding: 'utf8' });
 
 const PUBLIC = [
+  'BCMSConfig',
   'BCMSRepo',
   'BcmsHttpError',
+  'FSDBEntitySchema',
   'JWTPermissionName',
   'JWTRoleName',
+  'MAX_DOCUMENT_BYTES',
   'MIGRATIONS_DIRECTORY',
   'MIGRATIONS_TABLE',
   'SIGNATURE_ALGORITHMS',
@@ -21,11 +24,15 @@ const PUBLIC = [
   'createBcmsPlugin',
   'createController',
   'createControllerMethod',
+  'createDocumentRepository',
+  'createFSDBRepository',
   'createJwtProtectionPreRequestHandler',
+  'createMongoDBCachedRepository',
   'deleteApiKey',
   'errorCodes',
   'listApiKeys',
   'migrate',
+  'objectSchemaToMongoDBSchema',
 ];
 
 describe('the built package', () => {
