@@ -11,7 +11,7 @@ export type HttpVerb = 'get' | 'post' | 'put' | 'patch' | 'delete';
  * The Express request, with `params` typed as BCMS code reads them: each a string (Express 5's
  * types also allow `string[]`, which only wildcard routes produce, and plugin paths have none).
  */
-export type BcmsRequest = Request & { params: Record<string, string> };
+export type BcmsRequest = Omit<Request, 'params'> & { params: Record<string, string> };
 
 /** What every plugin handler and pre-request handler receives. */
 export interface BcmsPluginContext {
