@@ -154,6 +154,14 @@ describe('controllers as BCMS declares them', () => {
     expect((await request(app).get('/api/plugin/slow/nothing')).body).toEqual({ host404: true });
   });
 
+  test("a plugin's middleware is accepted, not mounted, and named in a warning", async () => {
+    const log = memoryLogger();
+    const withMiddleware = createBcmsPlugin({ name: 'mw', controllers: [], middleware: [() => ({})] });
+    const router = bcmsExtensions({ plugins: [withMiddleware] }, { logger: log.logger, database: (await sharedTestDatabase()).knex });
+    await router.ready;
+    expect(log.lines.find((line) => line.plugin === 'mw')?.msg).toMatch(/plugin middleware is not mounted/);
+  });
+
   test('a setup that throws rejects ready, naming the plugin and controller', async () => {
     const broken = createBcmsPlugin({
       name: 'broken',
