@@ -42,6 +42,18 @@ export type {
   NewTemplate,
   TemplateUpdate,
 } from './db/repository';
+export { BCMSRouteProtection } from './plugin/route-protection';
+export type {
+  BCMSRouteProtectionJwtAndBodyCheckResult,
+  BCMSRouteProtectionJwtApiResult,
+  BCMSRouteProtectionJwtResult,
+  BCMSUserCustomPool,
+} from './plugin/route-protection';
+export { HTTPStatus } from './http/status';
+export type { ObjectPropSchema, ObjectPropSchemaArrayChild, ObjectSchema } from './schema/object-schema';
+export type { BodySchema } from './schema/body';
+export { useLogger } from './use-logger';
+export type { BcmsLogger } from './use-logger';
 // Plugin-owned repositories (BCMS's FSDB and MongoDB-cached forms, and ours), BCMSConfig, BCMSRepo's shapes.
 export {
   createDocumentRepository,

@@ -140,21 +140,26 @@ function itemToJsonSchema(child: ObjectPropSchemaArrayChild, where: string): Jso
   return { type: child.__type };
 }
 
-/** `/vars/0/name` → `body.vars[0].name`. */
-function fieldName(root: string, pointer: string): string {
+/** `['vars', 0, 'name']` → `body.vars[0].name`: how a message names a field. */
+export function fieldName(root: string, keys: readonly PropertyKey[]): string {
   let name = root;
-  for (const raw of pointer.split('/').slice(1)) {
-    const part = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+  for (const key of keys) {
+    const part = String(key);
     name += /^\d+$/.test(part) ? `[${part}]` : /^[A-Za-z_$][\w$]*$/.test(part) ? `.${part}` : `[${JSON.stringify(part)}]`;
   }
   return name;
 }
 
+/** An Ajv instance path (`/vars/0/name`, a JSON pointer) as a field name. */
+function pointerName(root: string, pointer: string): string {
+  return fieldName(root, pointer.split('/').slice(1).map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~')));
+}
+
 function describe(error: ErrorObject, root: string): string {
-  const field = fieldName(root, error.instancePath);
+  const field = pointerName(root, error.instancePath);
   switch (error.keyword) {
     case 'required':
-      return `${fieldName(root, `${error.instancePath}/${(error.params as { missingProperty: string }).missingProperty}`)} is required.`;
+      return `${fieldName(field, [(error.params as { missingProperty: string }).missingProperty])} is required.`;
     case 'type':
       return `${field} must be ${article((error.params as { type: string }).type)}, got ${kindOf(error.data)}.`;
     case 'bcmsFunction':
