@@ -9,8 +9,10 @@ const run = (args: string[]) => execFileSync(process.execPath, args, { cwd: root
 const PUBLIC = [
   'BCMSConfig',
   'BCMSRepo',
+  'BCMSRouteProtection',
   'BcmsHttpError',
   'FSDBEntitySchema',
+  'HTTPStatus',
   'JWTPermissionName',
   'JWTRoleName',
   'MAX_DOCUMENT_BYTES',
@@ -33,6 +35,7 @@ const PUBLIC = [
   'listApiKeys',
   'migrate',
   'objectSchemaToMongoDBSchema',
+  'useLogger',
 ];
 
 describe('the built package', () => {

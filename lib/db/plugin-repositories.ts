@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { ObjectPropSchema, ObjectSchema } from '../schema/object-schema';
+import { useLogger, type BcmsLogger } from '../use-logger';
 import { boundStore } from './bcms-repo';
 import { isPlainObject, kind, renderFilter, type DocumentFilter, type SqlFragment } from './document-filter';
 import {
@@ -34,21 +35,8 @@ export const FSDBEntitySchema: ObjectSchema = Object.freeze({
   updatedAt: { __type: 'number', __required: true },
 }) as ObjectSchema;
 
-/** The logger handed to a `methods` factory: BCMS's `(place, message)` form. */
-export interface RepositoryLogger {
-  info(place: string, message: unknown): void;
-  warn(place: string, message: unknown): void;
-  error(place: string, message: unknown): void;
-}
-
-function repositoryLogger(name: string): RepositoryLogger {
-  const line = (place: string, message: unknown): string => `[${name}] ${place}: ${message instanceof Error ? message.message : typeof message === 'string' ? message : JSON.stringify(message)}`;
-  return {
-    info: (place, message) => console.info(line(place, message)),
-    warn: (place, message) => console.warn(line(place, message)),
-    error: (place, message) => console.error(line(place, message)),
-  };
-}
+/** The logger handed to a `methods` factory: `useLogger`'s, named after the repository. */
+export type RepositoryLogger = BcmsLogger;
 
 // ---------------------------------------------------------------------------------------------
 // FSDB
@@ -86,7 +74,7 @@ export function createFSDBRepository<Entity extends FSDBEntity, Methods = unknow
   const { name, collection } = checkRepositorySettings('createFSDBRepository', config);
   const schema = checkObjectSchema('createFSDBRepository', config.schema);
   const core = createDocumentCore<Entity>({ name, collection, schema, store: () => boundStore(`createFSDBRepository "${name}"`) });
-  const logger = repositoryLogger(name);
+  const logger = useLogger({ name });
   return withMethods(core.repo, () =>
     config.methods?.({
       name,
@@ -245,7 +233,7 @@ export function createMongoDBCachedRepository<Entity extends MongoDBEntity, Meth
   };
   const core = createDocumentCore<Entity>({ name, collection, schema, observer, store: () => boundStore(`createMongoDBCachedRepository "${name}"`) });
   const mongoDBInterface = createMongoDBInterface(core, observer);
-  const logger = repositoryLogger(name);
+  const logger = useLogger({ name });
   return withMethods(core.repo, () =>
     config.methods?.({ cacheHandler, name, schema: config.schema, collection, repo: core.repo, mongoDBInterface, logger }),
   );

@@ -16,6 +16,7 @@ import {
   type BcmsExtensionsRouter,
   type FSDBEntity,
   type FSDBRepository,
+  type FSDBRepositoryConfig,
   type MongoDBCachedRepository,
   type MongoDBInterface,
 } from '../../lib';
@@ -472,6 +473,25 @@ describe.each(backends())('plugin repositories on %s', (backend) => {
     await expect(repo.add({ title: 'x', meta: { views: 'many' as never } })).rejects.toThrow(/entity\.meta\.views must be a number, got a string/);
   });
 
+  test("the FSDB methods factory gets BCMS's data: name, collection, schema, repo, logger, throwError, checkSchema", async () => {
+    let data!: Parameters<NonNullable<FSDBRepositoryConfig<Todo, unknown>['methods']>>[0];
+    const repo = createFSDBRepository<Todo, unknown>({
+      name: 'Factory',
+      collection: `bcms_factory_${backend}`,
+      schema: TodoSchema,
+      methods(given) {
+        data = given;
+        return {};
+      },
+    });
+    expect(data).toMatchObject({ name: 'Factory', collection: `bcms_factory_${backend}`, schema: TodoSchema });
+    expect(data.repo).toBe(repo);
+    expect(data.throwError('place', 'went wrong')).toEqual(new Error('went wrong'));
+    expect(() => data.checkSchema(newTodo(1 as never))).toThrow(/entity\.description must be a string, got a number/);
+    expect(() => data.checkSchema(newTodo('fits', { _id: 'x' }))).not.toThrow();
+    expect(typeof data.logger.warn).toBe('function');
+  });
+
   test('createDocumentRepository: the neutral name, with or without a schema', async () => {
     const notes = createDocumentRepository<FSDBEntity & { text: string; pinned: boolean }, { pinned(): Promise<number> }>({
       name: 'Notes',
@@ -484,24 +504,28 @@ describe.each(backends())('plugin repositories on %s', (backend) => {
     expect((await notes.findBy({ text: 'world' }))?.pinned).toBe(false);
   });
 
-  test('a plugin whose controller builds its repository before the router exists, over HTTP', async () => {
+  test('a plugin whose controller setup builds its repository, used by its handlers over HTTP', async () => {
     const plugin = createBcmsPlugin({
       name: 'todos',
       controllers: [
         createController({
           name: 'Todo',
           path: '/todo',
-          methods() {
-            // Built while the registry is read, before bcmsExtensions has bound a database.
-            const repo = createFSDBRepository<Todo, TodoMethods>({
-              name: 'Todo',
-              collection: `bcms_todo_http_${backend}`,
-              schema: TodoSchema,
-              methods: ({ repo: self }) => ({
-                findAllByDone: (done) => self.findAllBy((e) => e.done === done),
-                findByDescription: (description) => self.findBy((e) => e.description === description),
+          // As BCMS plugins do: setup builds the repository (before the router has a database bound).
+          async setup() {
+            return {
+              repo: createFSDBRepository<Todo, TodoMethods>({
+                name: 'Todo',
+                collection: `bcms_todo_http_${backend}`,
+                schema: TodoSchema,
+                methods: ({ repo: self }) => ({
+                  findAllByDone: (done) => self.findAllBy((e) => e.done === done),
+                  findByDescription: (description) => self.findBy((e) => e.description === description),
+                }),
               }),
-            });
+            };
+          },
+          methods({ repo }) {
             return {
               create: createControllerMethod({
                 path: '/',
