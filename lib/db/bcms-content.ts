@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { kind } from './document-filter';
+import { kind, unstorable } from './document-filter';
 import { newObjectId } from './documents';
 import { isIdShaped } from './repository';
 import type { BcmsEntryMeta } from './shapes';
@@ -139,7 +139,8 @@ function text(value: unknown, where: string, allowEmpty = true): string {
 function json(value: unknown, where: string): string {
   if (!Array.isArray(value)) throw new TypeError(`${where} must be an array, got ${kind(value)}`);
   const out = JSON.stringify(value);
-  if (out.includes('\\u0000')) throw new TypeError(`${where} contains a NUL character, which Postgres cannot store`);
+  const refused = unstorable(out);
+  if (refused !== undefined) throw new TypeError(`${where} contains ${refused}, which Postgres cannot store`);
   return out;
 }
 
@@ -351,7 +352,7 @@ function createBase<Entity extends { _id: string }, New>(table: Table<Entity>, s
       if (!Array.isArray(ids)) throw new TypeError(`${where}.deleteAllById: takes an array of ids, got ${kind(ids)}`);
       const wanted = [...new Set(ids.filter(usable))];
       const rows = wanted.length === 0 ? [] : await run((db) => db(name).whereIn('id', wanted).delete().returning('id'));
-      return rows.length === ids.length;
+      return rows.length === new Set(ids).size;
     },
     async deleteOne(query: (entity: Entity) => boolean) {
       const found = (await all()).find(predicate<Entity>(query, `${where}.deleteOne`));

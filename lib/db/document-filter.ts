@@ -198,7 +198,8 @@ function jsonText(value: unknown, where: string, field: string): string {
   if (text === undefined || (typeof value === 'number' && !Number.isFinite(value))) {
     throw new TypeError(`${where}: the value for field ${JSON.stringify(field)} cannot be written as JSON (${kind(value)})`);
   }
-  if (text.includes('\\u0000')) throw new TypeError(`${where}: the value for field ${JSON.stringify(field)} contains a NUL character`);
+  const refused = unstorable(text);
+  if (refused !== undefined) throw new TypeError(`${where}: the value for field ${JSON.stringify(field)} contains ${refused}, which Postgres cannot store`);
   return text;
 }
 
@@ -215,6 +216,17 @@ function not(part: SqlFragment): SqlFragment {
 
 function count(state: { conditions: number }, where: string): void {
   if (++state.conditions > MAX_CONDITIONS) throw new TypeError(`${where}: the filter has more than ${MAX_CONDITIONS} conditions`);
+}
+
+/**
+ * What in JSON text Postgres refuses to store: a NUL character (`\u0000`) or half of a UTF-16
+ * surrogate pair (JSON.stringify writes a lone one as `\ud800`). Only real escapes count: a
+ * backslash written as `\\` before `u0000` is text.
+ */
+export function unstorable(text: string): string | undefined {
+  const match = /(?:^|[^\\])(?:\\\\)*\\u(0000|d[89a-f][0-9a-f]{2})/i.exec(text);
+  if (match === null) return undefined;
+  return match[1] === '0000' ? 'a NUL character' : 'half of a UTF-16 surrogate pair';
 }
 
 export function kind(value: unknown): string {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { compileObjectSchema, type ObjectSchema, type ObjectSchemaCheck } from '../schema/object-schema';
-import { isPlainObject, kind, renderFilter, type DocumentFilter, type SqlFragment } from './document-filter';
+import { isPlainObject, kind, renderFilter, unstorable, type DocumentFilter, type SqlFragment } from './document-filter';
 import type { ContentStore } from './store';
 
 export type { DocumentFieldOperators, DocumentFilter } from './document-filter';
@@ -148,7 +148,8 @@ export function createDocumentCore<Entity extends DocumentEntity>(settings: Docu
       throw new TypeError(`${what}: the document is larger than ${MAX_DOCUMENT_BYTES / 1024 / 1024} MB as JSON`);
     }
     // Postgres text cannot hold NUL (JSONB refuses \u0000): said here, not as a database error.
-    if (text.includes('\\u0000')) throw new TypeError(`${what}: the document contains a NUL character, which Postgres cannot store`);
+    const refused = unstorable(text);
+    if (refused !== undefined) throw new TypeError(`${what}: the document contains ${refused}, which Postgres cannot store`);
     return text;
   }
 
@@ -342,7 +343,8 @@ export function createDocumentCore<Entity extends DocumentEntity>(settings: Docu
       const wanted = [...new Set(ids(list, `${where}.deleteAllById`))];
       const rows = wanted.length === 0 ? [] : await run((db) => db(TABLE).where('collection', collection).whereIn('id', wanted).delete().returning('id'));
       removed(wanted);
-      return rows.length === (list as unknown[]).length;
+      // Every id named a document (asking for one twice is asking once).
+      return rows.length === new Set(list as unknown[]).size;
     },
 
     async deleteOne(query) {

@@ -243,6 +243,8 @@ describe.each(backends())('plugin repositories on %s', (backend) => {
     expect(await repo.deleteById(list[0]!._id)).toBe(false);
     expect(await repo.deleteAllById([list[1]!._id, list[2]!._id])).toBe(true);
     expect(await repo.deleteAllById([list[1]!._id])).toBe(false);
+    expect(await repo.deleteAllById([list[3]!._id, list[3]!._id])).toBe(true); // one id asked for twice
+    await repo.add(list[3]!);
     expect(await repo.deleteOne((e) => e.description === 'd')).toBe(true);
     expect(await repo.deleteOne({ description: 'nothing' })).toBe(false);
     expect(await repo.deleteOne({ priority: { $gte: 4 } })).toBe(true); // the first of e, f
@@ -389,6 +391,14 @@ describe.each(backends())('plugin repositories on %s', (backend) => {
     await expect(todos.add(newTodo('n', { _id: 42 as never }))).rejects.toThrow(new TypeError(`${where}: _id must be a non-empty string, got a number`));
     await expect(todos.add(newTodo('x'.repeat(10 * 1024 * 1024)))).rejects.toThrow(new TypeError(`${where}: the document is larger than ${MAX_DOCUMENT_BYTES / 1024 / 1024} MB as JSON`));
     await expect(todos.add(newTodo('a\u0000b'))).rejects.toThrow(new TypeError(`${where}: the document contains a NUL character, which Postgres cannot store`));
+    await expect(todos.add(newTodo('half \ud800 a pair'))).rejects.toThrow(
+      new TypeError(`${where}: the document contains half of a UTF-16 surrogate pair, which Postgres cannot store`),
+    );
+    await expect(todos.findAllBy({ description: '\udc00' })).rejects.toThrow(/contains half of a UTF-16 surrogate pair/);
+    // What only looks like those escapes is text, and is stored as it is.
+    const lookalike = await todos.add(newTodo('a \\u0000 and a \\ud800, 😀'));
+    expect((await todos.findById(lookalike._id))?.description).toBe('a \\u0000 and a \\ud800, 😀');
+    expect((await todos.findBy({ description: 'a \\u0000 and a \\ud800, 😀' }))?._id).toBe(lookalike._id);
     const cyclic = newTodo('cycle') as Todo & { self?: unknown };
     cyclic.self = cyclic;
     await expect(todos.add(cyclic)).rejects.toThrow(/the document cannot be written as JSON/);
