@@ -73,6 +73,7 @@ export type {
   MongoDBEntity,
   MongoDBInterface,
   MongoDBQuery,
+  MongoDBResult,
   MongoDBSchemaInput,
   MongoDBSchemaOfObjectSchema,
   MongoDBUpdate,

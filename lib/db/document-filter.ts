@@ -49,8 +49,9 @@ const MAX_CONDITIONS = 1000;
 /** Whether `value` is a plain object (a filter, an operator object), not an array or a class instance. */
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
-  const proto = Object.getPrototypeOf(value) as unknown;
-  return proto === Object.prototype || proto === null;
+  // Object.prototype of any realm (a vm context's, structuredClone's), not only this one's.
+  const proto = Object.getPrototypeOf(value) as object | null;
+  return proto === null || Object.getPrototypeOf(proto) === null;
 }
 
 /**

@@ -174,6 +174,13 @@ export interface MongoDBQuery<Result> extends PromiseLike<Result> {
   catch<T = never>(onRejected?: ((reason: unknown) => T | PromiseLike<T>) | null): Promise<Result | T>;
 }
 
+/** A promise with mongoose's `exec()`, as its model calls answer: `await` it or call `exec()`. */
+export type MongoDBResult<T> = Promise<T> & { exec(): Promise<T> };
+
+function execable<T>(promise: Promise<T>): MongoDBResult<T> {
+  return Object.assign(promise, { exec: () => promise });
+}
+
 /** A MongoDB update: `{ $set: {...}, $unset: {...} }`, or fields to set. */
 export type MongoDBUpdate = Record<string, unknown>;
 
@@ -182,14 +189,14 @@ export interface MongoDBInterface<Entity> {
   find(filter?: DocumentFilter<Entity>): MongoDBQuery<Entity[]>;
   findOne(filter?: DocumentFilter<Entity>): MongoDBQuery<Entity | null>;
   findById(id: string): MongoDBQuery<Entity | null>;
-  countDocuments(filter?: DocumentFilter<Entity>): Promise<number>;
-  exists(filter: DocumentFilter<Entity>): Promise<{ _id: string } | null>;
+  countDocuments(filter?: DocumentFilter<Entity>): MongoDBResult<number>;
+  exists(filter: DocumentFilter<Entity>): MongoDBResult<{ _id: string } | null>;
   create(entity: Partial<Entity>): Promise<Entity>;
   insertMany(entities: Partial<Entity>[]): Promise<Entity[]>;
-  updateOne(filter: DocumentFilter<Entity>, update: MongoDBUpdate): Promise<{ acknowledged: true; matchedCount: number; modifiedCount: number }>;
-  updateMany(filter: DocumentFilter<Entity>, update: MongoDBUpdate): Promise<{ acknowledged: true; matchedCount: number; modifiedCount: number }>;
-  deleteOne(filter: DocumentFilter<Entity>): Promise<{ acknowledged: true; deletedCount: number }>;
-  deleteMany(filter: DocumentFilter<Entity>): Promise<{ acknowledged: true; deletedCount: number }>;
+  updateOne(filter: DocumentFilter<Entity>, update: MongoDBUpdate): MongoDBResult<{ acknowledged: true; matchedCount: number; modifiedCount: number }>;
+  updateMany(filter: DocumentFilter<Entity>, update: MongoDBUpdate): MongoDBResult<{ acknowledged: true; matchedCount: number; modifiedCount: number }>;
+  deleteOne(filter: DocumentFilter<Entity>): MongoDBResult<{ acknowledged: true; deletedCount: number }>;
+  deleteMany(filter: DocumentFilter<Entity>): MongoDBResult<{ acknowledged: true; deletedCount: number }>;
 }
 
 export interface MongoDBCachedRepositoryConfig<Entity extends MongoDBEntity, Methods, CacheMethods> {
@@ -375,24 +382,24 @@ function createMongoDBInterface<Entity extends MongoDBEntity>(core: DocumentCore
     find: (filter) => createQuery(anyCore, filter, `${where}.find`, (rows) => rows as Entity[], false),
     findOne: (filter) => createQuery(anyCore, filter, `${where}.findOne`, (rows) => (rows[0] as Entity | undefined) ?? null, true),
     findById: (id) => createQuery(anyCore, { _id: typeof id === 'string' ? id : String(id) }, `${where}.findById`, (rows) => (rows[0] as Entity | undefined) ?? null, true),
-    countDocuments: (filter) => core.repo.count((filter ?? {}) as DocumentFilter<Entity>),
-    exists: async (filter) => {
-      const found = await core.repo.findBy(filter);
-      return found === null ? null : { _id: found._id };
-    },
+    countDocuments: (filter) => execable(core.repo.count((filter ?? {}) as DocumentFilter<Entity>)),
+    exists: (filter) => execable(core.repo.findBy(filter).then((found) => (found === null ? null : { _id: found._id }))),
     create: (entity) => core.repo.add(entity as never),
     insertMany: (entities) => core.repo.addMany(entities as never),
-    updateOne: (filter, change) => update(filter, change, false),
-    updateMany: (filter, change) => update(filter, change, true),
-    deleteOne: async (filter) => ({ acknowledged: true, deletedCount: (await core.repo.deleteOne(filter)) ? 1 : 0 }),
-    deleteMany: async (filter) => {
-      const condition = renderFilter(filter, `${where}.deleteMany`);
-      const rows = (await core.run((db) =>
-        db('bcms_documents').where('collection', core.repo.collection).andWhereRaw(condition.sql, condition.bindings).delete().returning('id'),
-      )) as { id: string }[];
-      observer.removed(rows.map((row) => row.id));
-      return { acknowledged: true, deletedCount: rows.length };
-    },
+    updateOne: (filter, change) => execable(update(filter, change, false)),
+    updateMany: (filter, change) => execable(update(filter, change, true)),
+    deleteOne: (filter) => execable(core.repo.deleteOne(filter).then((deleted) => ({ acknowledged: true as const, deletedCount: deleted ? 1 : 0 }))),
+    deleteMany: (filter) =>
+      execable(
+        (async () => {
+          const condition = renderFilter(filter, `${where}.deleteMany`);
+          const rows = (await core.run((db) =>
+            db('bcms_documents').where('collection', core.repo.collection).andWhereRaw(condition.sql, condition.bindings).delete().returning('id'),
+          )) as { id: string }[];
+          observer.removed(rows.map((row) => row.id));
+          return { acknowledged: true as const, deletedCount: rows.length };
+        })(),
+      ),
   };
 }
 

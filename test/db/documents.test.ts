@@ -450,6 +450,14 @@ describe.each(backends())('plugin repositories on %s', (backend) => {
     expect(await db.findById('nope')).toBeNull();
     expect(await db.countDocuments({ done: true })).toBe(2);
     expect(await db.countDocuments()).toBe(5);
+    expect(await db.countDocuments({ priority: 0 }).exec()).toBe(1); // mongoose's exec() form
+    expect(await db.exists({ description: 'job 3' })).toEqual({ _id: expect.stringMatching(OBJECT_ID) });
+    expect(await db.exists({ description: 'job 9' })).toBeNull();
+    expect(await db.updateOne({ description: 'job 1' }, { priority: 7 }).exec()).toEqual({ acknowledged: true, matchedCount: 1, modifiedCount: 1 });
+    expect((await db.findOne({ priority: 7 }))?.description).toBe('job 1');
+    expect(await db.updateOne({ description: 'job 1' }, { $unset: { priority: '' } })).toMatchObject({ matchedCount: 1 });
+    expect((await db.findOne({ description: 'job 1' }))?.priority).toBeUndefined();
+    await db.updateOne({ description: 'job 1' }, { $set: { priority: 1 } });
     expect(await db.updateMany({ done: true }, { $set: { description: 'finished' } })).toEqual({ acknowledged: true, matchedCount: 2, modifiedCount: 2 });
     expect(await repo.count({ description: 'finished' })).toBe(2);
     await expect(db.updateMany({ done: true }, { $set: { done: 'no' } })).rejects.toThrow(/entity\.done must be a boolean/);
