@@ -234,7 +234,8 @@ function entityOf(value: unknown, what: string): Record<string, unknown> {
 
 function predicate<Entity>(query: unknown, what: string): (entity: Entity) => boolean {
   if (typeof query !== 'function') throw new TypeError(`${what}: takes a predicate function (entity) => boolean, got ${kind(query)}`);
-  return (entity) => (query as (entity: Entity) => boolean)(entity) === true;
+  // Truthy, as FSDB tests it.
+  return (entity) => Boolean((query as (entity: Entity) => unknown)(entity));
 }
 
 /** The base methods over one table. */

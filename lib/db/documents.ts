@@ -70,6 +70,7 @@ export interface DocumentRepository<Entity extends DocumentEntity, Methods = unk
 /** The largest document (as JSON, in UTF-8 bytes) a repository stores. */
 export const MAX_DOCUMENT_BYTES = 4 * 1024 * 1024;
 const MAX_ID_LENGTH = 200;
+const INSERT_BATCH = 1000;
 const TABLE = 'bcms_documents';
 
 /** Hooks the MongoDB-cached form uses to keep its cache handler in step with what it reads and writes. */
@@ -198,7 +199,8 @@ export function createDocumentCore<Entity extends DocumentEntity>(settings: Docu
   async function matching(query: unknown, what: string, db?: Knex, lock = false): Promise<Entity[]> {
     if (typeof query === 'function') {
       const all = db === undefined ? await run((knex) => selectAll(knex)) : await selectAll(db, lock);
-      return all.filter((entity) => (query as DocumentPredicate<Entity>)(entity) === true);
+      // Truthy, as FSDB tests it (`e.tags && e.tags.includes(x)` matches).
+      return all.filter((entity) => Boolean((query as DocumentPredicate<Entity>)(entity)));
     }
     return select(query, { where: what, lock }, db);
   }
@@ -285,11 +287,18 @@ export function createDocumentCore<Entity extends DocumentEntity>(settings: Docu
       if (unique.size !== prepared.length) throw new Error(`${where}.addMany: two documents have the same _id`);
       const stored = await run((db) =>
         db.transaction(async (trx) => {
-          const rows = (await trx(TABLE)
-            .insert(prepared.map((p) => ({ collection, id: p.doc._id, doc: p.text })))
-            .onConflict(['collection', 'id'])
-            .ignore()
-            .returning('doc')) as { doc: Entity }[];
+          const rows: { doc: Entity }[] = [];
+          // In batches: one insert binds three values a document, and Postgres takes 65,535 at most.
+          for (let start = 0; start < prepared.length; start += INSERT_BATCH) {
+            const batch = prepared.slice(start, start + INSERT_BATCH);
+            rows.push(
+              ...((await trx(TABLE)
+                .insert(batch.map((p) => ({ collection, id: p.doc._id, doc: p.text })))
+                .onConflict(['collection', 'id'])
+                .ignore()
+                .returning('doc')) as { doc: Entity }[]),
+            );
+          }
           if (rows.length !== prepared.length) {
             const taken = prepared.map((p) => p.doc._id).filter((id) => !rows.some((row) => row.doc._id === id));
             throw new Error(`${where}.addMany: a document with _id "${taken[0]}" exists: use update (nothing was added)`);
