@@ -42,7 +42,8 @@ export interface DocumentRepository<Entity extends DocumentEntity, Methods = unk
   /**
    * Stores a new document: `_id` is kept when given (an existing one is an error: use `update`),
    * else made (24 lower-case hex characters, as a MongoDB ObjectId); `createdAt` and `updatedAt`
-   * are set to now. Resolves to the stored document.
+   * are set to now. Resolves to the stored document; as in BCMS, the given object gets its `_id`
+   * and times too.
    */
   add(entity: NewDocument<Entity>): Promise<Entity>;
   /** Adds all or none. */
@@ -225,6 +226,7 @@ export function createDocumentCore<Entity extends DocumentEntity>(settings: Docu
     const { doc } = prepare(entity, what, { createdAt: typeof entity.createdAt === 'number' ? entity.createdAt : now, updatedAt: now }, false);
     const stored = await replace(doc, db);
     if (stored === null) throw new Error(`${what}: there is no document with _id "${entity._id}": use add`);
+    writeBack(entity, stored);
     return stored;
   }
 
@@ -275,6 +277,7 @@ export function createDocumentCore<Entity extends DocumentEntity>(settings: Docu
       }[];
       const stored = rows[0]?.doc;
       if (stored === undefined) throw new Error(`${where}.add: a document with _id "${doc._id}" exists: use update`);
+      writeBack(entity, stored);
       return seen([stored])[0] as Entity;
     },
 
@@ -307,6 +310,7 @@ export function createDocumentCore<Entity extends DocumentEntity>(settings: Docu
         }),
       );
       const byId = new Map(stored.map((row) => [row.doc._id, row.doc]));
+      entities.forEach((entity, i) => writeBack(entity, byId.get(prepared[i]!.doc._id) as Entity));
       return seen(prepared.map((p) => byId.get(p.doc._id) as Entity));
     },
 
@@ -400,6 +404,19 @@ export function createDocumentCore<Entity extends DocumentEntity>(settings: Docu
     serialise,
     where,
   };
+}
+
+/**
+ * As BCMS's FSDB does, `add` and `update` set `_id`, `createdAt` and `updatedAt` on the object they
+ * were given too: plugin code that reads `entity._id` after `await repo.add(entity)` keeps working.
+ * A frozen object is left as it is.
+ */
+function writeBack(given: unknown, stored: DocumentEntity): void {
+  if (given === null || typeof given !== 'object' || Object.isFrozen(given)) return;
+  const target = given as Partial<DocumentEntity>;
+  target._id = stored._id;
+  target.createdAt = stored.createdAt;
+  target.updatedAt = stored.updatedAt;
 }
 
 function checkId(id: unknown, what: string): asserts id is string {

@@ -162,6 +162,14 @@ describe.each(backends())('plugin repositories on %s', (backend) => {
     expect(added.createdAt).toBeGreaterThanOrEqual(before);
     expect(added.updatedAt).toBe(added.createdAt);
     expect(await todos.findById(added._id)).toEqual(added);
+    // As BCMS's FSDB: the object given gets its id and times as well.
+    const given0 = newTodo('written back');
+    const stored0 = await todos.add(given0);
+    expect(given0).toEqual(stored0);
+    expect(stored0).not.toBe(given0);
+    const frozen = Object.freeze(newTodo('frozen'));
+    expect((await todos.add(frozen))._id).toMatch(OBJECT_ID);
+    expect(frozen._id).toBe('');
     const missingId = await todos.add({ description: 'no id at all', done: true } as never);
     expect(missingId._id).toMatch(OBJECT_ID);
     expect(missingId._id).not.toBe(added._id);
