@@ -227,6 +227,13 @@ const ENTRIES: Table<BCMSEntry> = {
   },
 };
 
+/** As BCMS does, the object given to `add` or `update` gets the id, cid and times too (unless frozen). */
+function writeBack(given: unknown, stored: { _id: string }): void {
+  if (given === null || typeof given !== 'object' || Object.isFrozen(given)) return;
+  const target = given as Record<string, unknown>;
+  for (const key of ['_id', 'cid', 'createdAt', 'updatedAt']) target[key] = (stored as unknown as Record<string, unknown>)[key];
+}
+
 function entityOf(value: unknown, what: string): Record<string, unknown> {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new TypeError(`${what}: takes an object, got ${kind(value)}`);
   return value as Record<string, unknown>;
@@ -259,7 +266,10 @@ function createBase<Entity extends { _id: string }, New>(table: Table<Entity>, s
     });
     try {
       const rows = (await run((db) => db(name).insert(prepared.map((p) => p.columns)).returning(columns))) as Record<string, unknown>[];
-      return rows.map(table.toEntity);
+      const stored = rows.map(table.toEntity);
+      // Rows come back in the order of the insert's values.
+      stored.forEach((entity, i) => writeBack(entities[i], entity));
+      return stored;
     } catch (error) {
       // The row the error's detail names (`Key (id)=(...) already exists.`), else the first.
       const culprit = prepared.find((p) => (error as { detail?: string }).detail?.includes(`=(${String(p.columns.id)})`)) ?? prepared[0];
@@ -289,6 +299,7 @@ function createBase<Entity extends { _id: string }, New>(table: Table<Entity>, s
   async function updateOrThrow(entity: unknown, what: string, db?: Knex): Promise<Entity> {
     const updated = await patch(entity, what, db);
     if (updated === null) throw new Error(`${what}: there is no row with _id ${JSON.stringify((entity as { _id?: unknown })?._id)}: use add`);
+    writeBack(entity, updated);
     return updated;
   }
 

@@ -205,6 +205,11 @@ describe.each(backends())('BCMSRepo as BCMS has it, on %s', (backend) => {
       createdAt: expect.any(Number),
       updatedAt: expect.any(Number),
     });
+    // As BCMS: the object given gets its id, cid and times.
+    const given = { templateId: news._id, status: 'draft' } as Partial<BCMSEntry> & { templateId: string };
+    const written = await BCMSRepo.entry.add(given);
+    expect(given).toMatchObject({ _id: written._id, cid: written.cid, createdAt: written.createdAt, updatedAt: written.updatedAt });
+    expect(await BCMSRepo.entry.deleteById(written._id)).toBe(true);
     const b = await BCMSRepo.entry.methods.add({
       _id: '64aaaaaaaaaaaaaaaaaaaaaa',
       templateId: news._id,
