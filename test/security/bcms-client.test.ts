@@ -229,6 +229,23 @@ describe.each(backends())('the BCMS client (@becomes/cms-client 3.4.1) against a
       expect(consoleError).toHaveBeenCalled(); // the client logs it, then rethrows
     });
 
+    test('the list is asked once per client object, before its first call', async () => {
+      const mark = service.seen.length;
+      const one = client();
+      await one.function.call('echo', { n: 1 });
+      await one.function.call('hello');
+      expect(since(mark).map((s) => `${s.method} ${s.url.split('?')[0]}`)).toEqual(['GET /api/key/access/list', 'POST /api/function/echo', 'POST /api/function/hello']);
+    });
+
+    test('a null payload (signed as "null", sent as no body) and a string payload (sent as a form body) are refused', async () => {
+      const nothing = (await rejectionOf(client().function.call('echo', null))) as AxiosFailure;
+      expect(nothing.response?.status).toBe(401);
+      expect(nothing.response?.data).toEqual(failure('SIGNATURE_INVALID', 'The signature does not verify with this key.'));
+      const text = (await rejectionOf(client().function.call('echo', 'hello'))) as AxiosFailure;
+      expect(text.response?.status).toBe(415);
+      expect(text.response?.data).toEqual(failure('UNSUPPORTED_MEDIA_TYPE'));
+    });
+
     test('a function the key does not list: the client answers itself, { success: false }, and never calls', async () => {
       const mark = service.seen.length;
       const answer = await client().function.call('other');
