@@ -42,3 +42,5 @@ export type {
   NewTemplate,
   TemplateUpdate,
 } from './db/repository';
+// The BCMS client's signed calls (issue 15): what GET /api/key/access/list answers.
+export type { BcmsKeyAccess } from './function/access-list';
