@@ -5,7 +5,7 @@ import { writeJson, writePreflight } from '../http/respond';
 import { BCMS_CLIENT_CHALLENGE, clientSignatureQuery, type VerifyClientSignedRequest } from '../security/bcms-client';
 import type { BcmsFunction } from './types';
 
-/** BCMS's path, which the BCMS client asks before every call it makes. */
+/** BCMS's path, which each BCMS client object asks before its first call. */
 export const ACCESS_LIST_PATH = '/api/key/access/list';
 const ACCESS_LIST_ALLOW = 'GET, OPTIONS';
 

@@ -24,7 +24,7 @@ export function createDispatch(parts: {
   deploymentsPath: string;
   serveDeployments: (req: Request, res: Response, path: string) => Work;
   serveFunction: (req: Request, res: Response, path: string) => Work;
-  /** BCMS's `GET /api/key/access/list`, which the BCMS client asks before its calls. */
+  /** BCMS's `GET /api/key/access/list`, which the BCMS client asks before its first call. */
   serveAccessList: (req: Request, res: Response) => Work;
   /** The plugin endpoints live now (replaced whole when a deployment changes). */
   plugins: () => PluginRouteTable;

@@ -43,11 +43,12 @@ const LEDGER_PREFIX = 'bcms-client\n';
 export function clientSignatureQuery(url: string): string | undefined {
   const start = url.indexOf('?');
   if (start === -1) return undefined;
-  const at = url.indexOf('signature=', start);
-  if (at === -1) return undefined;
-  const before = url.charCodeAt(at - 1);
-  // `?signature=` or `&signature=`, not `?xsignature=`.
-  return before === 0x3f || before === 0x26 ? url.slice(start + 1) : undefined;
+  for (let at = url.indexOf('signature=', start); at !== -1; at = url.indexOf('signature=', at + 1)) {
+    const before = url.charCodeAt(at - 1);
+    // `?signature=` or `&signature=`, not `&xsignature=`.
+    if (before === 0x3f || before === 0x26) return url.slice(start + 1);
+  }
+  return undefined;
 }
 
 /**

@@ -7,7 +7,7 @@ import express from 'express';
 import request from 'supertest';
 import { bcmsExtensions, blockApiKey, createApiKey, createBcmsFunction, listApiKeys, type BcmsExtensionsRouter } from '../../lib';
 import { signRequest } from '../../lib/client';
-import { bcmsClientSignature } from '../../lib/security/bcms-client';
+import { bcmsClientSignature, clientSignatureQuery } from '../../lib/security/bcms-client';
 import { memoryLogger } from '../support/app';
 import { backends, openTestDatabase, serverSchema, type TestDatabase } from '../support/database';
 import { hmacKey } from '../support/signature';
@@ -111,6 +111,14 @@ describe('the BCMS client signature itself', () => {
     const ours = bcmsClientSignature({ secret: key.secret, nonce: signed.n, timestamp: String(signed.t), key: key.id, body: JSON.stringify({ name: 'Ada ✓', list: [1, 'é'] }) });
     expect(ours).toBe(signed.s);
   });
+});
+
+test('a request is taken for the client\'s only with a signature parameter, wherever it is in the query', () => {
+  expect(clientSignatureQuery('/api/function/f?key=k&signature=ab')).toBe('key=k&signature=ab');
+  expect(clientSignatureQuery('/api/function/f?xsignature=1&signature=ab')).toBe('xsignature=1&signature=ab');
+  expect(clientSignatureQuery('/api/function/f?xsignature=1')).toBeUndefined();
+  expect(clientSignatureQuery('/api/function/f/signature=1')).toBeUndefined();
+  expect(clientSignatureQuery('/api/function/f')).toBeUndefined();
 });
 
 describe('keys that accept the BCMS client', () => {
