@@ -54,6 +54,8 @@ export type { ObjectPropSchema, ObjectPropSchemaArrayChild, ObjectSchema } from 
 export type { BodySchema } from './schema/body';
 export { useLogger } from './use-logger';
 export type { BcmsLogger } from './use-logger';
+// The BCMS client's signed calls (issue 15): what GET /api/key/access/list answers.
+export type { BcmsKeyAccess } from './function/access-list';
 // Plugin-owned repositories (BCMS's FSDB and MongoDB-cached forms, and ours), BCMSConfig, BCMSRepo's shapes.
 export {
   createDocumentRepository,

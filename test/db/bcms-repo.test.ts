@@ -43,7 +43,7 @@ describe.each(backends())('the text-id migration on %s, over rows with UUIDs', (
       .returning(['id']);
     expect(blog.id).toMatch(UUID);
 
-    expect(await migrate(knex)).toEqual(['20261123010000_text_ids.js']);
+    expect(await migrate(knex)).toEqual(['20261123020000_text_ids.js']);
 
     expect(await columnTypes(database, 'bcms_entries')).toMatchObject({ id: 'text', template_id: 'text', cid: 'text' });
     expect(await columnTypes(database, 'bcms_templates')).toMatchObject({ id: 'text', cid: 'text', user_id: 'text' });
