@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { kind, unstorable } from './document-filter';
+import { inList, kind, unstorable } from './document-filter';
 import { newObjectId } from './documents';
 import { isIdShaped } from './repository';
 import type { BcmsEntryMeta } from './shapes';
@@ -126,7 +126,7 @@ interface Table<Entity> {
   explain(error: unknown, entity: Record<string, unknown>, what: string): Error | undefined;
 }
 
-const usable = (id: unknown): id is string => typeof id === 'string' && id !== '' && id.length <= 200 && !id.includes('\0');
+const usable = (id: unknown): id is string => typeof id === 'string' && id !== '' && id.length <= 200 && unstorable(JSON.stringify(id)) === undefined;
 const time = (value: unknown): number => (value as Date).getTime();
 
 function text(value: unknown, where: string, allowEmpty = true): string {
@@ -311,7 +311,7 @@ function createBase<Entity extends { _id: string }, New>(table: Table<Entity>, s
       if (!Array.isArray(ids)) throw new TypeError(`${where}.findAllById: takes an array of ids, got ${kind(ids)}`);
       const wanted = ids.filter(usable);
       if (wanted.length === 0) return [];
-      const found = await select((q) => q.whereIn('id', [...new Set(wanted)]));
+      const found = await select((q) => q.whereRaw(...inList('id', [...new Set(wanted)])));
       const byId = new Map(found.map((e) => [e._id, e]));
       return wanted.flatMap((id) => (byId.has(id) ? [byId.get(id) as Entity] : []));
     },
@@ -363,7 +363,7 @@ function createBase<Entity extends { _id: string }, New>(table: Table<Entity>, s
     async deleteAllById(ids: string[]) {
       if (!Array.isArray(ids)) throw new TypeError(`${where}.deleteAllById: takes an array of ids, got ${kind(ids)}`);
       const wanted = [...new Set(ids.filter(usable))];
-      const rows = wanted.length === 0 ? [] : await run((db) => db(name).whereIn('id', wanted).delete().returning('id'));
+      const rows = wanted.length === 0 ? [] : await run((db) => db(name).whereRaw(...inList('id', wanted)).delete().returning('id'));
       return rows.length === new Set(ids).size;
     },
     async deleteOne(query: (entity: Entity) => boolean) {
@@ -373,7 +373,7 @@ function createBase<Entity extends { _id: string }, New>(table: Table<Entity>, s
     async deleteMany(query: (entity: Entity) => boolean) {
       const found = (await all()).filter(predicate<Entity>(query, `${where}.deleteMany`)).map((e) => e._id);
       if (found.length === 0) return false;
-      return (await run((db) => db(name).whereIn('id', found).delete().returning('id'))).length > 0;
+      return (await run((db) => db(name).whereRaw(...inList('id', found)).delete().returning('id'))).length > 0;
     },
     async count() {
       const row = await run((db) => db(name).count({ count: '*' }).first());
@@ -436,7 +436,7 @@ export function createBcmsContentRepo(store: ContentStore): BCMSContentRepo {
     async findAllByCid(cids) {
       if (!Array.isArray(cids)) throw new TypeError(`BCMSRepo.template.methods.findAllByCid: takes an array of cids, got ${kind(cids)}`);
       const wanted = cids.filter(usable);
-      return wanted.length === 0 ? [] : templateBase.select((q) => q.whereIn('cid', wanted));
+      return wanted.length === 0 ? [] : templateBase.select((q) => q.whereRaw(...inList('cid', wanted)));
     },
     findAllByPropGroupPointer: byProp('GROUP_POINTER', (id) => ({ _id: id })),
     findAllByPropEntryPointer: byProp('ENTRY_POINTER', (id) => [{ templateId: id }]),

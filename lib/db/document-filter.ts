@@ -230,6 +230,14 @@ export function unstorable(text: string): string | undefined {
   return match[1] === '0000' ? 'a NUL character' : 'half of a UTF-16 surrogate pair';
 }
 
+/**
+ * `column in (the ids)`, as `whereRaw`'s arguments, with the ids as one JSON array bound as one value: any number of ids
+ * (Postgres takes at most 65,535 bound values), the primary key still used.
+ */
+export function inList(column: 'id' | 'cid', ids: string[]): [sql: string, bindings: string[]] {
+  return [`${column} in (select jsonb_array_elements_text(?::jsonb))`, [JSON.stringify(ids)]];
+}
+
 export function kind(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { compileObjectSchema, type ObjectSchema, type ObjectSchemaCheck } from '../schema/object-schema';
-import { isPlainObject, kind, renderFilter, unstorable, type DocumentFilter, type SqlFragment } from './document-filter';
+import { inList, isPlainObject, kind, renderFilter, unstorable, type DocumentFilter, type SqlFragment } from './document-filter';
 import type { ContentStore } from './store';
 
 export type { DocumentFieldOperators, DocumentFilter } from './document-filter';
@@ -232,10 +232,11 @@ export function createDocumentCore<Entity extends DocumentEntity>(settings: Docu
 
   function ids(value: unknown, what: string): string[] {
     if (!Array.isArray(value)) throw new TypeError(`${what}: ids must be an array of strings, got ${kind(value)}`);
-    return value.filter((id): id is string => typeof id === 'string' && id.length <= MAX_ID_LENGTH && !id.includes('\0'));
+    return value.filter(usableId);
   }
 
-  const usableId = (id: unknown): id is string => typeof id === 'string' && id !== '' && id.length <= MAX_ID_LENGTH && !id.includes('\0');
+  const usableId = (id: unknown): id is string =>
+    typeof id === 'string' && id !== '' && id.length <= MAX_ID_LENGTH && unstorable(JSON.stringify(id)) === undefined;
 
   const repo: DocumentRepository<Entity, unknown> = {
     collection,
@@ -248,7 +249,7 @@ export function createDocumentCore<Entity extends DocumentEntity>(settings: Docu
     async findAllById(list) {
       const wanted = ids(list, `${where}.findAllById`);
       if (wanted.length === 0) return [];
-      const rows = (await run((db) => db(TABLE).select('doc').where('collection', collection).whereIn('id', [...new Set(wanted)]))) as { doc: Entity }[];
+      const rows = (await run((db) => db(TABLE).select('doc').where('collection', collection).andWhereRaw(...inList('id', [...new Set(wanted)])))) as { doc: Entity }[];
       const byId = new Map(rows.map((row) => [row.doc._id, row.doc]));
       return seen(wanted.flatMap((id) => (byId.has(id) ? [byId.get(id) as Entity] : [])));
     },
@@ -354,7 +355,7 @@ export function createDocumentCore<Entity extends DocumentEntity>(settings: Docu
 
     async deleteAllById(list) {
       const wanted = [...new Set(ids(list, `${where}.deleteAllById`))];
-      const rows = wanted.length === 0 ? [] : await run((db) => db(TABLE).where('collection', collection).whereIn('id', wanted).delete().returning('id'));
+      const rows = wanted.length === 0 ? [] : await run((db) => db(TABLE).where('collection', collection).andWhereRaw(...inList('id', wanted)).delete().returning('id'));
       removed(wanted);
       // Every id named a document (asking for one twice is asking once).
       return rows.length === new Set(list as unknown[]).size;
@@ -377,7 +378,7 @@ export function createDocumentCore<Entity extends DocumentEntity>(settings: Docu
       let rows: { id: string }[];
       if (typeof query === 'function') {
         const found = (await matching(query, what)).map((entity) => entity._id);
-        rows = found.length === 0 ? [] : await run((db) => db(TABLE).where('collection', collection).whereIn('id', found).delete().returning('id'));
+        rows = found.length === 0 ? [] : await run((db) => db(TABLE).where('collection', collection).andWhereRaw(...inList('id', found)).delete().returning('id'));
       } else {
         const condition = renderFilter(query, what);
         rows = await run((db) => db(TABLE).where('collection', collection).andWhereRaw(condition.sql, condition.bindings).delete().returning('id'));

@@ -256,7 +256,7 @@ describe.each(backends())('BCMSRepo as BCMS has it, on %s', (backend) => {
   });
 
   test('unknown and malformed ids find nothing, never a database error', async () => {
-    for (const id of ['ffffffffffffffffffffffff', 'not-an-id', "' or 1=1; drop table bcms_entries; --", '%', 'a\u0000b', 42, undefined, { $ne: null }]) {
+    for (const id of ['ffffffffffffffffffffffff', 'not-an-id', "' or 1=1; drop table bcms_entries; --", '%', 'a\u0000b', '\ud800', 42, undefined, { $ne: null }]) {
       const anyId = id as string;
       expect(await BCMSRepo.entry.findById(anyId)).toBeNull();
       expect(await BCMSRepo.template.findById(anyId)).toBeNull();
@@ -265,6 +265,10 @@ describe.each(backends())('BCMSRepo as BCMS has it, on %s', (backend) => {
       expect(await BCMSRepo.entry.deleteById(anyId)).toBe(false);
       expect(await BCMSRepo.template.methods.findByCid(anyId)).toBeNull();
     }
+    const many = Array.from({ length: 70_000 }, (_, i) => i.toString(16).padStart(24, '0'));
+    expect(await BCMSRepo.template.findAllById(many)).toEqual([]);
+    expect(await BCMSRepo.entry.deleteAllById(many)).toBe(false);
+    expect(await BCMSRepo.template.methods.findAllByCid(many)).toEqual([]);
     expect(await database.knex.schema.hasTable('bcms_entries')).toBe(true);
   });
 

@@ -189,8 +189,13 @@ describe.each(backends())('plugin repositories on %s', (backend) => {
     expect((await repo.findAll()).map((t) => t.description)).toEqual(['a', 'b', 'c']);
     expect((await repo.findAllById([c._id, 'missing', a._id])).map((t) => t.description)).toEqual(['c', 'a']);
     expect(await repo.findAllById([])).toEqual([]);
+    // More ids than Postgres takes bound values (65,535): still one answer, never a database error.
+    const many = Array.from({ length: 70_000 }, (_, i) => i.toString(16).padStart(24, '0'));
+    expect((await repo.findAllById([...many, b._id])).map((t) => t.description)).toEqual(['b']);
+    expect(await repo.deleteAllById(many)).toBe(false);
+    expect(await repo.findAllById(['\ud800', 'a\u0000', b._id])).toEqual([b]);
     expect(await repo.findById(b._id)).toEqual(b);
-    for (const id of ['', 'missing', "' or 1=1 --", 'a\u0000b', 42, { $ne: null }, undefined]) {
+    for (const id of ['', 'missing', "' or 1=1 --", 'a\u0000b', '\udc00', 42, { $ne: null }, undefined]) {
       expect(await repo.findById(id as string)).toBeNull();
     }
     expect(await repo.count()).toBe(3);
