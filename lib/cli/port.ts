@@ -129,17 +129,21 @@ function portPackageJson(pkg: PackageJson, kind: PortResult['kind'], changes: st
     devDependencies[PACKAGE] = `file:${PACKAGE_ROOT}`;
     changes.push(`added ${PACKAGE} (${devDependencies[PACKAGE]})`);
   }
-  // What bcms-ext bundle runs in the project: tsc (5 or newer, for the "bundler" resolution of
-  // the tsconfig it type-checks with), vite, and Node's types.
-  const tools: Record<string, string> = { typescript: VERSIONS.typescript, vite: VERSIONS.vite, '@types/node': VERSIONS['@types/node'] };
-  for (const [name, version] of Object.entries(tools)) {
+  // What bcms-ext bundle runs in the project: tsc, vite, and Node's types; older majors than these
+  // break it (a BCMS project's TypeScript 4 or @types/node 18), so they are raised too.
+  const tools: Record<string, { version: string; major: number; why: string }> = {
+    typescript: { version: VERSIONS.typescript, major: 5, why: 'bcms-ext bundle type-checks with moduleResolution "bundler", TypeScript 5 or newer' },
+    vite: { version: VERSIONS.vite, major: 0, why: '' },
+    '@types/node': { version: VERSIONS['@types/node'], major: 20, why: `vite ${VERSIONS.vite} asks for @types/node 20.19 or newer, and npm install refuses an older one` },
+  };
+  for (const [name, { version, major, why }] of Object.entries(tools)) {
     const range = declared(name);
     if (range === undefined) {
       devDependencies[name] = version;
       changes.push(`added ${name} ${version} (bcms-ext bundle runs it)`);
-    } else if (name === 'typescript' && Number(/\d+/.exec(range)?.[0] ?? '0') < 5) {
+    } else if (Number(/\d+/.exec(range)?.[0] ?? '0') < major) {
       for (const section of DEPENDENCY_SECTIONS) if (pkg[section]?.[name] !== undefined) (pkg[section] as Record<string, string>)[name] = version;
-      changes.push(`typescript ${range} → ${version} (bcms-ext bundle type-checks with moduleResolution "bundler", TypeScript 5 or newer)`);
+      changes.push(`${name} ${range} → ${version} (${why})`);
     }
   }
   const scripts = (pkg.scripts ??= {});

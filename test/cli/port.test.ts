@@ -141,7 +141,7 @@ describe('bcms-ext port on a copy of a BCMS v3 project', () => {
     expect(pkg).toEqual({
       ...oldPkg,
       scripts: { ...oldPkg.scripts, dev: 'bcms-ext dev', bundle: 'bcms-ext bundle', deploy: 'bcms-ext deploy' },
-      devDependencies: { '@types/node': '^18.15.11', typescript: '7.0.2', 'bcms-extensions': `file:${ROOT}`, vite: '8.3.8' },
+      devDependencies: { '@types/node': '20.19.25', typescript: '7.0.2', 'bcms-extensions': `file:${ROOT}`, vite: '8.3.8' },
     });
     expect(Object.keys(pkg)).toEqual(Object.keys(oldPkg)); // the keys keep their order
 
@@ -157,6 +157,7 @@ describe('bcms-ext port on a copy of a BCMS v3 project', () => {
         `  package.json: added bcms-extensions (file:${ROOT})`,
         '  package.json: typescript ^4.9.5 → 7.0.2 (bcms-ext bundle type-checks with moduleResolution "bundler", TypeScript 5 or newer)',
         '  package.json: added vite 8.3.8 (bcms-ext bundle runs it)',
+        '  package.json: @types/node ^18.15.11 → 20.19.25 (vite 8.3.8 asks for @types/node 20.19 or newer, and npm install refuses an older one)',
         '  package.json: scripts.bundle: "bcms --plugin bundle" → "bcms-ext bundle"',
         '  package.json: scripts.deploy: "bcms --plugin deploy" → "bcms-ext deploy"',
         '  package.json: scripts.dev: "docker compose up" → "bcms-ext dev"',
@@ -187,7 +188,7 @@ describe('bcms-ext port on a copy of a BCMS v3 project', () => {
     expect(JSON.parse(after.get('tsconfig.json')?.toString() as string)).toMatchObject({ include: ['functions'] });
     const pkg = JSON.parse(after.get('package.json')?.toString() as string) as Record<string, Record<string, string>>;
     expect(pkg.scripts).toEqual({ bundle: 'bcms-ext bundle', deploy: 'bcms-ext deploy' });
-    expect(pkg.devDependencies).toEqual({ '@types/node': '^18.15.11', typescript: '7.0.2', 'bcms-extensions': `file:${ROOT}`, vite: '8.3.8' });
+    expect(pkg.devDependencies).toEqual({ '@types/node': '20.19.25', typescript: '7.0.2', 'bcms-extensions': `file:${ROOT}`, vite: '8.3.8' });
     expect(run.out).toContain(`Ported ${dir} (a BCMS v3 functions project) to bcms-extensions:\n`);
     expect(run.out).toContain('  functions/blog-titles.ts: 3 imports of @becomes/cms-backend/src/function, @becomes/cms-backend/src/repo, @becomes/purple-cheetah/types → bcms-extensions\n');
     expect(run.out).toContain('  package.json: scripts.bundle: "bcms --function bundle" → "bcms-ext bundle"\n');
