@@ -255,5 +255,5 @@ test('a BCMS v3 functions project (BCMS-idiom fixture): port, install, bundle, d
   expect(JSON.parse(called.stdout)).toEqual({ accepted: true, title: 'Dune', rating: 5 });
   const refused = run(process.execPath, [BIN, 'call', 'submit-review', '--data', '{"title":"Dune","rating":9}'], dir, { BCMS_URL: base, ...env });
   expect(refused.status).not.toBe(0);
-  expect(output(refused)).toMatch(/The "rating" is a number from 1 to 5\./);
+  expect(output(refused)).toMatch(/400 HANDLER_ERROR: The "rating" is a number from 1 to 5\./);
 }, 240_000);

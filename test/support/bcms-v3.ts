@@ -41,6 +41,14 @@ export interface PortedBcmsV3Fixture {
  * (the moduleNameMapper in package.json), so `require(backendMain).default` is a plugin of the
  * code under test. As `bcms-ext bundle` would, the plugin's sources get its name in place of
  * BCMS's placeholder `bcms-plugin---name` (`placeholder: false` keeps it).
+ *
+ * @example
+ * const { backendMain } = portBcmsV3Fixture('reading-list');
+ * const { functionFiles } = portBcmsV3Fixture('blog-functions');
+ * const router = bcmsExtensions({
+ *   plugins: [require(backendMain!).default],            // served at /api/plugin/reading-list/...
+ *   functions: functionFiles.map((file) => require(file).default),
+ * }, { database: { pglite: 'memory://' }, jwt: { secret } });
  */
 export function portBcmsV3Fixture(name: BcmsV3Fixture, { placeholder = true }: { placeholder?: boolean } = {}): PortedBcmsV3Fixture {
   fs.mkdirSync(PORTED_DIR, { recursive: true });
