@@ -42,3 +42,15 @@ export type {
   NewTemplate,
   TemplateUpdate,
 } from './db/repository';
+export { BCMSRouteProtection } from './plugin/route-protection';
+export type {
+  BCMSRouteProtectionJwtAndBodyCheckResult,
+  BCMSRouteProtectionJwtApiResult,
+  BCMSRouteProtectionJwtResult,
+  BCMSUserCustomPool,
+} from './plugin/route-protection';
+export { HTTPStatus } from './http/status';
+export type { ObjectPropSchema, ObjectPropSchemaArrayChild, ObjectSchema } from './schema/object-schema';
+export type { BodySchema } from './schema/body';
+export { useLogger } from './use-logger';
+export type { BcmsLogger } from './use-logger';

@@ -18,6 +18,7 @@ import { errorHandler } from './http/errors';
 import { createExchange } from './http/exchange';
 import { type BcmsExtensionsOptions, resolveOptions } from './options';
 import { createBcmsPlugin } from './plugin/create';
+import { setUpControllers } from './plugin/mount';
 import { PluginRouteTable } from './plugin/routes';
 import { createPluginServer } from './plugin/serve';
 import type { BcmsPlugin } from './plugin/types';
@@ -25,6 +26,7 @@ import { createCallerCheck } from './security/caller';
 import { createAccessTokenVerifier } from './security/jwt';
 import { createSignatureVerifier } from './security/signature';
 import { checkPluginUis, UiRoutes } from './ui/assets';
+import { bindLogger, toBcmsLogger } from './use-logger';
 
 export interface BcmsRegistry {
   plugins?: BcmsPlugin[];
@@ -76,8 +78,16 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   const repo = createRepository(store);
   const verifySignedRequest = createSignatureVerifier({ store, clockSkewSeconds: settings.signature.clockSkewSeconds, logger });
 
-  // Nothing below throws: BCMSRepo now serves this router (function factories, which run next, included).
+  // Nothing below throws: BCMSRepo and useLogger now serve this router (function factories and
+  // controller setups, which run next, included).
   bindBcmsRepo(repo);
+  bindLogger(logger);
+  const bcmsLogger = toBcmsLogger(logger);
+  for (const plugin of registryPlugins) {
+    if (Array.isArray(plugin.middleware) && plugin.middleware.length > 0) {
+      logger.warn({ plugin: plugin.name }, 'bcms-extensions: plugin middleware is not mounted (mount middleware on the host app): this plugin declares some');
+    }
+  }
 
   // Deployments go live by swapping the live tables.
   const deployed = new DeployedExtensions(
@@ -91,7 +101,12 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   let stopListening: (() => Promise<void>) | undefined;
   let closed = false;
   // Settles only once both are done, so that a refused registry leaves no migration running behind it.
-  const ready = Promise.allSettled([loadFunctions(modules).then((loaded) => live.setRegistryFunctions(loaded)), store.start()])
+  const started = store.start();
+  const ready = Promise.allSettled([
+    loadFunctions(modules).then((loaded) => live.setRegistryFunctions(loaded)),
+    // After the database: a setup may build a repository and read it.
+    started.then(() => setUpControllers(registryPlugins)).then(() => live.setUpDone()),
+  ])
     .then((outcomes) => {
       for (const outcome of outcomes) if (outcome.status === 'rejected') throw outcome.reason;
     })
@@ -107,14 +122,14 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
 
   // The request path.
   const exchange = createExchange({ logger, pending: () => (live.functions === undefined ? ready : undefined) });
-  const servePlugin = createPluginServer({ bodyLimit, logger, errorHandler, repo, verifyAccessToken });
+  const servePlugin = createPluginServer({ bodyLimit, logger: bcmsLogger, errorHandler, repo, verifyAccessToken });
   const identifyCaller = createCallerCheck({ verifyAccessToken, verifySignedRequest, readBody: (req) => readFunctionBody(req, bodyLimit), logger });
   const serveFunction = createFunctionServer({
     functions: () => live.functions ?? new Map(),
     identifyCaller,
     bodyLimit,
     timeoutMs: settings.functionTimeoutMs,
-    logger,
+    logger: bcmsLogger,
     errorHandler,
     repo,
   });
@@ -145,7 +160,13 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   const routing = router as unknown as { handle(req: Request, res: Response, next: NextFunction): void };
   const routeStack = routing.handle;
   routing.handle = function handle(req, res, next) {
-    if (!dispatch(req, res)) routeStack.call(router, req, res, next);
+    if (dispatch(req, res)) return;
+    // A path of an app plugin whose controllers are being set up: routed again once they are.
+    if (live.awaitsSetup(req.url)) return void ready.then(settled, settled);
+    routeStack.call(router, req, res, next);
+    function settled(): void {
+      if (!dispatch(req, res)) routeStack.call(router, req, res, next);
+    }
   };
   return Object.assign(router, {
     ready,

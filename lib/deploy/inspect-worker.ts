@@ -4,7 +4,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { loadExtension, type DeploymentKind } from './load';
 
 const { kind, name, code, filename } = workerData as { kind: DeploymentKind; name: string; code: string; filename: string };
-loadExtension(kind, name, code, filename).then(
+loadExtension(kind, name, code, filename, { setUp: false }).then(
   () => parentPort?.postMessage({ ok: true }),
   (error: unknown) => parentPort?.postMessage({ ok: false, message: (error as Error)?.message ?? String(error) }),
 );

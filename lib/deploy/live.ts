@@ -1,4 +1,5 @@
 import type { BcmsFunction } from '../function/types';
+import { awaitsSetup } from '../plugin/mount';
 import { PluginRouteTable } from '../plugin/routes';
 import type { BcmsPlugin } from '../plugin/types';
 import type { DeployedSet } from './deployed';
@@ -18,11 +19,32 @@ export class LiveExtensions {
   private registryFunctions: ReadonlyMap<string, BcmsFunction> = new Map();
   private readonly registryPluginNames: ReadonlySet<string>;
 
+  private deployedPlugins: readonly BcmsPlugin[] = [];
+  /** `/api/plugin/<name>/` of each app plugin with a controller whose `setup` has not run; empty once it ran. */
+  private awaitingSetup: readonly string[];
+
   /** Throws, naming the offender, for a registry whose plugins cannot work together. */
   constructor(private readonly registryPlugins: readonly BcmsPlugin[]) {
     this.plugins = new PluginRouteTable(registryPlugins);
     this.allPlugins = registryPlugins;
     this.registryPluginNames = new Set(registryPlugins.map((plugin) => plugin.name));
+    this.awaitingSetup = registryPlugins
+      .filter((plugin) => (plugin.controllers ?? []).some((controller) => awaitsSetup(controller)))
+      .map((plugin) => `/api/plugin/${plugin.name}/`);
+  }
+
+  /**
+   * Whether a request the route table does not serve may be one for an app plugin whose controllers
+   * are still being set up: the router waits for its start, then routes it again.
+   */
+  awaitsSetup(url: string): boolean {
+    return this.awaitingSetup.length !== 0 && this.awaitingSetup.some((prefix) => url.startsWith(prefix) || url === prefix.slice(0, -1));
+  }
+
+  /** Every setup ran: the table now holds each controller's methods. */
+  setUpDone(): void {
+    this.plugins = new PluginRouteTable([...this.registryPlugins, ...this.deployedPlugins]);
+    this.awaitingSetup = [];
   }
 
   /** Whether the app itself has a plugin or function of this name (a deployment may not take it). */
@@ -43,6 +65,7 @@ export class LiveExtensions {
   /** Swaps in a deployed set. */
   apply(set: DeployedSet): void {
     const added = set.plugins.filter((plugin) => !this.registryPluginNames.has(plugin.name));
+    this.deployedPlugins = added;
     this.plugins = new PluginRouteTable([...this.registryPlugins, ...added]);
     this.allPlugins = [...this.registryPlugins, ...added];
     this.functions = new Map([...[...set.functions].filter(([name]) => !this.registryFunctions.has(name)), ...this.registryFunctions]);

@@ -2,6 +2,7 @@ import { createRequire, Module } from 'node:module';
 import path from 'node:path';
 import { checkFunctionModules, loadFunctions } from '../function/load';
 import type { BcmsFunction } from '../function/types';
+import { setUpControllers } from '../plugin/mount';
 import { PluginRouteTable } from '../plugin/routes';
 import type { BcmsPlugin } from '../plugin/types';
 
@@ -38,14 +39,23 @@ function defaultExport(exports: unknown): unknown {
  * renamed to the manifest's name, or a function module (createBcmsFunction) whose factory yields
  * a function of the manifest's name. Throws with what is wrong.
  */
-export async function loadExtension(kind: DeploymentKind, name: string, code: string, filename: string): Promise<LoadedExtension> {
+export async function loadExtension(
+  kind: DeploymentKind,
+  name: string,
+  code: string,
+  filename: string,
+  options: { setUp: boolean } = { setUp: true },
+): Promise<LoadedExtension> {
   const exported = defaultExport(runBundle(code, filename));
   if (kind === 'plugin') {
-    if (exported === null || typeof exported !== 'object' || !Array.isArray((exported as BcmsPlugin).controllers)) {
+    const controllers = (exported as BcmsPlugin | null)?.controllers;
+    if (exported === null || typeof exported !== 'object' || (controllers !== undefined && !Array.isArray(controllers))) {
       throw new TypeError('the bundle does not export a plugin: its default export must be createBcmsPlugin({ name, controllers })');
     }
     // The deployed name is the manifest's (bcms-plugin.config.json's pluginName), whatever the code says.
     const plugin: BcmsPlugin = { ...(exported as BcmsPlugin), name, ui: undefined };
+    // Set up in the service only: the inspecting worker has no database for a setup to use.
+    if (options.setUp) await setUpControllers([plugin]);
     new PluginRouteTable([plugin]); // throws on a plugin that cannot work
     return { kind, name, plugin };
   }

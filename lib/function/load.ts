@@ -27,7 +27,8 @@ export async function loadFunctions(modules: readonly BcmsFunctionModule[]): Pro
       }
       const { name, public: isPublic } = definition.config;
       if (!isUrlSafe(name)) throw new Error(`${where}: function name ${JSON.stringify(name)} is not URL-safe (letters, digits, "-", "_", ".", "~", starting with a letter or digit)`);
-      if (typeof isPublic !== 'boolean') throw new TypeError(`function "${name}": config.public must be true or false`);
+      // As in BCMS, a function without `public` is private.
+      if (isPublic !== undefined && typeof isPublic !== 'boolean') throw new TypeError(`function "${name}": config.public must be true, false or left out (private)`);
       if (typeof definition.handler !== 'function') throw new TypeError(`function "${name}": handler must be a function`);
       return definition;
     }),

@@ -4,7 +4,7 @@ import { hasBody, isJsonType, parseJsonBody, readRawBody } from '../http/body';
 import { BcmsHttpError, type ErrorHandler } from '../http/errors';
 import type { Work } from '../http/exchange';
 import { writeJson, writePreflight } from '../http/respond';
-import type { Logger } from '../logger';
+import type { BcmsLogger } from '../use-logger';
 import type { BcmsFunction, BcmsFunctionAuth, BcmsFunctionContext } from './types';
 
 export const FUNCTION_PREFIX = '/api/function/';
@@ -31,7 +31,7 @@ export function createFunctionServer(deps: {
   identifyCaller: (req: Request, name: string) => Promise<BcmsFunctionAuth>;
   bodyLimit: number;
   timeoutMs: number;
-  logger: Logger;
+  logger: BcmsLogger;
   errorHandler: ErrorHandler;
   repo: BcmsRepo;
 }): FunctionServer {
@@ -46,9 +46,14 @@ export function createFunctionServer(deps: {
 
   /** Runs it once its body is read; a host body parser that ran first already set `req.body`: used as it is. */
   function withBody(req: Request, res: Response, definition: BcmsFunction, auth: BcmsFunctionAuth | null): Promise<void> {
-    if (req.body !== undefined || auth?.type === 'signature' || !hasBody(req)) return run(req, res, definition, auth);
+    if (req.body !== undefined || auth?.type === 'signature') return run(req, res, definition, auth);
+    if (!hasBody(req)) {
+      req.body = {}; // as BCMS: a call without a body reads `{}`
+      return run(req, res, definition, auth);
+    }
     return readFunctionBody(req, bodyLimit).then((raw) => {
-      req.body = parseJsonBody(raw, req.headers['content-type']);
+      const body = parseJsonBody(raw, req.headers['content-type']);
+      req.body = body === undefined ? {} : body; // an empty body reads `{}`, as in BCMS
       return run(req, res, definition, auth);
     });
   }
@@ -59,7 +64,7 @@ export function createFunctionServer(deps: {
     if (definition === undefined) throw new BcmsHttpError('FUNCTION_NOT_FOUND', `Function "${name}" not found.`);
     if (req.method === 'OPTIONS') return writePreflight(res, FUNCTION_ALLOW, req.headers['access-control-request-headers']);
     if (req.method !== 'POST') throw new BcmsHttpError('METHOD_NOT_ALLOWED', `${req.method} is not allowed here; use POST.`, { Allow: FUNCTION_ALLOW });
-    if (definition.config.public) return withBody(req, res, definition, null);
+    if (definition.config.public === true) return withBody(req, res, definition, null);
     return identifyCaller(req, definition.config.name).then((auth) => withBody(req, res, definition, auth));
   };
 }

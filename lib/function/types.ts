@@ -1,26 +1,44 @@
 import type { Request } from 'express';
 import type { BcmsRepo } from '../db/repository';
 import type { ErrorHandler } from '../http/errors';
-import type { Logger } from '../logger';
+import type { BcmsLogger } from '../use-logger';
 import type { JWT } from '../security/token';
 import type { SignatureAuth } from '../security/signature';
 
 export interface BcmsFunctionConfig {
   /** Last segment of the call URL: `POST /api/function/<name>`. URL-safe. */
   name: string;
-  /** `true`: anyone may call it. `false`: an HTTP Signature, or a JWT whose role holds EXECUTE. */
-  public: boolean;
+  /**
+   * `true`: anyone may call it. `false` or left out (as in BCMS): an HTTP Signature, or a JWT whose
+   * role holds EXECUTE.
+   */
+  public?: boolean;
 }
 
-/** Who called a private function: the API key whose signature was accepted, or the JWT. `null` for a public function. */
-export type BcmsFunctionAuth = SignatureAuth | { type: 'jwt'; accessToken: JWT };
+/**
+ * The API key of a signed call, as BCMS shapes its keys (never with its secret), beside our own
+ * `type` and `key`.
+ */
+export interface BcmsFunctionKeyAuth extends SignatureAuth {
+  _id: string;
+  name: string;
+  blocked: false;
+  access: { templates: []; functions: { name: string }[]; plugins: [] };
+}
+
+/**
+ * Who called a private function: the API key whose signature was accepted, or the JWT (also
+ * spread, as BCMS hands the token itself). `null` for a public function.
+ */
+export type BcmsFunctionAuth = BcmsFunctionKeyAuth | ({ type: 'jwt'; accessToken: JWT } & JWT);
 
 // `any` by default, as Express types `req.body`: BCMS function files read it without a cast.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export interface BcmsFunctionContext<Body = any> {
-  /** The Express request; `request.body` is the parsed JSON body (any JSON value). */
+  /** The Express request; `request.body` is the parsed JSON body (any JSON value; `{}` without a body, as in BCMS). */
   request: Request & { body: Body };
-  logger: Logger;
+  /** Takes pino's `(object, message)` and BCMS's `(place, message)` alike. */
+  logger: BcmsLogger;
   errorHandler: ErrorHandler;
   /** Templates and entries of the router's database. */
   repo: BcmsRepo;

@@ -50,34 +50,42 @@ export class BcmsHttpError extends Error {
   readonly code: ErrorCode;
   /** Extra response headers (`WWW-Authenticate`, `Allow`, ...). */
   readonly headers: Readonly<Record<string, string>> | undefined;
+  /** A plugin error's whole body, when a handler gave `errorHandler.occurred` an object. */
+  readonly body: object | undefined;
 
-  constructor(code: ErrorCode, message?: string, headers?: Record<string, string>, status?: number) {
+  constructor(code: ErrorCode, message?: string, headers?: Record<string, string>, status?: number, body?: object) {
     super(message ?? errorCodes[code].message);
     this.name = 'BcmsHttpError';
     this.code = code;
     this.status = status ?? errorCodes[code].status;
     this.headers = headers;
+    this.body = body;
   }
 }
 
 /** The `errorHandler` of a handler's context, as in BCMS. */
 export interface ErrorHandler {
   /**
-   * Returns an error to throw; the router answers it with `status` and `message`.
+   * Returns an error to throw; the router answers it with `status`. A string message is answered
+   * `{ "message": message }`; an object is the body as it is (plugins; a function's error carries it
+   * as JSON text in `error.message`).
    *
    * @example
-   * throw errorHandler.occurred(404, `No entry with id "${id}".`);
+   * throw errorHandler.occurred(HTTPStatus.NOT_FOUNT, `No entry with id "${id}".`);
    */
-  occurred(status: number, message: string): BcmsHttpError;
+  occurred(status: number, message: unknown): BcmsHttpError;
 }
 
 export const errorHandler: ErrorHandler = Object.freeze({
-  occurred(status: number, message: string): BcmsHttpError {
+  occurred(status: number, message: unknown): BcmsHttpError {
     // A status outside 400-599 would tell the client that a failure succeeded: refuse it loudly.
     if (!Number.isInteger(status) || status < 400 || status > 599) {
       throw new TypeError(`errorHandler.occurred: status must be an integer from 400 to 599, got ${String(status)}`);
     }
-    const text = typeof message === 'string' ? message : JSON.stringify(message);
-    return new BcmsHttpError('HANDLER_ERROR', text, undefined, status);
+    if (typeof message === 'string') return new BcmsHttpError('HANDLER_ERROR', message, undefined, status);
+    if (message !== null && typeof message === 'object') {
+      return new BcmsHttpError('HANDLER_ERROR', JSON.stringify(message) ?? '', undefined, status, message);
+    }
+    return new BcmsHttpError('HANDLER_ERROR', String(message), undefined, status);
   },
 });

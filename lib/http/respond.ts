@@ -23,12 +23,21 @@ export function writeJson(res: ServerResponse, status: number, body: string, ext
   res.end(body);
 }
 
+/** Writes bytes a handler returned (a `Buffer`, as BCMS sends one): `application/octet-stream` unless it set a type. */
+export function writeBytes(res: ServerResponse, status: number, body: Buffer): void {
+  res.writeHead(status, {
+    'Content-Type': (res.getHeader('content-type') as string | undefined) ?? 'application/octet-stream',
+    'Content-Length': body.length,
+  });
+  res.end(body);
+}
+
 /** The body of an error, by family. The router's own 500s name the request id and nothing internal. */
 export function errorBody(error: BcmsHttpError, family: Family, requestId: string): string {
   let message = error.message;
   if (error.code === 'INTERNAL_ERROR') message = `Internal error. Request id: ${requestId}.`;
   else if (error.code === 'BODY_ALREADY_PARSED') message = `${error.message} Request id: ${requestId}.`;
-  if (family === 'plugin') return JSON.stringify({ message });
+  if (family === 'plugin') return error.body === undefined ? JSON.stringify({ message }) : JSON.stringify(error.body);
   return JSON.stringify({ success: false, error: { code: error.code, message } });
 }
 

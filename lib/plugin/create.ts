@@ -11,22 +11,26 @@ export function createBcmsPlugin(config: BcmsPlugin): BcmsPlugin {
 }
 
 /**
- * Declares a controller: `path` prefixes each of its methods' paths.
+ * Declares a controller: `path` prefixes each of its methods' paths. `setup` (optional, may be
+ * async) runs once before the router is ready; what it returns is the argument of `methods`.
  *
  * @example
  * export const HelloController = createController({
  *   name: 'Hello',
  *   path: '/hello',
- *   methods: () => ({ greet: createControllerMethod({ path: '/greet', type: 'get', handler: async () => ({ message: 'Hi' }) }) }),
+ *   setup: async () => ({ greeting: 'Hi' }),
+ *   methods: ({ greeting }) => ({ greet: createControllerMethod({ path: '/greet', type: 'get', handler: async () => ({ message: greeting }) }) }),
  * });
  */
-export function createController(config: BcmsController): BcmsController {
+export function createController<SetupResult = unknown>(config: BcmsController<SetupResult>): BcmsController<SetupResult> {
   return config;
 }
 
 /**
  * Declares an endpoint. Its handler's context is typed by what `preRequestHandler` yields
- * (`accessToken` with the JWT guard) and its response by what the handler returns.
+ * (`accessToken` with the JWT guard, `body` with a body check) and its response by what the
+ * handler returns. BCMS's form, with both written as type arguments
+ * (`createControllerMethod<BCMSRouteProtectionJwtResult, { items: Todo[] }>`), works too.
  *
  * @example
  * createControllerMethod({

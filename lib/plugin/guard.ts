@@ -1,4 +1,6 @@
+import type { Request } from 'express';
 import { BcmsHttpError } from '../http/errors';
+import type { AccessTokenVerifier } from '../security/jwt';
 import { type JWT, JWTPermissionName, JWTRoleName, tokenAllows, type JWTPreRequestHandlerResult } from '../security/token';
 import type { PreRequestHandler } from './types';
 
@@ -10,13 +12,63 @@ export const JWT_GUARD_CHECK = Symbol('bcms-extensions.jwtGuardCheck');
 
 export type JwtGuardCheck = (accessToken: JWT) => JWTPreRequestHandlerResult;
 
+/**
+ * The router's verifier, left on a request whose pre-request handler is the author's own: a guard
+ * that handler calls with a context it built itself (BCMS's `{ name, request, response, ... }`)
+ * finds it there.
+ */
+export const REQUEST_VERIFIER = Symbol('bcms-extensions.requestVerifier');
+
 const ROLE_NAMES = new Set<string>(Object.values(JWTRoleName));
 const PERMISSION_NAMES = new Set<string>(Object.values(JWTPermissionName));
+
+/** The context a guard is called with: the router's, or one an author's pre-request handler built. */
+export interface GuardContext {
+  request: Request;
+  verifyAccessToken?: () => Promise<JWT>;
+}
+
+/** Verifies the context's bearer token with the router's `jwt` options. */
+export function verifyFromContext(context: GuardContext): Promise<JWT> {
+  if (typeof context?.verifyAccessToken === 'function') return context.verifyAccessToken();
+  const verifier = (context?.request as { [REQUEST_VERIFIER]?: AccessTokenVerifier } | undefined)?.[REQUEST_VERIFIER];
+  if (verifier === undefined) {
+    return Promise.reject(new TypeError('a guard was called with a context that holds no request of a bcms-extensions router: pass it the context your pre-request handler received'));
+  }
+  return verifier(context.request);
+}
+
+/** Checks a guard's role names and permission where the guard is made: a typo fails at start, not at the first request. */
+export function checkGuardArguments(where: string, roleNames: unknown, permissionName: unknown): readonly JWTRoleName[] {
+  if (!Array.isArray(roleNames) || roleNames.length === 0) {
+    throw new TypeError(`${where}: roleNames must be a non-empty array of JWTRoleName`);
+  }
+  for (const role of roleNames) {
+    if (!ROLE_NAMES.has(role)) throw new TypeError(`${where}: unknown role name ${JSON.stringify(role)}`);
+  }
+  if (!PERMISSION_NAMES.has(permissionName as string)) {
+    throw new TypeError(`${where}: unknown permission name ${JSON.stringify(permissionName)}`);
+  }
+  return Object.freeze([...(roleNames as JWTRoleName[])]);
+}
+
+/** A guard: the token verified, then its roles checked; with the check attached for the fast path. */
+export function createJwtGuard<Props>(where: string, roleNames: JWTRoleName[], permissionName: JWTPermissionName): PreRequestHandler<JWTPreRequestHandlerResult<Props>> {
+  const roles = checkGuardArguments(where, roleNames, permissionName);
+  const check: JwtGuardCheck = (accessToken) => {
+    if (!tokenAllows(accessToken.payload, roles, permissionName)) throw new BcmsHttpError('TOKEN_FORBIDDEN');
+    return { accessToken };
+  };
+  const guard = (async (context: GuardContext) => check(await verifyFromContext(context))) as PreRequestHandler<JWTPreRequestHandlerResult<Props>>;
+  // Not enumerable: a guard of the author's own made with Object.assign(…, guard) must not inherit it.
+  return Object.defineProperty(guard, JWT_GUARD_CHECK, { value: check });
+}
 
 /**
  * The JWT guard of BCMS: the request must carry `Authorization: Bearer <token>`, verified with the
  * router's `jwt` options, and some role of the token must be listed and hold `permission`.
- * The handler then receives the verified token as `accessToken`.
+ * The handler then receives the verified token as `accessToken` (`Props`: the type of its
+ * `payload.props`).
  *
  * @example
  * createControllerMethod({
@@ -26,29 +78,13 @@ const PERMISSION_NAMES = new Set<string>(Object.values(JWTPermissionName));
  *   handler: async ({ accessToken }) => ({ userId: accessToken.payload.userId }),
  * });
  */
-// Not generic on purpose: a generic call written inline in `preRequestHandler` would take its type
-// argument from the method's (not yet inferred) context and hide `accessToken` from the handler.
+// Not generic on purpose: written inline in `preRequestHandler`, a generic call (or an overloaded
+// one) takes its type from the method's not yet inferred context, and TypeScript then hides
+// `accessToken` from a handler that destructures its context. BCMS's `<BCMSUserCustomPool>` type
+// argument: see `BCMSRouteProtection.createJwtPreRequestHandler`, typed with BCMS's props.
 export function createJwtProtectionPreRequestHandler(
   roleNames: JWTRoleName[],
   permissionName: JWTPermissionName,
 ): PreRequestHandler<JWTPreRequestHandlerResult> {
-  if (!Array.isArray(roleNames) || roleNames.length === 0) {
-    throw new TypeError('createJwtProtectionPreRequestHandler: roleNames must be a non-empty array of JWTRoleName');
-  }
-  for (const role of roleNames) {
-    if (!ROLE_NAMES.has(role)) {
-      throw new TypeError(`createJwtProtectionPreRequestHandler: unknown role name ${JSON.stringify(role)}`);
-    }
-  }
-  if (!PERMISSION_NAMES.has(permissionName)) {
-    throw new TypeError(`createJwtProtectionPreRequestHandler: unknown permission name ${JSON.stringify(permissionName)}`);
-  }
-  const roles = Object.freeze([...roleNames]);
-  const check: JwtGuardCheck = (accessToken) => {
-    if (!tokenAllows(accessToken.payload, roles, permissionName)) throw new BcmsHttpError('TOKEN_FORBIDDEN');
-    return { accessToken };
-  };
-  const guard: PreRequestHandler<JWTPreRequestHandlerResult> = async ({ verifyAccessToken }) => check(await verifyAccessToken());
-  // Not enumerable: a guard of the author's own made with Object.assign(…, guard) must not inherit it.
-  return Object.defineProperty(guard, JWT_GUARD_CHECK, { value: check });
+  return createJwtGuard('createJwtProtectionPreRequestHandler', roleNames, permissionName);
 }

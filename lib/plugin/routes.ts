@@ -1,10 +1,13 @@
 import { isUrlSafe } from '../names';
+import { methodsOf } from './mount';
 import type { BcmsControllerMethod, BcmsPlugin, HttpVerb } from './types';
 
 const VERBS: readonly HttpVerb[] = ['get', 'post', 'put', 'patch', 'delete'];
 
 export interface PluginRoute {
   plugin: string;
+  /** The method's key in its controller (the context's `name`). */
+  name: string;
   /** `<controller name>.<method key>`, for logs and errors. */
   label: string;
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -36,9 +39,12 @@ export class PluginRouteTable {
   /** For each static path, every path it matches (itself first): computed once, as they never change. */
   private readonly staticMatches = new Map<string, readonly PluginMatch[]>();
 
-  /** `prefix`: where each plugin's paths start, before its name (the package's own routes use `/api`). */
+  /**
+   * `prefix`: where each plugin's paths start, before its name (the package's own routes use `/api`).
+   * A controller whose `setup` has not run yet is left out (see `plugin/mount.ts`): the router
+   * builds its table again once every setup ran.
+   */
   constructor(plugins: readonly BcmsPlugin[], prefix = '/api/plugin') {
-    if (!Array.isArray(plugins)) throw new TypeError('registry.plugins must be an array of plugins (createBcmsPlugin)');
     const names = new Set<string>();
     // Two paths that differ only in parameter names (`/:id` and `/:key`) are one path.
     const byShape = new Map<string, PluginPath>();
@@ -50,26 +56,26 @@ export class PluginRouteTable {
       }
       if (names.has(plugin.name)) throw new Error(`${where}: duplicate plugin name "${plugin.name}"`);
       names.add(plugin.name);
-      if (!Array.isArray(plugin.controllers)) throw new TypeError(`plugin "${plugin.name}": controllers must be an array`);
-      for (const controller of plugin.controllers) {
+      const controllers = plugin.controllers ?? [];
+      if (!Array.isArray(controllers)) throw new TypeError(`plugin "${plugin.name}": controllers must be an array`);
+      for (const controller of controllers) {
         const owner = `plugin "${plugin.name}", controller "${controller?.name}"`;
         if (controller === null || typeof controller !== 'object') throw new TypeError(`plugin "${plugin.name}": a controller is not an object (use createController)`);
-        checkPath(controller.path, owner);
-        if (typeof controller.methods !== 'function') throw new TypeError(`${owner}: methods must be a function returning the methods`);
-        const methods = controller.methods();
-        if (methods === null || typeof methods !== 'object') throw new TypeError(`${owner}: methods() must return an object of methods`);
+        const controllerPath = checkPath(controller.path, owner, false);
+        const methods = methodsOf(controller, owner);
+        if (methods === undefined) continue; // its setup runs before the router is ready
         // eslint-disable-next-line @typescript-eslint/no-explicit-any
         for (const [key, method] of Object.entries(methods) as [string, BcmsControllerMethod<any, any> | null][]) {
           const label = `${controller.name}.${key}`;
           const at = `plugin "${plugin.name}", method "${label}"`;
           if (method === null || typeof method !== 'object') throw new TypeError(`${at} is not a method (use createControllerMethod)`);
-          checkPath(method.path, at);
+          const methodPath = checkPath(method.path, at, true);
           if (!VERBS.includes(method.type)) throw new Error(`${at}: type ${JSON.stringify(method.type)} is not one of ${VERBS.join(', ')}`);
           if (typeof method.handler !== 'function') throw new TypeError(`${at}: handler must be a function`);
           if (method.preRequestHandler !== undefined && typeof method.preRequestHandler !== 'function') {
             throw new TypeError(`${at}: preRequestHandler must be a function`);
           }
-          const pattern = joinPath(`${prefix}/${plugin.name}`, controller.path, method.path);
+          const pattern = joinPath(`${prefix}/${plugin.name}`, controllerPath, methodPath);
           const shape = pattern.replace(/\/:[^/]+/g, '/:');
           let entry = byShape.get(shape);
           if (entry === undefined) {
@@ -84,7 +90,7 @@ export class PluginRouteTable {
           if (taken !== undefined) {
             throw new Error(`${at}: ${verb} ${pattern} is already served by method "${taken.label}" of plugin "${taken.plugin}"`);
           }
-          entry.verbs.set(verb, { plugin: plugin.name, label, method });
+          entry.verbs.set(verb, { plugin: plugin.name, name: key, label, method });
           entry.allow = [...entry.verbs.keys(), 'OPTIONS'].join(', ');
         }
       }
@@ -137,11 +143,15 @@ function matchSegments(segments: readonly string[], parts: readonly string[]): R
 
 const SEGMENT = /^(?::[A-Za-z_][A-Za-z0-9_]*|[A-Za-z0-9._~!$&'()*+,;=@-]+)$/;
 
-function checkPath(path: unknown, owner: string): void {
-  if (typeof path !== 'string' || !path.startsWith('/')) {
-    throw new Error(`${owner}: path ${JSON.stringify(path)} must be a string starting with "/"`);
-  }
-  const segments = path.split('/').slice(1);
+/**
+ * A path as BCMS takes it: a leading `/` added when it is missing, `//` made `/`; a method may have
+ * none (its controller's own path). Returns it so; throws for one no URL can match.
+ */
+function checkPath(path: unknown, owner: string, optional: boolean): string {
+  if (path === undefined && optional) return '';
+  if (typeof path !== 'string') throw new Error(`${owner}: path ${JSON.stringify(path)} must be a string`);
+  const normal = `/${path}`.replace(/\/{2,}/g, '/');
+  const segments = normal.split('/').slice(1);
   segments.forEach((segment, i) => {
     const last = i === segments.length - 1;
     if (segment === '' && last) return; // a trailing "/" (or the path "/") adds nothing
@@ -149,6 +159,7 @@ function checkPath(path: unknown, owner: string): void {
       throw new Error(`${owner}: path ${JSON.stringify(path)} has an invalid segment ${JSON.stringify(segment)} (URL-safe text or ":param")`);
     }
   });
+  return normal;
 }
 
 /** Joins with no extra segment between the parts, as the spec says, and drops a trailing `/`. */

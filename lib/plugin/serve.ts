@@ -3,10 +3,10 @@ import type { BcmsRepo } from '../db/repository';
 import { hasBody, isJsonType, parseJsonBody, readRawBody } from '../http/body';
 import { BcmsHttpError, type ErrorHandler } from '../http/errors';
 import type { Work } from '../http/exchange';
-import { writeJson, writePreflight } from '../http/respond';
-import type { Logger } from '../logger';
+import { writeBytes, writeJson, writePreflight } from '../http/respond';
 import type { AccessTokenVerifier } from '../security/jwt';
-import { JWT_GUARD_CHECK, type JwtGuardCheck } from './guard';
+import type { BcmsLogger } from '../use-logger';
+import { JWT_GUARD_CHECK, type JwtGuardCheck, REQUEST_VERIFIER } from './guard';
 import type { PluginMatch, PluginRoute } from './routes';
 import type { BcmsPluginContext, PreRequestContext } from './types';
 
@@ -19,7 +19,7 @@ export type PluginServer = (req: Request, res: Response, matches: readonly Plugi
  */
 export function createPluginServer(deps: {
   bodyLimit: number;
-  logger: Logger;
+  logger: BcmsLogger;
   errorHandler: ErrorHandler;
   repo: BcmsRepo;
   verifyAccessToken: AccessTokenVerifier;
@@ -28,13 +28,15 @@ export function createPluginServer(deps: {
 
   /** The handler's context, after the guard if there is one; then its answer. */
   function run(req: Request, res: Response, route: PluginRoute): Work {
-    const context: BcmsPluginContext = { request: req, response: res, logger, errorHandler, repo };
+    const context: BcmsPluginContext = { name: route.name, request: req as BcmsPluginContext['request'], response: res, logger, errorHandler, repo };
     const { preRequestHandler, handler } = route.method;
     if (preRequestHandler === undefined) return answer(res, handler(context));
     // The JWT guard with a token verified before: the same outcome as running it, without its promises.
     const check = (preRequestHandler as { [JWT_GUARD_CHECK]?: JwtGuardCheck })[JWT_GUARD_CHECK];
     const known = check === undefined ? undefined : verifyAccessToken.known?.(req);
     if (known !== undefined) return answer(res, handler(Object.assign(context, (check as JwtGuardCheck)(known))));
+    // An author's own pre-request handler may call a guard with a context it built: the guard finds the verifier on the request.
+    if (check === undefined) (req as { [REQUEST_VERIFIER]?: AccessTokenVerifier })[REQUEST_VERIFIER] = verifyAccessToken;
     const guard: PreRequestContext = { ...context, verifyAccessToken: () => verifyAccessToken(req) };
     return Promise.resolve(preRequestHandler(guard)).then((yielded: unknown) =>
       answer(res, handler(yielded !== null && typeof yielded === 'object' ? { ...context, ...yielded } : context)),
@@ -78,6 +80,7 @@ function answer(res: Response, result: unknown): Work {
 
 function write(res: Response, value: unknown): void {
   if (res.headersSent) return;
+  if (Buffer.isBuffer(value)) return writeBytes(res, res.statusCode, value);
   writeJson(res, res.statusCode, JSON.stringify(value) ?? 'null');
 }
 

@@ -1,17 +1,26 @@
 import type { Request, Response } from 'express';
 import type { BcmsRepo } from '../db/repository';
 import type { ErrorHandler } from '../http/errors';
-import type { Logger } from '../logger';
+import type { BcmsLogger } from '../use-logger';
 import type { JWT } from '../security/token';
 
-/** HTTP verbs a controller method may answer, as in BCMS (lower case). */
+/** HTTP verbs a controller method may answer, as in BCMS (lower case; `patch` is ours). */
 export type HttpVerb = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+/**
+ * The Express request, with `params` typed as BCMS code reads them: each a string (Express 5's
+ * types also allow `string[]`, which only wildcard routes produce, and plugin paths have none).
+ */
+export type BcmsRequest = Omit<Request, 'params'> & { params: Record<string, string> };
 
 /** What every plugin handler and pre-request handler receives. */
 export interface BcmsPluginContext {
-  request: Request;
+  /** The method's key in its controller's `methods()` (BCMS's `name`). */
+  name: string;
+  request: BcmsRequest;
   response: Response;
-  logger: Logger;
+  /** Takes pino's `(object, message)` and BCMS's `(place, message)` alike. */
+  logger: BcmsLogger;
   errorHandler: ErrorHandler;
   /** Templates and entries of the router's database. */
   repo: BcmsRepo;
@@ -22,7 +31,11 @@ export interface PreRequestContext extends BcmsPluginContext {
   verifyAccessToken(): Promise<JWT>;
 }
 
-/** Runs before the handler and guards it; what it returns is spread into the handler's context. */
+/**
+ * Runs before the handler and guards it; what it returns is spread into the handler's context.
+ * BCMS's own context (`{ name, request, response, errorHandler, logger }`) is all a guard of this
+ * package needs, so an author's pre-request handler may call one with the context it was given.
+ */
 export type PreRequestHandler<Result> = (context: PreRequestContext) => Result | Promise<Result>;
 
 /** `void` (no guard) adds nothing; an object result adds its members. */
@@ -32,28 +45,68 @@ type Spread<T> = [T] extends [void] ? unknown : [T] extends [object] ? T : unkno
 export type BcmsPluginHandlerContext<PreResult> = BcmsPluginContext & Spread<PreResult>;
 
 export interface BcmsControllerMethod<PreResult = void, Body = unknown> {
-  /** Appended to the controller path; begins with `/`. `:name` segments become `request.params.name`. */
-  path: string;
+  /**
+   * Appended to the controller path (a leading `/` is added, `//` becomes `/`); `:name` segments
+   * become `request.params.name`. Without one, the method answers the controller's own path.
+   */
+  path?: string;
   type: HttpVerb;
+  /** BCMS's documentation object; kept, not served. */
+  doc?: unknown;
   preRequestHandler?: PreRequestHandler<PreResult>;
-  /** Returns the response body, sent as it is with status 200. */
+  /**
+   * Returns the response body: an object or value is sent as JSON with status 200 (unless the
+   * handler set another), a `Buffer` as `application/octet-stream`.
+   */
   handler: (context: BcmsPluginHandlerContext<NoInfer<PreResult>>) => Body | Promise<Body>;
 }
 
-export interface BcmsController {
+/** What a controller's `setup` receives. */
+export interface BcmsControllerSetupConfig {
+  controllerName: string;
+  /** The controller's path as declared (`/todo`). */
+  controllerPath: string;
+}
+
+// `any`: one controller mixes methods with different guards and bodies.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type BcmsControllerMethods = Record<string, BcmsControllerMethod<any, any>>;
+
+export interface BcmsController<SetupResult = unknown> {
   /** Human-readable name. */
   name: string;
-  /** Prefix of every method path; begins with `/`. */
+  /** Prefix of every method path (a leading `/` is added). */
   path: string;
-  // `any`: one controller mixes methods with different guards and bodies.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  methods: () => Record<string, BcmsControllerMethod<any, any>>;
+  description?: string;
+  /**
+   * Runs once, before the router's `ready` resolves (and before a deployed version goes live);
+   * what it returns is the argument of `methods`. A setup that throws stops the router's start.
+   */
+  setup?(config: BcmsControllerSetupConfig): SetupResult | Promise<SetupResult>;
+  /** The controller's methods by key; called once, after `setup` (with `{}` when there is none). */
+  methods(setup: SetupResult): BcmsControllerMethods;
+}
+
+/** One setting of a plugin's policy, as BCMS's admin shows it. */
+export interface BcmsPluginPolicy {
+  name: string;
+  type?: 'checkbox' | 'select' | 'selectArray' | 'input' | 'inputArray';
+  options?: string[];
+  default?: string[];
 }
 
 export interface BcmsPlugin {
   /** Path segment of the plugin's endpoints: `/api/plugin/<name>/...`. URL-safe. */
   name: string;
-  controllers: BcmsController[];
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  controllers?: BcmsController<any>[];
+  /** The settings BCMS's admin would offer for the plugin (listed by `sdk.plugin.getAll()`). */
+  policy?: () => BcmsPluginPolicy[] | Promise<BcmsPluginPolicy[]>;
+  /**
+   * BCMS's plugin middleware: accepted so that BCMS plugins load, but not mounted (the host owns
+   * its middleware); a plugin that declares some is named in a warning at start.
+   */
+  middleware?: unknown[];
   /**
    * The plugin's built UI (a directory with an index.html, such as Vite's `dist`), served at
    * `/plugin/<name>/` and listed under "Plugins" in the admin shell by `label` (default: the name,

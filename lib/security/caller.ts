@@ -1,10 +1,10 @@
 import type { Request } from 'express';
-import type { BcmsFunctionAuth } from '../function/types';
+import type { BcmsFunctionAuth, BcmsFunctionKeyAuth } from '../function/types';
 import { parseJsonBody } from '../http/body';
 import { BcmsHttpError } from '../http/errors';
 import type { Logger } from '../logger';
 import { type AccessTokenVerifier, hasBearerToken } from './jwt';
-import { isSignedRequest, SIGNATURE_CHALLENGE, type VerifySignedRequest } from './signature';
+import { isSignedRequest, SIGNATURE_CHALLENGE, type SignatureAuth, type VerifySignedRequest } from './signature';
 import { JWTPermissionName, tokenAllows } from './token';
 
 /**
@@ -37,7 +37,7 @@ export function createCallerCheck(deps: {
       if (!tokenAllows(accessToken.payload, undefined, JWTPermissionName.EXECUTE)) {
         throw new BcmsHttpError('TOKEN_FORBIDDEN', 'Token has no role with the EXECUTE permission.');
       }
-      return { type: 'jwt', accessToken };
+      return { type: 'jwt', accessToken, ...accessToken };
     }
     if (isSignedRequest(req)) {
       if (bodyWasRead(req)) {
@@ -49,8 +49,9 @@ export function createCallerCheck(deps: {
         throw new BcmsHttpError('BODY_ALREADY_PARSED');
       }
       const { auth, body } = await verifySignedRequest(req, { function: name }, () => readBody(req));
-      req.body = parseJsonBody(body, req.headers['content-type']);
-      return auth;
+      const parsed = parseJsonBody(body, req.headers['content-type']);
+      req.body = parsed === undefined ? {} : parsed; // an empty body reads `{}`, as in BCMS
+      return withBcmsShape(auth);
     }
     const scheme = req.headers.authorization?.trim().split(/\s/, 1)[0];
     const message = scheme
@@ -63,4 +64,10 @@ export function createCallerCheck(deps: {
 /** Whether a body parser already consumed the request (body-parser marks it `_body`). */
 function bodyWasRead(req: Request): boolean {
   return req.body !== undefined || (req as { _body?: unknown })._body === true || req.readableEnded;
+}
+
+/** The key as BCMS hands it to a function (`_id`, `name`, `blocked`, `access`), beside ours. */
+export function withBcmsShape(auth: SignatureAuth): BcmsFunctionKeyAuth {
+  const { key } = auth;
+  return { ...auth, _id: key.id, name: key.name, blocked: false, access: { templates: [], functions: key.functions.map((fn) => ({ name: fn })), plugins: [] } };
 }

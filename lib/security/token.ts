@@ -34,14 +34,19 @@ export interface JWTRole {
   permissions: JWTPermission[];
 }
 
-/** A BCMS token payload: `exp` and `iat` in seconds. */
-export type JWTPayload<Props = unknown> = {
+/**
+ * A BCMS token payload: `exp` and `iat` in seconds. `props` is whatever the host put there (BCMS
+ * puts its user's `personal`, `address` and `policy`): `Props` types it, unchecked.
+ */
+export interface JWTPayload<Props = unknown> {
   userId: string;
   rls: JWTRole[];
   iat: number;
   exp: number;
   iss?: string;
-} & Props;
+  jti?: string;
+  props?: Props;
+}
 
 /** A verified token, as the guard hands it to a handler. */
 export interface JWT<Props = unknown> {

@@ -79,6 +79,24 @@ describe.each(backends())('deploying to a running service (%s)', (backend) => {
     expect((await request(app).get('/api/plugin/stats/hello/world')).status).toBe(404);
   });
 
+  test("a deployed plugin's controller setup runs in the service (it has the database) before the version goes live", async () => {
+    const code = `"use strict";
+const { createBcmsPlugin, createController, createControllerMethod, BCMSRepo } = require('bcms-extensions');
+module.exports = createBcmsPlugin({
+  name: 'setup-plugin',
+  controllers: [createController({ name: 'Count', path: 'count',
+    async setup() { return { templates: (await BCMSRepo.template.methods.findAll()).length, at: Date.now() }; },
+    methods: ({ templates, at }) => ({ get: createControllerMethod({ type: 'get', handler: async () => ({ templates, at }) }) }) })],
+});`;
+    const deployed = bundle('plugin', 'counted', code);
+    expect((await signed(app, 'POST', '/api/extensions/deployments', deployer, deployed)).status).toBe(201);
+    const first = await request(app).get('/api/plugin/counted/count');
+    expect(first.status).toBe(200);
+    expect(first.body.templates).toEqual(expect.any(Number));
+    // Set up once for the version: every request sees the same setup result.
+    expect((await request(app).get('/api/plugin/counted/count')).body).toEqual(first.body);
+  });
+
   test('a request in flight during a deploy finishes on the version it started with', async () => {
     const slow = (answer: string) => `const { createBcmsFunction } = require('bcms-extensions');
 exports.default = createBcmsFunction(async () => ({ config: { name: 'slow', public: true }, handler: () => new Promise((resolve) => setTimeout(() => resolve(${JSON.stringify(answer)}), 400)) }));`;

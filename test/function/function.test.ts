@@ -64,9 +64,11 @@ describe('public functions', () => {
     expect(res.body).toEqual({ success: true, result: { body } });
   });
 
-  test('no body: request.body is undefined, as in Express 5', async () => {
+  test('no body: request.body is {}, as in BCMS', async () => {
     const res = await request(t.app).post('/api/function/echo');
-    expect(res.body).toEqual({ success: true, result: { body: '<undefined>' } });
+    expect(res.body).toEqual({ success: true, result: { body: {} } });
+    const empty = await request(t.app).post('/api/function/echo').set('Content-Type', 'application/json').send('');
+    expect(empty.body).toEqual({ success: true, result: { body: {} } });
   });
 
   test('a handler that returns nothing answers result: null', async () => {
@@ -159,7 +161,7 @@ describe('public functions', () => {
     app.use(router);
     await router.ready;
     const res = await request(app).post('/api/function/echo').send({ lost: true });
-    expect(res.body).toEqual({ success: true, result: { body: '<undefined>' } });
+    expect(res.body).toEqual({ success: true, result: { body: {} } });
   });
 
   test('a body a host parser already read is used as it is (unsigned routes)', async () => {

@@ -122,9 +122,9 @@ describe('plugin endpoints', () => {
     expect(res.text).toBeUndefined();
   });
 
-  test('the handler context holds request, response, logger, errorHandler and repo', async () => {
+  test('the handler context holds name, request, response, logger, errorHandler and repo', async () => {
     await request(t.app).get('/api/plugin/blog/posts/debug/context').expect(200);
-    expect(seen.keys).toEqual(['errorHandler', 'logger', 'repo', 'request', 'response']);
+    expect(seen.keys).toEqual(['errorHandler', 'logger', 'name', 'repo', 'request', 'response']);
   });
 
   test('errorHandler.occurred(status, message) becomes that status and { message }', async () => {

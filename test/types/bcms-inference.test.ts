@@ -1,0 +1,91 @@
+/**
+ * Type-level tests of BCMS's forms (`npm run typecheck` fails when they break): the body's type
+ * from a zod schema and from BCMS's type argument, the token's props, `request.params`.
+ */
+import { expectTypeOf } from 'expect-type';
+import { z } from 'zod';
+import * as v from 'valibot';
+import {
+  BCMSRouteProtection,
+  createController,
+  createControllerMethod,
+  JWTPermissionName,
+  JWTRoleName,
+  type BCMSRouteProtectionJwtAndBodyCheckResult,
+  type BCMSRouteProtectionJwtResult,
+  type BCMSUserCustomPool,
+  type BcmsControllerMethod,
+  type ObjectSchema,
+} from '../../lib';
+
+const roles = { roleNames: [JWTRoleName.ADMIN], permissionName: JWTPermissionName.WRITE };
+
+describe("BCMS's forms, typed", () => {
+  test('a zod schema types the body with its output', () => {
+    const guard = BCMSRouteProtection.createJwtAndBodyCheckPreRequestHandler({
+      ...roles,
+      bodySchema: z.object({ title: z.string(), tags: z.array(z.string()).default([]), count: z.number().optional() }),
+    });
+    const method = createControllerMethod({
+      type: 'post',
+      preRequestHandler: guard,
+      handler: async ({ body, accessToken }) => {
+        expectTypeOf(body).toEqualTypeOf<{ title: string; tags: string[]; count?: number | undefined }>();
+        expectTypeOf(accessToken.payload.props).toEqualTypeOf<BCMSUserCustomPool | undefined>();
+        return { title: body.title };
+      },
+    });
+    expectTypeOf(method).toEqualTypeOf<BcmsControllerMethod<BCMSRouteProtectionJwtAndBodyCheckResult<{ title: string; tags: string[]; count?: number | undefined }>, { title: string }>>();
+  });
+
+  test('a valibot schema too', () => {
+    const guard = BCMSRouteProtection.createJwtAndBodyCheckPreRequestHandler({ ...roles, bodySchema: v.object({ done: v.boolean() }) });
+    createControllerMethod({
+      type: 'put',
+      preRequestHandler: guard,
+      handler: async ({ body }) => {
+        expectTypeOf(body).toEqualTypeOf<{ done: boolean }>();
+        return {};
+      },
+    });
+  });
+
+  test("BCMS's generic form: the body is the type argument of the result", () => {
+    interface CreateBody {
+      description: string;
+    }
+    const CreateBodySchema: ObjectSchema = { description: { __type: 'string', __required: true } };
+    createControllerMethod<BCMSRouteProtectionJwtAndBodyCheckResult<CreateBody>, { item: string }>({
+      type: 'post',
+      preRequestHandler: BCMSRouteProtection.createJwtAndBodyCheckPreRequestHandler({ ...roles, bodySchema: CreateBodySchema }),
+      async handler({ body, name }) {
+        expectTypeOf(body).toEqualTypeOf<CreateBody>();
+        expectTypeOf(name).toBeString();
+        return { item: body.description };
+      },
+    });
+    createControllerMethod<BCMSRouteProtectionJwtResult, { id: string }>({
+      path: '/:id',
+      type: 'delete',
+      preRequestHandler: BCMSRouteProtection.createJwtPreRequestHandler([JWTRoleName.ADMIN], JWTPermissionName.DELETE),
+      async handler({ request, accessToken }) {
+        // Strings only (Express 5's own type also allows string[]); `| undefined` is this repository's noUncheckedIndexedAccess.
+        expectTypeOf(request.params).toEqualTypeOf<Record<string, string>>();
+        expectTypeOf(accessToken.payload.userId).toBeString();
+        return { id: request.params.id ?? '' };
+      },
+    });
+  });
+
+  test("setup's result is methods()'s argument", () => {
+    createController({
+      name: 'Shelf',
+      path: 'shelf',
+      setup: async () => ({ count: 3 }),
+      methods({ count }) {
+        expectTypeOf(count).toBeNumber();
+        return {};
+      },
+    });
+  });
+});
