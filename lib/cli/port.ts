@@ -123,27 +123,29 @@ function portPackageJson(pkg: PackageJson, kind: PortResult['kind'], changes: st
   }
   if (removed.length > 0) changes.push(`removed ${removed.join(', ')}`);
   const declared = (name: string): string | undefined => DEPENDENCY_SECTIONS.map((section) => pkg[section]?.[name]).find((range) => range !== undefined);
-  const devDependencies = (pkg.devDependencies ??= {});
+  const addDevDependency = (name: string, version: string): void => {
+    pkg.devDependencies = { ...pkg.devDependencies, [name]: version };
+  };
   // As bcms-ext create writes it: bundles leave bcms-extensions out, the service provides it.
   if (declared(PACKAGE) === undefined) {
-    devDependencies[PACKAGE] = `file:${PACKAGE_ROOT}`;
-    changes.push(`added ${PACKAGE} (${devDependencies[PACKAGE]})`);
+    addDevDependency(PACKAGE, `file:${PACKAGE_ROOT}`);
+    changes.push(`added ${PACKAGE} (file:${PACKAGE_ROOT})`);
   }
   // What bcms-ext bundle runs in the project: tsc, vite, and Node's types; older majors than these
   // break it (a BCMS project's TypeScript 4 or @types/node 18), so they are raised too.
-  const tools: Record<string, { version: string; major: number; why: string }> = {
-    typescript: { version: VERSIONS.typescript, major: 5, why: 'bcms-ext bundle type-checks with moduleResolution "bundler", TypeScript 5 or newer' },
-    vite: { version: VERSIONS.vite, major: 0, why: '' },
-    '@types/node': { version: VERSIONS['@types/node'], major: 20, why: `vite ${VERSIONS.vite} asks for @types/node 20.19 or newer, and npm install refuses an older one` },
+  const tools: Record<string, { version: string; oldest?: { major: number; why: string } }> = {
+    typescript: { version: VERSIONS.typescript, oldest: { major: 5, why: 'bcms-ext bundle type-checks with moduleResolution "bundler", TypeScript 5 or newer' } },
+    vite: { version: VERSIONS.vite },
+    '@types/node': { version: VERSIONS['@types/node'], oldest: { major: 20, why: `vite ${VERSIONS.vite} asks for @types/node 20.19 or newer, and npm install refuses an older one` } },
   };
-  for (const [name, { version, major, why }] of Object.entries(tools)) {
+  for (const [name, { version, oldest }] of Object.entries(tools)) {
     const range = declared(name);
     if (range === undefined) {
-      devDependencies[name] = version;
+      addDevDependency(name, version);
       changes.push(`added ${name} ${version} (bcms-ext bundle runs it)`);
-    } else if (Number(/\d+/.exec(range)?.[0] ?? '0') < major) {
+    } else if (oldest !== undefined && Number(/\d+/.exec(range)?.[0] ?? '0') < oldest.major) {
       for (const section of DEPENDENCY_SECTIONS) if (pkg[section]?.[name] !== undefined) (pkg[section] as Record<string, string>)[name] = version;
-      changes.push(`${name} ${range} → ${version} (${why})`);
+      changes.push(`${name} ${range} → ${version} (${oldest.why})`);
     }
   }
   const scripts = (pkg.scripts ??= {});

@@ -207,6 +207,17 @@ describe('bcms-ext port on a copy of a BCMS v3 project', () => {
     expect((JSON.parse(fs.readFileSync(pkgFile, 'utf8')) as typeof pkg).scripts.dev).toBe('docker compose up');
   });
 
+  test('a plugin\'s ui/ is left as it is, with a note', async () => {
+    const dir = copyBcmsV3Fixture('reading-list', tempDir());
+    fs.mkdirSync(path.join(dir, 'ui', 'src'), { recursive: true });
+    const main = "import { createApp } from 'vue';\nimport '@becomes/cms-ui/styles/_main.scss';\nwindow.pluginName = 'bcms-plugin---name';\n";
+    fs.writeFileSync(path.join(dir, 'ui', 'src', 'main.ts'), main);
+    const run = await bcmsExt(['port'], dir);
+    expect(run.out).toContain('Note: ui/: left as it is. bcms-ext bundle builds it with ui/vite.config.mjs into ui/dist; a UI on @becomes/cms-ui needs porting by hand\n');
+    expect(run.out).not.toContain('ui/src/main.ts');
+    expect(fs.readFileSync(path.join(dir, 'ui', 'src', 'main.ts'), 'utf8')).toBe(main);
+  });
+
   test('--dry-run prints the changes and writes nothing', async () => {
     const dir = copyBcmsV3Fixture('reading-list', tempDir());
     const before = snapshot(dir);
