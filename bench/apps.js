@@ -116,6 +116,14 @@ const builders = {
     app.locals.benchKey = { keyId: id, secret };
     return app;
   },
+  'function-post-bcms-client': async () => {
+    const app = await withExtensions({ functions: [echoPrivateFunction] }, { database: await benchKeysDatabase() });
+    const knex = app.locals.router.db;
+    await knex('bcms_api_keys').where({ name: 'bench-bcms-client' }).delete();
+    const { id, secret } = await createApiKey(knex, { name: 'bench-bcms-client', functions: ['echo-private'], bcmsClient: true });
+    app.locals.benchKey = { keyId: id, secret };
+    return app;
+  },
 };
 
 /** Resolves to the Express app of a scenario, or throws for an unknown name. */

@@ -8,11 +8,13 @@
 // does not start).
 
 const { execFileSync, fork } = require('node:child_process');
+const { randomBytes } = require('node:crypto');
 const os = require('node:os');
 const path = require('node:path');
 const { isDeepStrictEqual } = require('node:util');
 const autocannon = require('autocannon');
 const { signRequest } = require('../dist/client');
+const { bcmsClientSignature } = require('../dist/security/bcms-client');
 const { scenarios } = require('./scenarios');
 const { positiveInteger, positiveNumber } = require('./env');
 const { compare, machine, markdown, writeJson } = require('./report');
@@ -96,10 +98,24 @@ function stopServer(child) {
 }
 
 /**
+ * The path and query of a call signed as the BCMS client signs it (@becomes/cms-client: key, nonce,
+ * timestamp, signature). The nonce is 8 random bytes rather than the client's 3: at thousands of
+ * requests a second, two of the client's in one millisecond would share a nonce every few hours, and
+ * the second would be refused as a replay; the cost is the same.
+ */
+function bcmsClientPath(path, key, body) {
+  const nonce = randomBytes(8).toString('hex');
+  const timestamp = String(Date.now());
+  const signature = bcmsClientSignature({ secret: key.secret, nonce, timestamp, key: key.keyId, body: body ?? '{}' });
+  return `${path}?key=${key.keyId}&nonce=${nonce}&timestamp=${timestamp}&signature=${signature}`;
+}
+
+/**
  * What a scenario sends, built once per run (so tokens are signed before any load). With
- * `rotatingHeaders`, `nextHeaders()` hands out the sets round-robin; each server gets a fresh
+ * `rotatingHeaders`, `next()` hands out the sets round-robin; each server gets a fresh
  * rotation that starts at the first set and carries on through verification, warm-up and all of
- * its slices, so no set comes back before all the others have been sent.
+ * its slices, so no set comes back before all the others have been sent. A rotation gives each
+ * request what changes: `{ headers }`, or `{ path }` for a query-string signature.
  */
 function prepare(scenario) {
   const request = {
@@ -110,24 +126,32 @@ function prepare(scenario) {
   const rotating = scenario.rotatingHeaders ? scenario.rotatingHeaders() : undefined;
   const rotation = (server) => {
     // Signed anew for every request, with the key the server made: a signature is accepted once.
-    if (scenario.signed) return () => signRequest({ ...server.key, method: request.method, url: scenario.path, body: request.body });
+    if (scenario.signed) return () => ({ headers: signRequest({ ...server.key, method: request.method, url: scenario.path, body: request.body }) });
+    if (scenario.signedQuery) return () => ({ path: bcmsClientPath(scenario.path, server.key, request.body) });
     if (rotating === undefined) return undefined;
     let next = 0;
     return () => {
       const headers = rotating[next];
       next = (next + 1) % rotating.length;
-      return headers;
+      return { headers };
     };
   };
   return { scenario, request, rotation };
 }
 
-/** autocannon options for one load: with a rotation, each request is rebuilt with the next headers. */
-function loadOptions(request, nextHeaders) {
-  if (nextHeaders === undefined) return request;
-  // setupRequest runs before every request of every connection (all share `nextHeaders`); the
-  // request object it gets is already a merge of the defaults, so it returns a new one.
-  return { ...request, requests: [{ setupRequest: (req) => ({ ...req, headers: { ...req.headers, ...nextHeaders() } }) }] };
+/** A request with what a rotation changes for it. */
+function withChange(request, change) {
+  const changed = { ...request, headers: { ...request.headers, ...change.headers } };
+  if (change.path !== undefined) changed.path = change.path;
+  return changed;
+}
+
+/** autocannon options for one load: with a rotation, each request is rebuilt with the next change. */
+function loadOptions(request, next) {
+  if (next === undefined) return request;
+  // setupRequest runs before every request of every connection (all share `next`); the request
+  // object it gets is already a merge of the defaults, so it returns a new one.
+  return { ...request, requests: [{ setupRequest: (req) => withChange(req, next()) }] };
 }
 
 /** One request before loading: a server that answers wrongly would make its numbers meaningless. */
@@ -194,11 +218,12 @@ function pairsOf(plans) {
 async function openServer({ scenario, request, rotation }, settings, profileName) {
   const server = await startServer(scenario.name, settings, profileName);
   try {
-    const url = `http://127.0.0.1:${server.port}${scenario.path}`;
-    const nextHeaders = rotation(server);
-    const first = nextHeaders === undefined ? request : { ...request, headers: { ...request.headers, ...nextHeaders() } };
-    await verify(scenario, url, first);
-    const options = loadOptions(request, nextHeaders);
+    const origin = `http://127.0.0.1:${server.port}`;
+    const url = origin + scenario.path;
+    const next = rotation(server);
+    const first = next === undefined ? request : withChange(request, next());
+    await verify(scenario, origin + (first.path ?? scenario.path), first);
+    const options = loadOptions(request, next);
     const load = (duration) => autocannon({ url, connections: settings.connections, duration, ...options });
     return { name: scenario.name, load, stop: server.stop };
   } catch (error) {

@@ -54,3 +54,5 @@ export type { ObjectPropSchema, ObjectPropSchemaArrayChild, ObjectSchema } from 
 export type { BodySchema } from './schema/body';
 export { useLogger } from './use-logger';
 export type { BcmsLogger } from './use-logger';
+// The BCMS client's signed calls (issue 15): what GET /api/key/access/list answers.
+export type { BcmsKeyAccess } from './function/access-list';

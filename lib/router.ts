@@ -10,6 +10,7 @@ import { LiveExtensions } from './deploy/live';
 import { createDeployRoutes, DEPLOYMENTS_PATH } from './deploy/routes';
 import { createSdkController } from './extensions/content';
 import { createKeysController } from './extensions/keys';
+import { createAccessListServer } from './function/access-list';
 import { checkFunctionModules, loadFunctions } from './function/load';
 import { createFunctionServer, readFunctionBody } from './function/serve';
 import type { BcmsFunctionModule } from './function/types';
@@ -22,8 +23,10 @@ import { setUpControllers } from './plugin/mount';
 import { PluginRouteTable } from './plugin/routes';
 import { createPluginServer } from './plugin/serve';
 import type { BcmsPlugin } from './plugin/types';
+import { createClientSignatureVerifier } from './security/bcms-client';
 import { createCallerCheck } from './security/caller';
 import { createAccessTokenVerifier } from './security/jwt';
+import { SignatureMemory } from './security/replay';
 import { createSignatureVerifier } from './security/signature';
 import { checkPluginUis, UiRoutes } from './ui/assets';
 import { bindLogger, toBcmsLogger } from './use-logger';
@@ -76,7 +79,10 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   // Content, once nothing above refused the options: a refused router leaves no database open.
   const store = new ContentStore(openDatabase(settings.database as DatabaseOption | undefined, process.env, logger), logger);
   const repo = createRepository(store);
-  const verifySignedRequest = createSignatureVerifier({ store, clockSkewSeconds: settings.signature.clockSkewSeconds, logger });
+  // One memory of keys and accepted signatures for both schemes: a signature is accepted once, whichever way it comes.
+  const signatures = { memory: new SignatureMemory(store, logger), clockSkewSeconds: settings.signature.clockSkewSeconds };
+  const verifySignedRequest = createSignatureVerifier(signatures);
+  const verifyClientSignedRequest = createClientSignatureVerifier(signatures);
 
   // Nothing below throws: BCMSRepo and useLogger now serve this router (function factories and
   // controller setups, which run next, included).
@@ -123,7 +129,8 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   // The request path.
   const exchange = createExchange({ logger, pending: () => (live.functions === undefined ? ready : undefined) });
   const servePlugin = createPluginServer({ bodyLimit, logger: bcmsLogger, errorHandler, repo, verifyAccessToken });
-  const identifyCaller = createCallerCheck({ verifyAccessToken, verifySignedRequest, readBody: (req) => readFunctionBody(req, bodyLimit), logger });
+  const readBody = (req: Request): Promise<Buffer> => readFunctionBody(req, bodyLimit);
+  const identifyCaller = createCallerCheck({ verifyAccessToken, verifySignedRequest, verifyClientSignedRequest, readBody, logger });
   const serveFunction = createFunctionServer({
     functions: () => live.functions ?? new Map(),
     identifyCaller,
@@ -149,6 +156,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     deploymentsPath: DEPLOYMENTS_PATH,
     serveDeployments,
     serveFunction,
+    serveAccessList: createAccessListServer({ functions: () => live.functions ?? new Map(), verify: verifyClientSignedRequest, readBody }),
     plugins: () => live.plugins,
     ownRoutes,
     servePlugin,

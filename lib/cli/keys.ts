@@ -6,11 +6,13 @@ import type { SignatureAlgorithm } from '../security/algorithms';
 import { blockApiKey, checkNewApiKey, createApiKey, deleteApiKey, listApiKeys, type ApiKey, type CreatedApiKey, type NewApiKey } from '../security/api-keys';
 import { parseArgs, UsageError, type Io } from './_io';
 
-export const KEYS_USAGE = `  keys create --name NAME [--functions a,b] [--deploy]
+export const KEYS_USAGE = `  keys create --name NAME [--functions a,b] [--deploy] [--bcms-client]
               [--algorithm rsa-sha256|ed25519 --public-key FILE] [--env]
                                             Create an API key. An hmac-sha256 key (the default) gets
                                             a secret, shown this once. --env prints only
                                             export lines, for eval "$(bcms-ext keys create ... --env)".
+                                            --bcms-client: the key also accepts the BCMS client's
+                                            signed calls (@becomes/cms-client; hmac-sha256 only).
   keys list                                 List keys (never their secrets).
   keys block ID                             Refuse the key's calls from now on (403 KEY_FORBIDDEN).
   keys delete ID                            Delete the key.
@@ -31,7 +33,7 @@ interface KeyStore {
 }
 
 const TARGET_FLAGS = { database: 'string', pglite: 'string', url: 'string', token: 'string', json: 'boolean' } as const;
-const CREATE_FLAGS = { ...TARGET_FLAGS, name: 'string', functions: 'string', algorithm: 'string', 'public-key': 'string', deploy: 'boolean', env: 'boolean' } as const;
+const CREATE_FLAGS = { ...TARGET_FLAGS, name: 'string', functions: 'string', algorithm: 'string', 'public-key': 'string', deploy: 'boolean', 'bcms-client': 'boolean', env: 'boolean' } as const;
 
 export async function runKeys(args: readonly string[], io: Io): Promise<number> {
   const [action, ...rest] = args;
@@ -81,6 +83,7 @@ function newKeyFrom(flags: Record<string, string | true | undefined>): NewApiKey
   if (typeof flags.name !== 'string') throw new UsageError('keys create needs --name NAME');
   const functions = typeof flags.functions === 'string' ? flags.functions.split(',').map((name) => name.trim()).filter(Boolean) : [];
   const input: NewApiKey = { name: flags.name, functions, deploy: flags.deploy === true };
+  if (flags['bcms-client'] === true) input.bcmsClient = true;
   if (typeof flags.algorithm === 'string') input.algorithm = flags.algorithm as SignatureAlgorithm;
   if (typeof flags['public-key'] === 'string') {
     try {
@@ -106,7 +109,8 @@ function exportLines(created: CreatedApiKey): string {
 
 function describeCreated(created: CreatedApiKey, input: NewApiKey): string {
   const lines = [
-    `Created API key ${created.id} (${input.name}, ${input.algorithm ?? 'hmac-sha256'}; functions: ${input.functions.join(', ') || 'none'}${input.deploy ? '; may deploy' : ''}).`,
+    `Created API key ${created.id} (${input.name}, ${input.algorithm ?? 'hmac-sha256'}; functions: ${input.functions.join(', ') || 'none'}` +
+      `${input.deploy ? '; may deploy' : ''}${input.bcmsClient ? '; accepts the BCMS client' : ''}).`,
   ];
   if (created.secret !== undefined) {
     lines.push('Its secret is shown this once: keep it now (the service cannot show it again).', '', `BCMS_KEY_ID=${created.id}`, `BCMS_KEY_SECRET=${created.secret}`);
@@ -125,9 +129,10 @@ function describeKeys(keys: ApiKey[]): string {
     key.blocked ? 'blocked' : 'active',
     key.functions.join(',') || '-',
     key.deploy ? 'yes' : 'no',
+    key.bcmsClient ? 'yes' : 'no',
     new Date(key.createdAt).toISOString(),
   ]);
-  const table = [['ID', 'NAME', 'ALGORITHM', 'STATE', 'FUNCTIONS', 'DEPLOY', 'CREATED'], ...rows];
+  const table = [['ID', 'NAME', 'ALGORITHM', 'STATE', 'FUNCTIONS', 'DEPLOY', 'BCMS-CLIENT', 'CREATED'], ...rows];
   const widths = table[0]!.map((_, column) => Math.max(...table.map((row) => (row[column] as string).length)));
   return `${table.map((row) => row.map((cell, column) => cell.padEnd(widths[column] as number)).join('  ').trimEnd()).join('\n')}\n`;
 }

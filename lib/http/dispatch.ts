@@ -1,4 +1,5 @@
 import type { Request, Response } from 'express';
+import { ACCESS_LIST_PATH } from '../function/access-list';
 import { FUNCTION_PREFIX } from '../function/serve';
 import type { PluginMatch, PluginRouteTable } from '../plugin/routes';
 import type { UiTarget } from '../ui/assets';
@@ -23,13 +24,15 @@ export function createDispatch(parts: {
   deploymentsPath: string;
   serveDeployments: (req: Request, res: Response, path: string) => Work;
   serveFunction: (req: Request, res: Response, path: string) => Work;
+  /** BCMS's `GET /api/key/access/list`, which the BCMS client asks before its first call. */
+  serveAccessList: (req: Request, res: Response) => Work;
   /** The plugin endpoints live now (replaced whole when a deployment changes). */
   plugins: () => PluginRouteTable;
   /** The package's own endpoints under /api/extensions/. */
   ownRoutes: PluginRouteTable;
   servePlugin: (req: Request, res: Response, matches: readonly PluginMatch[] | undefined) => Work;
 }): Dispatch {
-  const { exchange, ui, deploymentsPath, serveDeployments, serveFunction, plugins, ownRoutes, servePlugin } = parts;
+  const { exchange, ui, deploymentsPath, serveDeployments, serveFunction, serveAccessList, plugins, ownRoutes, servePlugin } = parts;
 
   return function dispatch(req, res) {
     const url = req.url;
@@ -51,7 +54,11 @@ export function createDispatch(parts: {
       return true;
     }
     const table = path.startsWith(PLUGIN_PREFIX) ? plugins() : path.startsWith(EXTENSIONS_PREFIX) ? ownRoutes : undefined;
-    if (table === undefined) return false;
+    if (table === undefined) {
+      if (path !== ACCESS_LIST_PATH) return false;
+      exchange(req, res, 'function', path, () => serveAccessList(req, res));
+      return true;
+    }
     let matches: readonly PluginMatch[] | undefined;
     try {
       matches = table.match(path);

@@ -2,7 +2,7 @@ import type { Request } from 'express';
 import { BcmsHttpError } from '../http/errors';
 import type { AccessTokenVerifier } from '../security/jwt';
 import { type JWT, JWTPermissionName, JWTRoleName, tokenAllows, type JWTPreRequestHandlerResult } from '../security/token';
-import type { PreRequestHandler } from './types';
+import type { Guard } from './types';
 
 /**
  * The role check of a guard made by `createJwtProtectionPreRequestHandler`, for a token already
@@ -53,13 +53,13 @@ export function checkGuardArguments(where: string, roleNames: unknown, permissio
 }
 
 /** A guard: the token verified, then its roles checked; with the check attached for the fast path. */
-export function createJwtGuard<Props>(where: string, roleNames: JWTRoleName[], permissionName: JWTPermissionName): PreRequestHandler<JWTPreRequestHandlerResult<Props>> {
+export function createJwtGuard<Props>(where: string, roleNames: JWTRoleName[], permissionName: JWTPermissionName): Guard<JWTPreRequestHandlerResult<Props>> {
   const roles = checkGuardArguments(where, roleNames, permissionName);
   const check: JwtGuardCheck = (accessToken) => {
     if (!tokenAllows(accessToken.payload, roles, permissionName)) throw new BcmsHttpError('TOKEN_FORBIDDEN');
     return { accessToken };
   };
-  const guard = (async (context: GuardContext) => check(await verifyFromContext(context))) as PreRequestHandler<JWTPreRequestHandlerResult<Props>>;
+  const guard = (async (context: GuardContext) => check(await verifyFromContext(context))) as Guard<JWTPreRequestHandlerResult<Props>>;
   // Not enumerable: a guard of the author's own made with Object.assign(…, guard) must not inherit it.
   return Object.defineProperty(guard, JWT_GUARD_CHECK, { value: check });
 }
@@ -67,8 +67,8 @@ export function createJwtGuard<Props>(where: string, roleNames: JWTRoleName[], p
 /**
  * The JWT guard of BCMS: the request must carry `Authorization: Bearer <token>`, verified with the
  * router's `jwt` options, and some role of the token must be listed and hold `permission`.
- * The handler then receives the verified token as `accessToken` (`Props`: the type of its
- * `payload.props`).
+ * The handler then receives the verified token as `accessToken`; `Props` types its
+ * `payload.props` (BCMS writes `<BCMSUserCustomPool>`).
  *
  * @example
  * createControllerMethod({
@@ -78,13 +78,9 @@ export function createJwtGuard<Props>(where: string, roleNames: JWTRoleName[], p
  *   handler: async ({ accessToken }) => ({ userId: accessToken.payload.userId }),
  * });
  */
-// Not generic on purpose: written inline in `preRequestHandler`, a generic call (or an overloaded
-// one) takes its type from the method's not yet inferred context, and TypeScript then hides
-// `accessToken` from a handler that destructures its context. BCMS's `<BCMSUserCustomPool>` type
-// argument: see `BCMSRouteProtection.createJwtPreRequestHandler`, typed with BCMS's props.
-export function createJwtProtectionPreRequestHandler(
+export function createJwtProtectionPreRequestHandler<Props = unknown>(
   roleNames: JWTRoleName[],
   permissionName: JWTPermissionName,
-): PreRequestHandler<JWTPreRequestHandlerResult> {
-  return createJwtGuard('createJwtProtectionPreRequestHandler', roleNames, permissionName);
+): Guard<JWTPreRequestHandlerResult<Props>> {
+  return createJwtGuard<Props>('createJwtProtectionPreRequestHandler', roleNames, permissionName);
 }

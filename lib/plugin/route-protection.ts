@@ -5,7 +5,7 @@ import type { ObjectSchema } from '../schema/object-schema';
 import { hasBearerToken } from '../security/jwt';
 import type { JWT, JWTPermissionName, JWTRoleName } from '../security/token';
 import { createJwtGuard, type GuardContext } from './guard';
-import type { PreRequestHandler } from './types';
+import type { Guard } from './types';
 
 /** What BCMS keeps in a token's `props` for its users (the host's tokens may hold other things). */
 export interface BCMSUserCustomPool {
@@ -46,7 +46,7 @@ export class BCMSRouteProtection {
    * @example
    * preRequestHandler: BCMSRouteProtection.createJwtPreRequestHandler([JWTRoleName.ADMIN, JWTRoleName.USER], JWTPermissionName.READ),
    */
-  static createJwtPreRequestHandler(roleNames: JWTRoleName[], permissionName: JWTPermissionName): PreRequestHandler<BCMSRouteProtectionJwtResult> {
+  static createJwtPreRequestHandler(roleNames: JWTRoleName[], permissionName: JWTPermissionName): Guard<BCMSRouteProtectionJwtResult> {
     return createJwtGuard<BCMSUserCustomPool>('BCMSRouteProtection.createJwtPreRequestHandler', roleNames, permissionName);
   }
 
@@ -65,16 +65,16 @@ export class BCMSRouteProtection {
    */
   static createJwtAndBodyCheckPreRequestHandler<Schema extends StandardSchemaV1>(
     config: JwtGuardConfig & { bodySchema: Schema },
-  ): PreRequestHandler<BCMSRouteProtectionJwtAndBodyCheckResult<StandardSchemaV1.InferOutput<Schema>>>;
+  ): Guard<BCMSRouteProtectionJwtAndBodyCheckResult<StandardSchemaV1.InferOutput<Schema>>>;
   // An ObjectSchema says nothing TypeScript can read: `body` is BCMS's type argument
   // (`createControllerMethod<BCMSRouteProtectionJwtAndBodyCheckResult<Body>, ...>`), `any` without one.
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   static createJwtAndBodyCheckPreRequestHandler<Body = any>(
     config: JwtGuardConfig & { bodySchema: ObjectSchema },
-  ): PreRequestHandler<BCMSRouteProtectionJwtAndBodyCheckResult<Body>>;
+  ): Guard<BCMSRouteProtectionJwtAndBodyCheckResult<Body>>;
   static createJwtAndBodyCheckPreRequestHandler(
     config: JwtGuardConfig & { bodySchema: ObjectSchema | StandardSchemaV1 },
-  ): PreRequestHandler<BCMSRouteProtectionJwtAndBodyCheckResult<unknown>> {
+  ): Guard<BCMSRouteProtectionJwtAndBodyCheckResult<unknown>> {
     const where = 'BCMSRouteProtection.createJwtAndBodyCheckPreRequestHandler';
     if (config === null || typeof config !== 'object') throw new TypeError(`${where}: argument config must be { roleNames, permissionName, bodySchema }`);
     const guard = createJwtGuard<BCMSUserCustomPool>(where, config.roleNames, config.permissionName);
@@ -97,7 +97,7 @@ export class BCMSRouteProtection {
    * token (checked as `createJwtPreRequestHandler` checks it). API-key signatures are not accepted
    * on plugin routes yet: a request without a bearer token is answered 401.
    */
-  static createJwtApiPreRequestHandler(config: JwtGuardConfig): PreRequestHandler<BCMSRouteProtectionJwtApiResult> {
+  static createJwtApiPreRequestHandler(config: JwtGuardConfig): Guard<BCMSRouteProtectionJwtApiResult> {
     const where = 'BCMSRouteProtection.createJwtApiPreRequestHandler';
     if (config === null || typeof config !== 'object') throw new TypeError(`${where}: argument config must be { roleNames, permissionName }`);
     const guard = createJwtGuard<BCMSUserCustomPool>(where, config.roleNames, config.permissionName);

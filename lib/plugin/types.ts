@@ -38,6 +38,15 @@ export interface PreRequestContext extends BcmsPluginContext {
  */
 export type PreRequestHandler<Result> = (context: PreRequestContext) => Result | Promise<Result>;
 
+/**
+ * What the package's guard factories return: a pre-request handler. Typed as an intersection, not
+ * a bare function type, on purpose: TypeScript puts off a generic call that returns a bare
+ * function type (`createJwtProtectionPreRequestHandler<Props>(...)`, a zod body check) until after
+ * the handler beside it has been typed, which would hide `accessToken` and `body` from a handler
+ * that destructures its context; an intersection is inferred in order.
+ */
+export type Guard<Result> = PreRequestHandler<Result> & { readonly bcmsGuard?: true };
+
 /** `void` (no guard) adds nothing; an object result adds its members. */
 type Spread<T> = [T] extends [void] ? unknown : [T] extends [object] ? T : unknown;
 

@@ -17,6 +17,11 @@ export interface NewApiKey {
   publicKey?: string | KeyObject;
   /** May deploy bundles (the deploy workflow). Default false. */
   deploy?: boolean;
+  /**
+   * Also accepts the BCMS client's signed calls (`@becomes/cms-client`: `?key=&nonce=&timestamp=&signature=`),
+   * which sign neither the method nor the path. `hmac-sha256` keys only. Default false.
+   */
+  bcmsClient?: boolean;
 }
 
 /** What `createApiKey` resolves to. `secret` (hmac-sha256 only) is shown this once: it is not listed again. */
@@ -35,6 +40,8 @@ export interface ApiKey {
   blocked: boolean;
   functions: string[];
   deploy: boolean;
+  /** Accepts the BCMS client's signed calls as well as HTTP Signatures. */
+  bcmsClient: boolean;
   createdAt: number;
   updatedAt: number;
 }
@@ -63,7 +70,7 @@ function ensureMigrated(knex: Knex): Promise<void> {
 /** Checks a `NewApiKey`; throws a TypeError that says what to change. */
 export function checkNewApiKey(input: unknown): asserts input is NewApiKey {
   if (input === null || typeof input !== 'object') throw new TypeError('an API key needs { name, functions }');
-  const { name, functions, algorithm = 'hmac-sha256', publicKey, deploy } = input as Partial<NewApiKey>;
+  const { name, functions, algorithm = 'hmac-sha256', publicKey, deploy, bcmsClient } = input as Partial<NewApiKey>;
   if (typeof name !== 'string' || name.trim() === '') throw new TypeError('API key name must be a non-empty string');
   if (!Array.isArray(functions)) throw new TypeError('API key functions must be an array of function names ([] for none)');
   for (const fn of functions) {
@@ -73,6 +80,10 @@ export function checkNewApiKey(input: unknown): asserts input is NewApiKey {
     throw new TypeError(`API key algorithm must be one of ${SIGNATURE_ALGORITHMS.join(', ')}, got ${JSON.stringify(algorithm)}`);
   }
   if (deploy !== undefined && typeof deploy !== 'boolean') throw new TypeError('API key deploy must be true or false');
+  if (bcmsClient !== undefined && typeof bcmsClient !== 'boolean') throw new TypeError('API key bcmsClient must be true or false');
+  if (bcmsClient === true && algorithm !== 'hmac-sha256') {
+    throw new TypeError(`bcmsClient needs an hmac-sha256 key: the BCMS client signs with a shared secret, and an ${algorithm} key has none`);
+  }
   if (algorithm === 'hmac-sha256') {
     if (publicKey !== undefined) throw new TypeError('an hmac-sha256 key takes no publicKey: the service issues its secret');
   } else {
@@ -128,6 +139,7 @@ export async function createApiKey(knex: Knex, input: NewApiKey): Promise<Create
       public_key: publicKey,
       functions: JSON.stringify([...new Set(input.functions)]),
       deploy: input.deploy ?? false,
+      bcms_client: input.bcmsClient ?? false,
     })
     .returning('id')) as { id: string }[];
   const id = (row as { id: string }).id;
@@ -142,6 +154,7 @@ interface ApiKeyRow {
   blocked: boolean;
   functions: string[];
   deploy: boolean;
+  bcms_client: boolean;
   created_at: Date;
   updated_at: Date;
 }
@@ -155,6 +168,7 @@ function toApiKey(row: ApiKeyRow): ApiKey {
     blocked: row.blocked,
     functions: row.functions,
     deploy: row.deploy,
+    bcmsClient: row.bcms_client,
     createdAt: new Date(row.created_at).getTime(),
     updatedAt: new Date(row.updated_at).getTime(),
   };
@@ -169,7 +183,7 @@ function noKeysTable(error: unknown): boolean {
 export async function listApiKeys(knex: Knex): Promise<ApiKey[]> {
   try {
     const rows = (await knex(API_KEYS_TABLE)
-      .select('id', 'name', 'algorithm', 'public_key', 'blocked', 'functions', 'deploy', 'created_at', 'updated_at')
+      .select('id', 'name', 'algorithm', 'public_key', 'blocked', 'functions', 'deploy', 'bcms_client', 'created_at', 'updated_at')
       .orderBy([{ column: 'created_at' }, { column: 'id' }])) as ApiKeyRow[];
     return rows.map(toApiKey);
   } catch (error) {

@@ -3,25 +3,38 @@ import type { BcmsFunctionAuth, BcmsFunctionKeyAuth } from '../function/types';
 import { parseJsonBody } from '../http/body';
 import { BcmsHttpError } from '../http/errors';
 import type { Logger } from '../logger';
+import { clientSignatureQuery, type VerifyClientSignedRequest } from './bcms-client';
 import { type AccessTokenVerifier, hasBearerToken } from './jwt';
 import { isSignedRequest, SIGNATURE_CHALLENGE, type SignatureAuth, type VerifySignedRequest } from './signature';
 import { JWTPermissionName, tokenAllows } from './token';
 
 /**
- * Who calls a private function: an HTTP Signature of an API key that lists it, or a JWT whose role
- * holds EXECUTE. Rejects with the 401 or 403 that says what is missing. A signed request's body is
- * read and checked against its digest here, and left parsed in `req.body`.
+ * Who calls a private function: an HTTP Signature of an API key that lists it, the BCMS client's
+ * query-string signature of a key that opted in, or a JWT whose role holds EXECUTE. Rejects with
+ * the 401 or 403 that says what is missing. A signed request's body is read and checked here, and
+ * left parsed in `req.body`.
  */
 export type IdentifyCaller = (req: Request, name: string) => Promise<BcmsFunctionAuth>;
 
 export function createCallerCheck(deps: {
   verifyAccessToken: AccessTokenVerifier;
   verifySignedRequest: VerifySignedRequest;
+  verifyClientSignedRequest: VerifyClientSignedRequest;
   /** The function body, as the function route reads it (type and size checked). */
   readBody: (req: Request) => Promise<Buffer>;
   logger: Logger;
 }): IdentifyCaller {
-  const { verifyAccessToken, verifySignedRequest, readBody, logger } = deps;
+  const { verifyAccessToken, verifySignedRequest, verifyClientSignedRequest, readBody, logger } = deps;
+
+  /** Signed bodies are checked against the raw bytes: a body parser that ran before the router took them. */
+  function refuseParsedBody(req: Request): BcmsHttpError {
+    logger.error(
+      { requestId: req.res?.getHeader('x-request-id'), path: req.originalUrl },
+      'bcms-extensions: a body parser ran before the router, so a signed body cannot be checked against its signature. ' +
+        'Mount the router before express.json() and other body parsers: app.use(bcmsExtensions(...)) first.',
+    );
+    return new BcmsHttpError('BODY_ALREADY_PARSED');
+  }
 
   return async function identifyCaller(req, name) {
     if (hasBearerToken(req)) {
@@ -40,17 +53,18 @@ export function createCallerCheck(deps: {
       return { type: 'jwt', accessToken, ...accessToken };
     }
     if (isSignedRequest(req)) {
-      if (bodyWasRead(req)) {
-        logger.error(
-          { requestId: req.res?.getHeader('x-request-id'), path: req.originalUrl },
-          'bcms-extensions: a body parser ran before the router, so a signed body cannot be checked against its digest. ' +
-            'Mount the router before express.json() and other body parsers: app.use(bcmsExtensions(...)) first.',
-        );
-        throw new BcmsHttpError('BODY_ALREADY_PARSED');
-      }
+      if (bodyWasRead(req)) throw refuseParsedBody(req);
       const { auth, body } = await verifySignedRequest(req, { function: name }, () => readBody(req));
       const parsed = parseJsonBody(body, req.headers['content-type']);
       req.body = parsed === undefined ? {} : parsed; // an empty body reads `{}`, as in BCMS
+      return withBcmsShape(auth);
+    }
+    // Only now, for a private function with neither header: the URL is searched for `signature=`.
+    const query = clientSignatureQuery(req.url);
+    if (query !== undefined) {
+      if (bodyWasRead(req)) throw refuseParsedBody(req);
+      const { auth, body } = await verifyClientSignedRequest(req, query, { function: name }, () => readBody(req));
+      req.body = body;
       return withBcmsShape(auth);
     }
     const scheme = req.headers.authorization?.trim().split(/\s/, 1)[0];

@@ -1,5 +1,7 @@
 import { createHash, createPublicKey, type KeyObject } from 'node:crypto';
 import type { Knex } from 'knex';
+import type { ContentStore } from '../db/store';
+import type { Logger } from '../logger';
 import type { SignatureAlgorithm } from './algorithms';
 import { API_KEYS_TABLE } from './api-keys';
 
@@ -12,6 +14,8 @@ export interface KeyMaterial {
   algorithm: SignatureAlgorithm;
   functions: readonly string[];
   deploy: boolean;
+  /** Accepts the BCMS client's query-string signatures too (lib/security/bcms-client.ts). */
+  bcmsClient: boolean;
   /** hmac-sha256: the shared secret's bytes (the secret string, UTF-8). */
   secret: Buffer | null;
   /** rsa-sha256, ed25519: the public key, parsed once. */
@@ -20,8 +24,17 @@ export interface KeyMaterial {
 
 /** The key a signature names, or null. */
 export async function findKeyMaterial(knex: Knex, id: string): Promise<KeyMaterial | null> {
-  const row = (await knex(API_KEYS_TABLE).first('id', 'name', 'algorithm', 'secret', 'public_key', 'functions', 'deploy').where({ id })) as
-    | { id: string; name: string; algorithm: SignatureAlgorithm; secret: string | null; public_key: string | null; functions: string[]; deploy: boolean }
+  const row = (await knex(API_KEYS_TABLE).first('id', 'name', 'algorithm', 'secret', 'public_key', 'functions', 'deploy', 'bcms_client').where({ id })) as
+    | {
+        id: string;
+        name: string;
+        algorithm: SignatureAlgorithm;
+        secret: string | null;
+        public_key: string | null;
+        functions: string[];
+        deploy: boolean;
+        bcms_client: boolean;
+      }
     | undefined;
   if (row === undefined) return null;
   return {
@@ -30,6 +43,7 @@ export async function findKeyMaterial(knex: Knex, id: string): Promise<KeyMateri
     algorithm: row.algorithm,
     functions: Object.freeze([...row.functions]),
     deploy: row.deploy,
+    bcmsClient: row.bcms_client,
     secret: row.secret === null ? null : Buffer.from(row.secret, 'utf8'),
     publicKey: row.public_key === null ? null : createPublicKey(row.public_key),
   };
@@ -38,8 +52,11 @@ export async function findKeyMaterial(knex: Knex, id: string): Promise<KeyMateri
 /** How the database answered a verified signature: `unknown` when the key is gone. */
 export type Acceptance = 'accepted' | 'replayed' | 'blocked' | 'not-permitted' | 'unknown';
 
-/** A function name the key must list, or `deploy`, which the key must hold. */
-export type Permission = { function: string } | { deploy: true };
+/**
+ * A function name the key must list, `deploy`, which the key must hold, or `keyAccess`: reading
+ * what the key may call (the BCMS client's access list), which any key that is not blocked may.
+ */
+export type Permission = { function: string } | { deploy: true } | { keyAccess: true };
 
 interface Candidate {
   keyId: string;
@@ -100,14 +117,14 @@ export class SignatureLedger {
         unique.push(candidate);
       }
     });
-    const rows = unique.map(() => '(?::uuid, ?::text, ?::timestamptz, ?::text)').join(', ');
-    const bindings = unique.flatMap((c) => [c.keyId, c.hash, c.expiresAt, 'function' in c.permission ? c.permission.function : null]);
+    const rows = unique.map(() => '(?::uuid, ?::text, ?::timestamptz, ?::text, ?::boolean)').join(', ');
+    const bindings = unique.flatMap((c) => [c.keyId, c.hash, c.expiresAt, 'function' in c.permission ? c.permission.function : null, 'deploy' in c.permission]);
     const inserted = (await this.knex.raw(
       `insert into ${REPLAYS_TABLE} (key_id, signed_hash, expires_at)
        select c.key_id, c.signed_hash, c.expires_at
-       from (values ${rows}) as c (key_id, signed_hash, expires_at, fn)
+       from (values ${rows}) as c (key_id, signed_hash, expires_at, fn, deploy)
        join ${API_KEYS_TABLE} k on k.id = c.key_id
-       where not k.blocked and case when c.fn is null then k.deploy else k.functions @> jsonb_build_array(c.fn) end
+       where not k.blocked and case when c.fn is not null then k.functions @> jsonb_build_array(c.fn) when c.deploy then k.deploy else true end
        on conflict do nothing
        returning key_id, signed_hash`,
       bindings,
@@ -131,7 +148,7 @@ export class SignatureLedger {
       const key = keys.get(c.keyId);
       if (key === undefined) return 'unknown';
       if (key.blocked) return 'blocked';
-      const permitted = 'function' in c.permission ? key.functions.includes(c.permission.function) : key.deploy;
+      const permitted = 'function' in c.permission ? key.functions.includes(c.permission.function) : 'deploy' in c.permission ? key.deploy : true;
       return permitted ? 'replayed' : 'not-permitted';
     };
     return batch.map((c, i) => {
@@ -154,4 +171,56 @@ export async function purgeExpiredSignatures(knex: Knex): Promise<number> {
     .delete()
     .returning('key_id');
   return rows.length;
+}
+
+/** Keys kept in memory (their material never changes); a deleted key is dropped when the database says so. */
+const KEY_CACHE_SIZE = 1000;
+const PURGE_INTERVAL_MS = 60_000;
+
+/**
+ * What a router's signature schemes share (HTTP Signatures, and the BCMS client's query-string
+ * signatures): the keys in memory, one ledger, so that a signature accepted under one scheme or
+ * route is a replay under any other, and the purge of what expired.
+ */
+export class SignatureMemory {
+  readonly ledger: SignatureLedger;
+  private readonly knex: Knex;
+  private readonly keys = new Map<string, KeyMaterial>();
+  private lastPurge = 0;
+
+  constructor(
+    private readonly store: ContentStore,
+    private readonly logger: Logger,
+  ) {
+    this.knex = store.database.knex;
+    this.ledger = new SignatureLedger(this.knex, (query) => store.run(query));
+  }
+
+  /** The key an id names, from memory when it was read before; null when there is none. */
+  async keyFor(id: string): Promise<KeyMaterial | null> {
+    const cached = this.keys.get(id);
+    if (cached !== undefined) return cached;
+    const key = await this.store.run(() => findKeyMaterial(this.knex, id));
+    if (key === null) return null;
+    if (this.keys.size >= KEY_CACHE_SIZE) this.keys.delete(this.keys.keys().next().value as string);
+    this.keys.set(id, key);
+    return key;
+  }
+
+  /** Drops a key the database no longer has. */
+  forget(id: string): void {
+    this.keys.delete(id);
+  }
+
+  /** After an accepted call: deletes what expired, at most once a minute, after the answer. */
+  purgeNowAndThen(now: number): void {
+    if (now - this.lastPurge < PURGE_INTERVAL_MS) return;
+    this.lastPurge = now;
+    this.store.run(() => purgeExpiredSignatures(this.knex)).then(
+      (purged) => {
+        if (purged > 0) this.logger.debug({ purged }, 'bcms-extensions: purged expired signatures');
+      },
+      (error: unknown) => this.logger.warn({ err: error }, 'bcms-extensions: could not purge expired signatures (tried again later)'),
+    );
+  }
 }

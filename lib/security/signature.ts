@@ -2,13 +2,11 @@ import { createHmac, timingSafeEqual, verify, type KeyObject } from 'node:crypto
 import type { ClientRequest } from 'node:http';
 import type { Request } from 'express';
 import type * as HttpSignature from 'http-signature';
-import type { ContentStore } from '../db/store';
 import { BcmsHttpError, type ErrorCode } from '../http/errors';
-import type { Logger } from '../logger';
 import { HEADER_ALGORITHM, type SignatureAlgorithm } from './algorithms';
 import { isKeyId } from './api-keys';
 import { bodyMatches, claimedSha256, type DigestHeader } from './digest';
-import { findKeyMaterial, purgeExpiredSignatures, SignatureLedger, type KeyMaterial, type Permission } from './replay';
+import type { KeyMaterial, Permission, SignatureMemory } from './replay';
 
 /** Sent with every signature 401: the scheme, and the headers a signature must cover. */
 export const SIGNATURE_CHALLENGE = Object.freeze({ 'WWW-Authenticate': 'Signature realm="bcms",headers="(request-target) date digest"' });
@@ -20,8 +18,8 @@ export interface SignatureAuth {
   key: { id: string; name: string; algorithm: SignatureAlgorithm; functions: readonly string[] };
 }
 
-/** What a signature must allow: calling one function, or deploying. */
-export type SignaturePermission = Permission;
+/** What an HTTP Signature must allow: calling one function, or deploying. */
+export type SignaturePermission = Exclude<Permission, { keyAccess: true }>;
 
 export interface VerifiedRequest {
   auth: SignatureAuth;
@@ -34,9 +32,6 @@ export type VerifySignedRequest = (req: Request, permission: SignaturePermission
 const SIGNATURE_SCHEME = /^signature(?:\s|$)/i;
 /** The errors http-signature's parser throws about a header (their messages are safe to show). */
 const PARSER_ERRORS = new Set(['ExpiredRequestError', 'InvalidHeaderError', 'InvalidParamsError', 'MissingHeaderError', 'StrictParsingError', 'InvalidAlgorithmError']);
-/** Keys kept in memory (their material never changes); a deleted key is dropped when the database says so. */
-const KEY_CACHE_SIZE = 1000;
-const PURGE_INTERVAL_MS = 60_000;
 
 /** http-signature, loaded at the first signed request: 40 ms of every start saved for apps that never get one. */
 let httpSignature: typeof HttpSignature | undefined;
@@ -61,33 +56,8 @@ function refuse(code: ErrorCode, message?: string): BcmsHttpError {
  * the digest against the raw body, and the key's state and permission, remembering the signature
  * in Postgres so that it is accepted once on every instance.
  */
-export function createSignatureVerifier(options: { store: ContentStore; clockSkewSeconds: number; logger: Logger }): VerifySignedRequest {
-  const { store, clockSkewSeconds, logger } = options;
-  const knex = store.database.knex;
-  const keys = new Map<string, KeyMaterial>();
-  const ledger = new SignatureLedger(knex, (query) => store.run(query));
-  let lastPurge = 0;
-
-  async function keyFor(id: string): Promise<KeyMaterial | null> {
-    const cached = keys.get(id);
-    if (cached !== undefined) return cached;
-    const key = await store.run(() => findKeyMaterial(knex, id));
-    if (key === null) return null;
-    if (keys.size >= KEY_CACHE_SIZE) keys.delete(keys.keys().next().value as string);
-    keys.set(id, key);
-    return key;
-  }
-
-  function purgeNowAndThen(now: number): void {
-    if (now - lastPurge < PURGE_INTERVAL_MS) return;
-    lastPurge = now;
-    store.run(() => purgeExpiredSignatures(knex)).then(
-      (purged) => {
-        if (purged > 0) logger.debug({ purged }, 'bcms-extensions: purged expired signatures');
-      },
-      (error: unknown) => logger.warn({ err: error }, 'bcms-extensions: could not purge expired signatures (tried again later)'),
-    );
-  }
+export function createSignatureVerifier(options: { memory: SignatureMemory; clockSkewSeconds: number }): VerifySignedRequest {
+  const { memory, clockSkewSeconds } = options;
 
   return async function verifySignedRequest(req, permission, readBody) {
     let parsed: HttpSignature.ParseResponse;
@@ -121,7 +91,7 @@ export function createSignatureVerifier(options: { store: ContentStore; clockSke
       throw refuse('SIGNATURE_EXPIRED', `Request Date is ${off}; this service accepts ${clockSkewSeconds} s either way. Its clock reads ${new Date(now).toUTCString()}.`);
     }
 
-    const key = isKeyId(keyId) ? await keyFor(keyId.toLowerCase()) : null;
+    const key = isKeyId(keyId) ? await memory.keyFor(keyId.toLowerCase()) : null;
     if (key === null) throw refuse('SIGNATURE_INVALID', 'Unknown keyId.');
     const algorithm = HEADER_ALGORITHM[key.algorithm];
     if (claimed !== algorithm) throw refuse('SIGNATURE_INVALID', `This key signs with algorithm "${algorithm}"; the request says "${claimed}".`);
@@ -147,10 +117,10 @@ export function createSignatureVerifier(options: { store: ContentStore; clockSke
     // (padding, whitespace), and the signing string, with its date and nonce, names the request.
     // Remembered until the date leaves the window: a copy sent later is refused as expired instead.
     const expiresAt = new Date((dateSeconds + clockSkewSeconds + 1) * 1000);
-    const acceptance = await ledger.accept(key.id, parsed.signingString, permission, expiresAt);
+    const acceptance = await memory.ledger.accept(key.id, parsed.signingString, permission, expiresAt);
     switch (acceptance) {
       case 'unknown':
-        keys.delete(key.id);
+        memory.forget(key.id);
         throw refuse('SIGNATURE_INVALID', 'Unknown keyId.');
       case 'blocked':
         throw new BcmsHttpError('KEY_FORBIDDEN', 'This API key is blocked.');
@@ -164,7 +134,7 @@ export function createSignatureVerifier(options: { store: ContentStore; clockSke
       case 'accepted':
         break;
     }
-    purgeNowAndThen(now);
+    memory.purgeNowAndThen(now);
     return { auth: { type: 'signature', key: { id: key.id, name: key.name, algorithm: key.algorithm, functions: key.functions } }, body };
   };
 }

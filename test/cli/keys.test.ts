@@ -51,8 +51,8 @@ describe('bcms-ext keys, through the running service (the embedded database is t
 
     const listed = await run(['keys', 'list', '--url', url, '--token', token]);
     expect(listed.code).toBe(0);
-    expect(listed.out).toMatch(/^ID\s+NAME\s+ALGORITHM\s+STATE\s+FUNCTIONS\s+DEPLOY\s+CREATED\n/);
-    expect(listed.out).toMatch(new RegExp(`${id}\\s+site form\\s+hmac-sha256\\s+active\\s+report,other\\s+no\\s+\\d{4}-`));
+    expect(listed.out).toMatch(/^ID\s+NAME\s+ALGORITHM\s+STATE\s+FUNCTIONS\s+DEPLOY\s+BCMS-CLIENT\s+CREATED\n/);
+    expect(listed.out).toMatch(new RegExp(`${id}\\s+site form\\s+hmac-sha256\\s+active\\s+report,other\\s+no\\s+no\\s+\\d{4}-`));
     expect(listed.out).not.toContain(secret);
 
     expect(await run(['keys', 'block', id, '--url', url, '--token', token])).toMatchObject({ code: 0, out: `Blocked API key ${id}.\n` });
@@ -68,6 +68,22 @@ describe('bcms-ext keys, through the running service (the embedded database is t
     const created = await run(['keys', 'create', '--name', 'json', '--json', '--url', url, '--token', token]);
     expect(JSON.parse(created.out)).toEqual({ id: expect.any(String), secret: expect.any(String) });
     expect(created.err).toBe('Note: this key lists no function and may not deploy, so it can call nothing (--functions a,b).\n');
+  });
+
+  test('--bcms-client: the key also accepts the BCMS client, and the list says so; only hmac-sha256 keys', async () => {
+    const created = await run(['keys', 'create', '--name', 'bcms site', '--functions', 'report', '--bcms-client', '--url', url, '--token', token]);
+    expect(created.code).toBe(0);
+    const id = /BCMS_KEY_ID=(\S+)/.exec(created.out)?.[1] as string;
+    expect(created.out).toContain(`Created API key ${id} (bcms site, hmac-sha256; functions: report; accepts the BCMS client).`);
+    const listed = await run(['keys', 'list', '--url', url, '--token', token]);
+    expect(listed.out).toMatch(new RegExp(`${id}\\s+bcms site\\s+hmac-sha256\\s+active\\s+report\\s+no\\s+yes\\s+\\d{4}-`));
+    const json = await run(['keys', 'list', '--json', '--url', url, '--token', token]);
+    expect(JSON.parse(json.out)).toContainEqual(expect.objectContaining({ id, bcmsClient: true }));
+    const publicKeyFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-keys-')), 'key.pub');
+    fs.writeFileSync(publicKeyFile, generateKeyPairSync('ed25519').publicKey.export({ type: 'spki', format: 'pem' }));
+    const refused = await run(['keys', 'create', '--name', 'x', '--algorithm', 'ed25519', '--public-key', publicKeyFile, '--bcms-client', '--url', url, '--token', token]);
+    expect(refused).toMatchObject({ code: 1, err: 'bcms-ext keys: bcmsClient needs an hmac-sha256 key: the BCMS client signs with a shared secret, and an ed25519 key has none\n' });
+    expect((await run(['keys', 'create', '--name', 'x', '--bcms-client=yes'])).err).toBe('bcms-ext keys: --bcms-client takes no value\n');
   });
 
   test('--env prints only export lines, for eval', async () => {

@@ -23,8 +23,8 @@ describe.each(backends())('API keys (%s)', (backend) => {
 
     const keys = await listApiKeys(db.knex);
     expect(keys).toEqual([
-      { id: created.id, name: 'forms', algorithm: 'hmac-sha256', publicKey: null, blocked: false, functions: ['submit-form'], deploy: false, createdAt: expect.any(Number), updatedAt: expect.any(Number) },
-      { id: signer.id, name: 'deployer', algorithm: 'ed25519', publicKey: pem(pair.publicKey, 'spki'), blocked: false, functions: [], deploy: true, createdAt: expect.any(Number), updatedAt: expect.any(Number) },
+      { id: created.id, name: 'forms', algorithm: 'hmac-sha256', publicKey: null, blocked: false, functions: ['submit-form'], deploy: false, bcmsClient: false, createdAt: expect.any(Number), updatedAt: expect.any(Number) },
+      { id: signer.id, name: 'deployer', algorithm: 'ed25519', publicKey: pem(pair.publicKey, 'spki'), blocked: false, functions: [], deploy: true, bcmsClient: false, createdAt: expect.any(Number), updatedAt: expect.any(Number) },
     ]);
     expect(JSON.stringify(keys)).not.toContain(created.secret);
 
@@ -88,6 +88,15 @@ describe('/api/extensions/keys: key management for an ADMIN token', () => {
     const res = await request(t.app).post('/api/extensions/keys').set('Authorization', admin).send({ name: 'x', functions: [], algorithm: 'rsa-sha256' });
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ message: 'an rsa-sha256 key needs publicKey (PEM)' });
+  });
+
+  test('bcmsClient over HTTP: kept and listed', async () => {
+    const created = await request(t.app).post('/api/extensions/keys').set('Authorization', admin).send({ name: 'bcms site', functions: ['f'], bcmsClient: true });
+    expect(created.status).toBe(201);
+    const list = await request(t.app).get('/api/extensions/keys').set('Authorization', admin);
+    expect(list.body.keys).toContainEqual(expect.objectContaining({ id: created.body.id, bcmsClient: true }));
+    const refused = await request(t.app).post('/api/extensions/keys').set('Authorization', admin).send({ name: 'x', functions: [], bcmsClient: 1 });
+    expect(refused.body).toEqual({ message: 'API key bcmsClient must be true or false' });
   });
 
   test.each([

@@ -34,6 +34,22 @@ describe.each(backends())('the signature ledger (%s)', (backend) => {
     expect(Number((await db.knex('bcms_signature_replays').count({ n: '*' }))[0]?.n)).toBe(4);
   });
 
+  test("reading a key's access list (the BCMS client's): any key that is not blocked, once per signature", async () => {
+    const ledger = new SignatureLedger(db.knex, (query) => query());
+    const reader = (await createApiKey(db.knex, { name: 'reader', functions: [], bcmsClient: true })).id;
+    const blocked = (await createApiKey(db.knex, { name: 'blocked reader', functions: [], bcmsClient: true })).id;
+    await blockApiKey(db.knex, blocked);
+    const later = new Date(Date.now() + 60_000);
+    const outcomes = await Promise.all([
+      ledger.accept(reader, 'list-1', { keyAccess: true }, later),
+      ledger.accept(blocked, 'list-2', { keyAccess: true }, later),
+    ]);
+    expect(outcomes).toEqual(['accepted', 'blocked']);
+    // One memory for every route: the same signature is a replay wherever it is sent next.
+    expect(await ledger.accept(reader, 'list-1', { function: 'f' }, later)).toBe('not-permitted');
+    expect(await ledger.accept(reader, 'list-1', { keyAccess: true }, later)).toBe('replayed');
+  });
+
   test('more than one batch in a turn: all answered', async () => {
     const ledger = new SignatureLedger(db.knex, (query) => query());
     const id = (await createApiKey(db.knex, { name: 'many', functions: ['f'] })).id;

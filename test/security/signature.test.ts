@@ -63,7 +63,15 @@ describe.each(backends())('signed calls to private functions (%s)', (backend) =>
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ success: true, result: { report: 42 } });
       expect(lastBody).toEqual({ email: 'a@example.com' });
-      expect(lastAuth).toEqual({ type: 'signature', key: { id: key.keyId, name: 'test key', algorithm: 'hmac-sha256', functions: ['report'] } });
+      expect(lastAuth).toEqual({
+        type: 'signature',
+        key: { id: key.keyId, name: 'test key', algorithm: 'hmac-sha256', functions: ['report'] },
+        // BCMS's shape of a key, beside ours
+        _id: key.keyId,
+        name: 'test key',
+        blocked: false,
+        access: { templates: [], functions: [{ name: 'report' }], plugins: [] },
+      });
       expect(JSON.stringify(lastAuth)).not.toContain(key.secret);
     });
 
@@ -76,7 +84,7 @@ describe.each(backends())('signed calls to private functions (%s)', (backend) =>
     test('an empty body is signed as the digest of no bytes', async () => {
       const res = await signedPost(t.app, PATH, key, undefined);
       expect(res.status).toBe(200);
-      expect(lastBody).toBeUndefined();
+      expect(lastBody).toEqual({}); // as BCMS reads a call without a body
     });
 
     test.each(['rsa-sha256', 'ed25519'] as const)('%s with a public key on file', async (algorithm) => {

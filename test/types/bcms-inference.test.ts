@@ -9,6 +9,7 @@ import {
   BCMSRouteProtection,
   createController,
   createControllerMethod,
+  createJwtProtectionPreRequestHandler,
   JWTPermissionName,
   JWTRoleName,
   type BCMSRouteProtectionJwtAndBodyCheckResult,
@@ -36,6 +37,48 @@ describe("BCMS's forms, typed", () => {
       },
     });
     expectTypeOf(method).toEqualTypeOf<BcmsControllerMethod<BCMSRouteProtectionJwtAndBodyCheckResult<{ title: string; tags: string[]; count?: number | undefined }>, { title: string }>>();
+  });
+
+  test('written inline, next to a handler that destructures its context, as BCMS code writes guards', () => {
+    createControllerMethod({
+      type: 'post',
+      preRequestHandler: BCMSRouteProtection.createJwtAndBodyCheckPreRequestHandler({ ...roles, bodySchema: z.object({ title: z.string() }) }),
+      handler: async ({ body, accessToken }) => {
+        expectTypeOf(body).toEqualTypeOf<{ title: string }>();
+        return { by: accessToken.payload.userId };
+      },
+    });
+  });
+
+  test("createJwtProtectionPreRequestHandler<Props> types the token's props; without a type argument they are unknown", () => {
+    createControllerMethod({
+      type: 'get',
+      preRequestHandler: createJwtProtectionPreRequestHandler<BCMSUserCustomPool>([JWTRoleName.ADMIN], JWTPermissionName.READ),
+      handler: async ({ accessToken }) => {
+        expectTypeOf(accessToken.payload.props).toEqualTypeOf<BCMSUserCustomPool | undefined>();
+        return {};
+      },
+    });
+    createControllerMethod({
+      type: 'get',
+      preRequestHandler: createJwtProtectionPreRequestHandler([JWTRoleName.ADMIN], JWTPermissionName.READ),
+      handler: async ({ accessToken }) => {
+        expectTypeOf(accessToken.payload.props).toEqualTypeOf<unknown>();
+        return {};
+      },
+    });
+  });
+
+  test('an ObjectSchema without type arguments gives an untyped body', () => {
+    const Schema: ObjectSchema = { title: { __type: 'string', __required: true } };
+    createControllerMethod({
+      type: 'post',
+      preRequestHandler: BCMSRouteProtection.createJwtAndBodyCheckPreRequestHandler({ ...roles, bodySchema: Schema }),
+      handler: async ({ body }) => {
+        expectTypeOf(body).toBeAny();
+        return {};
+      },
+    });
   });
 
   test('a valibot schema too', () => {
