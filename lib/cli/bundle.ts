@@ -7,13 +7,28 @@ import { pathToFileURL } from 'node:url';
 import { isUrlSafe } from '../names';
 import { parseArgs, UsageError, type Io } from './_io';
 import { BUNDLE_DIR } from './deploy';
+import { functionsDir } from './port';
 
 export const BUNDLE_USAGE = `  bundle                                    In a plugin or functions project: type-check, bundle the
                                             back end (or each function) as one file with
                                             bcms-extensions external, build the UI, and write
                                             bcms-bundle/*.json with a manifest (kind, name, version,
                                             sha256). Nothing is written when a step fails.
+                                            In a plugin, BCMS's placeholder bcms-plugin---name
+                                            becomes pluginName in the back end and the built UI.
 `;
+
+/** BCMS's stand-in for the plugin's name in its code, replaced at bundle time as BCMS's CLI does. */
+export const PLUGIN_NAME_PLACEHOLDER = 'bcms-plugin---name';
+
+/**
+ * `bcms-plugin---name` replaced with the plugin's name everywhere in a text, as BCMS's CLI does
+ * in the built back end and UI (bcms/cli `src/plugin.ts`), so that code can name its own plugin
+ * (its URL, its collections) before it has a name.
+ */
+export function replacePluginNamePlaceholder(text: string, pluginName: string): string {
+  return text.split(PLUGIN_NAME_PLACEHOLDER).join(pluginName);
+}
 
 interface Bundle {
   manifest: { kind: 'plugin' | 'function'; name: string; version: string; sha256: string; project: string };
@@ -71,8 +86,11 @@ async function bundleBackend(vite: Vite, root: string, entry: string): Promise<s
   return chunk.code;
 }
 
-/** The UI, built with its own Vite config into ui/dist, as path → base64. */
-async function buildUi(vite: Vite, root: string): Promise<Record<string, string>> {
+/** Files of a built UI whose text may carry the plugin-name placeholder. */
+const UI_TEXT = /\.(?:html|m?js|css|json|svg|map|txt)$/;
+
+/** The UI, built with its own Vite config into ui/dist, as path → base64, with the placeholder replaced in its text files. */
+async function buildUi(vite: Vite, root: string, pluginName: string): Promise<Record<string, string>> {
   const ui = path.join(root, 'ui');
   try {
     await vite.build({ root: ui, configFile: path.join(ui, 'vite.config.mjs'), logLevel: 'warn' });
@@ -84,7 +102,10 @@ async function buildUi(vite: Vite, root: string): Promise<Record<string, string>
     for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
       const full = path.join(dir, entry.name);
       if (entry.isDirectory()) walk(full);
-      else files[path.relative(path.join(ui, 'dist'), full).split(path.sep).join('/')] = fs.readFileSync(full).toString('base64');
+      else {
+        const content = UI_TEXT.test(entry.name) ? Buffer.from(replacePluginNamePlaceholder(fs.readFileSync(full, 'utf8'), pluginName)) : fs.readFileSync(full);
+        files[path.relative(path.join(ui, 'dist'), full).split(path.sep).join('/')] = content.toString('base64');
+      }
     }
   };
   walk(path.join(ui, 'dist'));
@@ -107,31 +128,35 @@ export async function runBundle(args: readonly string[], io: Io, cwd = process.c
 
   if (fs.existsSync(configFile)) {
     const { pluginName, projectId } = JSON.parse(fs.readFileSync(configFile, 'utf8')) as { pluginName?: unknown; projectId?: unknown };
-    if (!isUrlSafe(pluginName)) throw new UsageError('bcms-plugin.config.json needs { "pluginName": "<name>" }, a URL-safe name (letters, digits, "-", "_", ".", "~")');
+    if (!isUrlSafe(pluginName)) {
+      throw new UsageError('bcms-plugin.config.json needs { "pluginName": "<name>" }, a URL-safe name (letters, digits, "-", "_", ".", "~"); a BCMS v3 project: run bcms-ext port first');
+    }
     io.out('Type-checking backend/... ');
     typeCheck(cwd, 'tsconfig.json', io);
     if (fs.existsSync(path.join(cwd, 'ui', 'tsconfig.json'))) typeCheck(cwd, 'ui/tsconfig.json', io);
     io.out('ok\nBundling backend/main.ts... ');
-    const code = await bundleBackend(vite, cwd, path.join(cwd, 'backend', 'main.ts'));
+    const code = replacePluginNamePlaceholder(await bundleBackend(vite, cwd, path.join(cwd, 'backend', 'main.ts')), pluginName);
     io.out(`${kb(code)}\n`);
     const plugin = typeof projectId === 'string' && projectId !== '' ? projectId : project;
     const bundle: Bundle = { manifest: { kind: 'plugin', name: pluginName, version, sha256: sha256(code), project: plugin }, code };
     if (fs.existsSync(path.join(cwd, 'ui', 'index.html'))) {
       io.out('Building ui/... ');
-      bundle.ui = await buildUi(vite, cwd);
+      bundle.ui = await buildUi(vite, cwd, pluginName);
       io.out(`${Object.keys(bundle.ui).length} files\n`);
     }
     bundles.push(bundle);
   } else {
-    const dir = path.join(cwd, 'src', 'functions');
-    const sources = fs.existsSync(dir) ? fs.readdirSync(dir).filter((file) => /\.(ts|js)$/.test(file) && !file.endsWith('.d.ts')).sort() : [];
-    if (sources.length === 0) throw new UsageError('neither bcms-plugin.config.json nor src/functions/*.ts here: run it in a project made by bcms-ext create');
-    io.out('Type-checking src/... ');
+    // src/functions as bcms-ext create makes it; functions/ as a BCMS v3 project has it.
+    const folder = functionsDir(cwd);
+    if (folder === undefined) throw new UsageError('neither bcms-plugin.config.json nor src/functions/*.ts here: run it in a project made by bcms-ext create');
+    const dir = path.join(cwd, folder);
+    const sources = fs.readdirSync(dir).filter((file) => /\.(ts|js)$/.test(file) && !file.endsWith('.d.ts')).sort();
+    io.out(`Type-checking ${folder.split('/')[0]}/... `);
     typeCheck(cwd, 'tsconfig.json', io);
     io.out('ok\n');
     for (const file of sources) {
       const name = file.replace(/\.(ts|js)$/, '');
-      io.out(`Bundling src/functions/${file}... `);
+      io.out(`Bundling ${folder}/${file}... `);
       const code = await bundleBackend(vite, cwd, path.join(dir, file));
       io.out(`${kb(code)}\n`);
       bundles.push({ manifest: { kind: 'function', name, version, sha256: sha256(code), project }, code });

@@ -10,10 +10,10 @@ export const CREATE_USAGE = `  create plugin NAME                        A plugi
   create function FN [--public]             Add src/functions/FN.ts to the functions project here.
 `;
 
-/** The root of this package: generated projects depend on it by path (it need not be published). */
-const PACKAGE_ROOT = path.resolve(__dirname, '..', '..');
-/** The versions this package is built and tested with, pinned in generated projects too. */
-const VERSIONS = { typescript: '7.0.2', vite: '8.3.8', vue: '3.5.45', '@vitejs/plugin-vue-jsx': '5.1.6', '@types/node': '20.19.25' };
+/** The root of this package: generated (and ported) projects depend on it by path (it need not be published). */
+export const PACKAGE_ROOT = path.resolve(__dirname, '..', '..');
+/** The versions this package is built and tested with, pinned in generated (and ported) projects too. */
+export const VERSIONS = { typescript: '7.0.2', vite: '8.3.8', vue: '3.5.45', '@vitejs/plugin-vue-jsx': '5.1.6', '@types/node': '20.19.25' };
 
 function write(root: string, files: Record<string, string>): void {
   for (const [file, content] of Object.entries(files)) {
@@ -25,7 +25,7 @@ function write(root: string, files: Record<string, string>): void {
 
 const json = (value: unknown): string => `${JSON.stringify(value, null, 2)}\n`;
 
-function backendTsconfig(include: string[]): string {
+export function backendTsconfig(include: string[]): string {
   return json({
     compilerOptions: {
       target: 'ES2022',

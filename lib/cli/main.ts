@@ -8,6 +8,7 @@ import { CREATE_USAGE, runCreate } from './create';
 import { DEPLOY_USAGE, runDeploy, runList, runRollback } from './deploy';
 import { DEV_USAGE, runDev } from './dev';
 import { KEYS_USAGE, runKeys } from './keys';
+import { PORT_USAGE, runPort } from './port';
 
 const USAGE = `Usage: bcms-ext <command>
 
@@ -16,7 +17,7 @@ Commands:
                                             Bring the bcms_* tables up to date. --unlock first frees
                                             the lock a crashed migration left taken.
                                             Default database: DATABASE_URL, else PGlite in .bcms/data.
-${CREATE_USAGE}${BUNDLE_USAGE}${DEPLOY_USAGE}${DEV_USAGE}${KEYS_USAGE}${CALL_USAGE}  help                                      Show this text.
+${CREATE_USAGE}${PORT_USAGE}${BUNDLE_USAGE}${DEPLOY_USAGE}${DEV_USAGE}${KEYS_USAGE}${CALL_USAGE}  help                                      Show this text.
 `;
 
 /** The CLI, with argv and output injectable so that tests run it without spawning. Resolves to the exit code. */
@@ -31,6 +32,7 @@ export async function main(argv: readonly string[], io: Io = defaultIo()): Promi
     if (command === 'keys') return await runKeys(rest, io);
     if (command === 'call') return await runCall(rest, io);
     if (command === 'create') return await runCreate(rest, io, io.cwd);
+    if (command === 'port') return await runPort(rest, io, io.cwd);
     if (command === 'bundle') return await runBundle(rest, io, io.cwd);
     if (command === 'dev') return await runDev(io, io.cwd);
     if (command === 'deploy') return await runDeploy(rest, io, io.cwd);

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../support/app';
+import { copyBcmsV3Fixture, type BcmsV3Fixture } from '../support/bcms-v3';
 import { start, stopStartedApps } from '../support/example';
 
 // The whole workflow as a user runs it: bcms-ext create, npm install (from the registry), npm run
@@ -157,4 +158,102 @@ test('a functions project: create, add a private function, install, bundle, depl
   const env = Object.fromEntries([...key.stdout.matchAll(/^export (\w+)='([^']+)'$/gm)].map((m) => [m[1] as string, m[2] as string]));
   const called = run(process.execPath, [BIN, 'call', 'shout', '--data', '{"name":"Grace"}'], dir, { BCMS_URL: base, ...env });
   expect(called.stdout).toBe('{\n  "message": "Hello, Grace!"\n}\n');
+}, 240_000);
+
+/** A copy of a BCMS v3 fixture project, ported with bcms-ext port, with a .env and its npm install. */
+function portedProject(name: BcmsV3Fixture): string {
+  const dir = copyBcmsV3Fixture(name, fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-workflow-')));
+  const ported = run(process.execPath, [BIN, 'port'], dir);
+  expect(output(ported)).toMatch(/^Ported \. \(a BCMS v3 (plugin|functions) project\) to bcms-extensions:\n/);
+  expect(ported.status).toBe(0);
+  fs.writeFileSync(path.join(dir, '.env'), `BCMS_URL=${base}\nBCMS_KEY_ID=${deployKey.BCMS_KEY_ID}\nBCMS_KEY_SECRET=${deployKey.BCMS_KEY_SECRET}\n`);
+  const installed = run('npm', ['install', '--no-audit', '--no-fund'], dir);
+  if (installed.status !== 0) throw new Error(`npm install failed:\n${output(installed)}`);
+  return dir;
+}
+
+async function send(method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: unknown }> {
+  const response = await request(url, {
+    method,
+    headers: body === undefined ? headers : { ...headers, 'Content-Type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text === '' ? undefined : JSON.parse(text) };
+}
+
+test('a BCMS v3 plugin project (BCMS-idiom fixture): port, install, bundle, deploy, its endpoints over HTTP', async () => {
+  const dir = portedProject('reading-list');
+  const bundled = run('npm', ['run', 'bundle'], dir);
+  expect(output(bundled)).toMatch(/Type-checking backend\/\.\.\. ok\nBundling backend\/main\.ts\.\.\. [\d.]+ KB\nWrote bcms-bundle\/plugin-reading-list\.json/);
+  expect(bundled.status).toBe(0);
+  const written = JSON.parse(fs.readFileSync(path.join(dir, 'bcms-bundle', 'plugin-reading-list.json'), 'utf8')) as { code: string };
+  expect(written.code).not.toContain('bcms-plugin---name');
+  expect(output(run('npm', ['run', 'deploy'], dir))).toMatch(/Deploying plugin reading-list 0\.1\.0 \([\d.]+ KB\) to http:\/\/localhost:\d+\.\.\. live\./);
+
+  const auth = { Authorization: `Bearer ${token}` };
+  const book = { title: 'Dune', author: { name: 'Frank Herbert', country: 'US' }, quotes: [{ text: 'Fear is the mind-killer.', page: 8 }], shelf: 'to-read' };
+  expect((await send('POST', '/api/plugin/reading-list/book', book)).status).toBe(401);
+  // create: a body-checked post with no path of its own; add fills _id, createdAt, updatedAt.
+  const created = await send('POST', '/api/plugin/reading-list/book', book, auth);
+  expect(created).toEqual({ status: 200, body: { item: { ...book, read: false, _id: expect.stringMatching(/^[0-9a-f]{24}$/), createdAt: expect.any(Number), updatedAt: expect.any(Number) } } });
+  const id = (created.body as { item: { _id: string } }).item._id;
+  expect(await send('POST', '/api/plugin/reading-list/book', book, auth)).toEqual({ status: 400, body: { message: 'Book "Dune" is already on the list.' } });
+  const badQuote = await send('POST', '/api/plugin/reading-list/book', { ...book, title: 'Emma', quotes: [{ text: 'no page' }] }, auth);
+  expect(badQuote.status).toBe(400);
+  expect((badQuote.body as { message: string }).message).toMatch(/page/);
+  const badAuthor = await send('POST', '/api/plugin/reading-list/book', { ...book, title: 'Emma', author: { country: 'UK' } }, auth);
+  expect(badAuthor.status).toBe(400);
+  expect((badAuthor.body as { message: string }).message).toMatch(/name/);
+
+  expect(await send('GET', '/api/plugin/reading-list/book/all', undefined, auth)).toEqual({ status: 200, body: { items: [(created.body as { item: unknown }).item] } });
+  expect(await send('GET', `/api/plugin/reading-list/book/${id}`, undefined, auth)).toEqual(created);
+  expect(await send('GET', '/api/plugin/reading-list/book/ffffffffffffffffffffffff', undefined, auth)).toEqual({
+    status: 404,
+    body: { message: 'Book with ID "ffffffffffffffffffffffff" does not exist.' },
+  });
+  // update: a body-checked put with no path of its own.
+  const updated = await send('PUT', '/api/plugin/reading-list/book', { _id: id, read: true }, auth);
+  expect(updated).toMatchObject({ status: 200, body: { item: { _id: id, title: 'Dune', read: true } } });
+
+  // A controller path without its leading slash, a method path 'directory/:id', and setup's result in methods().
+  expect(await send('GET', '/api/plugin/reading-list/shelf/directory/to-read', undefined, auth)).toMatchObject({ status: 200, body: { shelf: 'to-read', items: [{ _id: id }] } });
+  expect(await send('GET', '/api/plugin/reading-list/shelf/directory/attic', undefined, auth)).toEqual({ status: 404, body: { message: 'Shelf "attic" does not exist.' } });
+  // createJwtProtectionPreRequestHandler<BCMSUserCustomPool> from purple-cheetah-mod-jwt.
+  expect(await send('GET', '/api/plugin/reading-list/shelf/stats', undefined, auth)).toEqual({
+    status: 200,
+    body: { userId: expect.any(String), shelves: { 'to-read': 1, reading: 0, done: 0 } },
+  });
+  expect((await send('GET', '/api/plugin/reading-list/shelf/stats')).status).toBe(401);
+
+  expect(await send('DELETE', `/api/plugin/reading-list/book/${id}`, undefined, auth)).toMatchObject({ status: 200, body: { item: { _id: id } } });
+  expect((await send('GET', `/api/plugin/reading-list/book/${id}`, undefined, auth)).status).toBe(404);
+}, 240_000);
+
+test('a BCMS v3 functions project (BCMS-idiom fixture): port, install, bundle, deploy, call them', async () => {
+  const dir = portedProject('blog-functions');
+  const bundled = run('npm', ['run', 'bundle'], dir);
+  expect(output(bundled)).toMatch(/Type-checking functions\/\.\.\. ok\nBundling functions\/blog-titles\.ts\.\.\. [\d.]+ KB\nBundling functions\/ping\.ts\.\.\. [\d.]+ KB\nBundling functions\/submit-review\.ts/);
+  expect(bundled.status).toBe(0);
+  expect(output(run('npm', ['run', 'deploy'], dir))).toMatch(/Deploying function blog-titles .*live\.\nDeploying function ping .*live\.\nDeploying function submit-review .*live\./);
+
+  // Public; BCMSRepo.template.findAll() and BCMSRepo.entry.methods.findAllByTemplateId.
+  const titles = await send('POST', '/api/function/blog-titles', { template: 'blog' });
+  expect(titles.status).toBe(200);
+  expect((titles.body as { result: { _id: string; title: unknown }[] }).result.length).toBeGreaterThan(0);
+  expect(await send('POST', '/api/function/blog-titles', { template: 'nope' })).toEqual({
+    status: 400,
+    body: { success: false, error: { code: 'HANDLER_ERROR', message: 'Template "nope" does not exist.' } },
+  });
+  // No body at all: request.body is {} as in BCMS.
+  expect(await send('POST', '/api/function/ping')).toEqual({ status: 200, body: { success: true, result: { pong: true, echo: null } } });
+  // No `public` in its config: private.
+  expect((await send('POST', '/api/function/submit-review', { title: 'Dune', rating: 5 })).status).toBe(401);
+  const key = run(process.execPath, [BIN, 'keys', 'create', '--name', 'reviewer', '--functions', 'submit-review', '--env'], dir, { BCMS_URL: base, BCMS_TOKEN: token });
+  const env = Object.fromEntries([...key.stdout.matchAll(/^export (\w+)='([^']+)'$/gm)].map((m) => [m[1] as string, m[2] as string]));
+  const called = run(process.execPath, [BIN, 'call', 'submit-review', '--data', '{"title":"Dune","rating":5}'], dir, { BCMS_URL: base, ...env });
+  expect(JSON.parse(called.stdout)).toEqual({ accepted: true, title: 'Dune', rating: 5 });
+  const refused = run(process.execPath, [BIN, 'call', 'submit-review', '--data', '{"title":"Dune","rating":9}'], dir, { BCMS_URL: base, ...env });
+  expect(refused.status).not.toBe(0);
+  expect(output(refused)).toMatch(/400 HANDLER_ERROR: The "rating" is a number from 1 to 5\./);
 }, 240_000);

@@ -1,0 +1,272 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { main } from '../../lib/cli/main';
+import { bcmsPluginSlug, rewriteBcmsImports } from '../../lib/cli/port';
+import { BCMS_V3_FIXTURES, copyBcmsV3Fixture, type BcmsV3Fixture } from '../support/bcms-v3';
+
+const ROOT = path.resolve(__dirname, '..', '..');
+
+/** The CLI run in-process, its output captured. */
+async function bcmsExt(args: string[], cwd: string): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const code = await main(args, { out: (text) => (out += text), err: (text) => (err += text), env: {}, cwd });
+  return { code, out, err };
+}
+
+/** Every file under a folder, relative path → bytes. */
+function snapshot(dir: string): Map<string, Buffer> {
+  const files = new Map<string, Buffer>();
+  const walk = (folder: string): void => {
+    for (const entry of fs.readdirSync(folder, { withFileTypes: true })) {
+      const full = path.join(folder, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else files.set(path.relative(dir, full).split(path.sep).join('/'), fs.readFileSync(full));
+    }
+  };
+  walk(dir);
+  return files;
+}
+
+const tempDir = (): string => fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-port-'));
+
+/** The line as port must write it: its BCMS module name (in its own quotes) replaced, nothing else. */
+const ported = (line: string): string => line.replace(/(['"])@becomes\/(?:cms-backend|purple-cheetah)[^'"]*\1/, '$1bcms-extensions$1');
+
+describe('bcmsPluginSlug: pluginName as BCMS\'s CLI slugs it', () => {
+  test.each([
+    ['Reading List', 'reading-list'],
+    ['Hello World', 'hello-world'],
+    ['my_plugin', 'my-plugin'],
+    ['Hello, World!', 'hello-world'],
+    ['Two  Spaces', 'two-spaces'],
+    ['already-a-slug', 'already-a-slug'],
+    ['Ünïcode Plugin 2', 'ncode-plugin-2'],
+  ])('%j → %j', (name, slug) => {
+    expect(bcmsPluginSlug(name)).toBe(slug);
+  });
+});
+
+describe('rewriteBcmsImports: only the module names of imports change', () => {
+  test('import, import type, export from, require, import(), side-effect imports, both quotes, several lines', () => {
+    const source = [
+      "import { createController } from '@becomes/purple-cheetah';",
+      'import type { ObjectSchema } from "@becomes/purple-cheetah/types";',
+      'import {',
+      '  JWTPermissionName,',
+      "} from '@becomes/purple-cheetah-mod-jwt/types';",
+      "export * from '@becomes/cms-backend/src/types';",
+      "export { BCMSRepo } from '@becomes/cms-backend/src/repo';",
+      "const { BCMSConfig } = require('@becomes/cms-backend/src/config');",
+      "const lazy = () => import('@becomes/purple-cheetah-mod-fsdb');",
+      "import '@becomes/cms-backend';",
+      "import x = require('@becomes/purple-cheetah-mod-mongodb-mem-cache');",
+    ].join('\n');
+    const { text, replaced } = rewriteBcmsImports(source);
+    expect(text).toBe(source.split('\n').map(ported).join('\n'));
+    expect(replaced).toEqual([
+      '@becomes/purple-cheetah',
+      '@becomes/purple-cheetah/types',
+      '@becomes/purple-cheetah-mod-jwt/types',
+      '@becomes/cms-backend/src/types',
+      '@becomes/cms-backend/src/repo',
+      '@becomes/cms-backend/src/config',
+      '@becomes/purple-cheetah-mod-fsdb',
+      '@becomes/cms-backend',
+      '@becomes/purple-cheetah-mod-mongodb-mem-cache',
+    ]);
+  });
+
+  test('other modules, comments, strings and method calls stay as they are', () => {
+    const source = [
+      "import { createBcmsSdk } from '@becomes/cms-sdk';",
+      "import { Types } from 'mongoose';",
+      "// import { x } from '@becomes/cms-backend/src/util';",
+      "/* from '@becomes/purple-cheetah' */",
+      "const name = '@becomes/cms-backend';",
+      "const template = `from '@becomes/cms-backend'`;",
+      "const list = Array.from('@becomes/purple-cheetah');",
+      "log('import', 'x'); const from = 1;",
+    ].join('\n');
+    expect(rewriteBcmsImports(source)).toEqual({ text: source, replaced: [] });
+  });
+});
+
+describe('bcms-ext port on a copy of a BCMS v3 project', () => {
+  /** Ports a fresh copy of a fixture; returns it with the files before and after. */
+  async function portCopy(name: BcmsV3Fixture) {
+    const dir = copyBcmsV3Fixture(name, tempDir());
+    const before = snapshot(dir);
+    const run = await bcmsExt(['port', dir], ROOT);
+    return { dir, before, after: snapshot(dir), run };
+  }
+
+  /** Every .ts file: same lines, and those that differ are import lines with only the module name changed. */
+  function expectOnlyImportLinesChanged(before: Map<string, Buffer>, after: Map<string, Buffer>): number {
+    let changedLines = 0;
+    for (const [file, bytes] of before) {
+      if (!file.endsWith('.ts')) continue;
+      const old = bytes.toString('utf8').split('\n');
+      const now = (after.get(file) as Buffer).toString('utf8').split('\n');
+      expect([file, now.length]).toEqual([file, old.length]);
+      old.forEach((line, i) => {
+        if (line === now[i]) return;
+        changedLines++;
+        expect([file, i + 1, now[i]]).toEqual([file, i + 1, ported(line)]);
+        expect([file, i + 1, /^(import\b|export\b|\} from ')/.test(line)]).toEqual([file, i + 1, true]);
+      });
+      expect([file, now.join('\n').includes('@becomes/')]).toEqual([file, false]);
+    }
+    return changedLines;
+  }
+
+  test('a plugin: imports, the pluginName slug, package.json, a tsconfig; printed change by change; nothing else', async () => {
+    const { dir, before, after, run } = await portCopy('reading-list');
+    expect(run).toMatchObject({ code: 0, err: '' });
+    expect(expectOnlyImportLinesChanged(before, after)).toBe(20);
+
+    // Files port adds; files it leaves byte for byte.
+    expect([...after.keys()].filter((file) => !before.has(file)).sort()).toEqual(['.env.example', 'tsconfig.json']);
+    for (const [file, bytes] of before) {
+      if (file.endsWith('.ts') || ['package.json', 'bcms-plugin.config.json', '.gitignore'].includes(file)) continue;
+      expect([file, (after.get(file) as Buffer).equals(bytes)]).toEqual([file, true]);
+    }
+    expect(after.get('bcms-plugin.config.json')?.toString()).toBe('{\n  "pluginName": "reading-list"\n}\n');
+    expect(after.get('.gitignore')?.toString()).toBe('node_modules/\ndist/\nbcms-bundle/\n.env\n');
+    expect(JSON.parse(after.get('tsconfig.json')?.toString() as string)).toMatchObject({ compilerOptions: { strict: true }, include: ['backend'] });
+
+    const oldPkg = JSON.parse(before.get('package.json')?.toString() as string) as Record<string, Record<string, string>>;
+    const pkg = JSON.parse(after.get('package.json')?.toString() as string) as Record<string, Record<string, string>>;
+    expect(pkg).toEqual({
+      ...oldPkg,
+      scripts: { ...oldPkg.scripts, dev: 'bcms-ext dev', bundle: 'bcms-ext bundle', deploy: 'bcms-ext deploy' },
+      devDependencies: { '@types/node': '20.19.25', typescript: '7.0.2', 'bcms-extensions': `file:${ROOT}`, vite: '8.3.8' },
+    });
+    expect(Object.keys(pkg)).toEqual(Object.keys(oldPkg)); // the keys keep their order
+
+    expect(run.out).toBe(
+      [
+        `Ported ${dir} (a BCMS v3 plugin project) to bcms-extensions:`,
+        '  backend/book/controller.ts: 5 imports of @becomes/cms-backend/src/types, @becomes/cms-backend/src/util, @becomes/purple-cheetah, @becomes/purple-cheetah-mod-jwt/types, @becomes/purple-cheetah/types → bcms-extensions',
+        '  backend/book/models/main.ts: 2 imports of @becomes/purple-cheetah-mod-fsdb/types, @becomes/purple-cheetah/types → bcms-extensions',
+        '  backend/book/repo.ts: 6 imports of @becomes/cms-backend/src/config, @becomes/purple-cheetah-mod-fsdb/types, @becomes/purple-cheetah-mod-fsdb, @becomes/purple-cheetah-mod-mongodb-mem-cache/types, @becomes/purple-cheetah-mod-mongodb-mem-cache, @becomes/purple-cheetah-mod-mongodb → bcms-extensions',
+        '  backend/main.ts: 1 import of @becomes/cms-backend/src/plugin → bcms-extensions',
+        '  backend/shelf/controller.ts: 6 imports of @becomes/cms-backend/src/types, @becomes/cms-backend/src/util, @becomes/purple-cheetah, @becomes/purple-cheetah-mod-jwt, @becomes/purple-cheetah-mod-jwt/types, @becomes/purple-cheetah/types → bcms-extensions',
+        '  package.json: removed @becomes/cms-backend, @becomes/cms-cli, @becomes/purple-cheetah, @becomes/purple-cheetah-mod-fsdb, @becomes/purple-cheetah-mod-jwt, @becomes/purple-cheetah-mod-mongodb, @becomes/purple-cheetah-mod-mongodb-mem-cache',
+        `  package.json: added bcms-extensions (file:${ROOT})`,
+        '  package.json: typescript ^4.9.5 → 7.0.2 (bcms-ext bundle type-checks with moduleResolution "bundler", TypeScript 5 or newer)',
+        '  package.json: added vite 8.3.8 (bcms-ext bundle runs it)',
+        '  package.json: @types/node ^18.15.11 → 20.19.25 (vite 8.3.8 asks for @types/node 20.19 or newer, and npm install refuses an older one)',
+        '  package.json: scripts.bundle: "bcms --plugin bundle" → "bcms-ext bundle"',
+        '  package.json: scripts.deploy: "bcms --plugin deploy" → "bcms-ext deploy"',
+        '  package.json: scripts.dev: "docker compose up" → "bcms-ext dev"',
+        '  bcms-plugin.config.json: pluginName "Reading List" → "reading-list" (as BCMS\'s CLI slugs it: the plugin\'s URL name)',
+        '  tsconfig.json: created: strict, over backend/, as bcms-ext create makes it (bcms-ext bundle type-checks with it)',
+        '  .env.example: created: where bcms-ext deploy sends bundles, and its key (copy it to .env)',
+        '  .gitignore: added bcms-bundle/, .env',
+        'Next:',
+        '  npm install',
+        '  cp .env.example .env   # BCMS_URL, and a key that may deploy: bcms-ext keys create --name deployer --deploy --env',
+        '  npm run bundle',
+        '  npm run deploy',
+        '',
+      ].join('\n'),
+    );
+
+    // A second run changes nothing, and says so.
+    const again = await bcmsExt(['port'], dir);
+    expect(again).toEqual({ code: 0, out: 'Nothing to change: . is a plugin project ported to bcms-extensions already.\n', err: '' });
+    expect(snapshot(dir)).toEqual(after);
+  });
+
+  test('a functions project (functions/*.ts): imports, package.json, a tsconfig over functions/', async () => {
+    const { dir, before, after, run } = await portCopy('blog-functions');
+    expect(run).toMatchObject({ code: 0, err: '' });
+    expect(expectOnlyImportLinesChanged(before, after)).toBe(6);
+    expect([...after.keys()].filter((file) => !before.has(file)).sort()).toEqual(['.env.example', 'tsconfig.json']);
+    expect(JSON.parse(after.get('tsconfig.json')?.toString() as string)).toMatchObject({ include: ['functions'] });
+    const pkg = JSON.parse(after.get('package.json')?.toString() as string) as Record<string, Record<string, string>>;
+    expect(pkg.scripts).toEqual({ bundle: 'bcms-ext bundle', deploy: 'bcms-ext deploy' });
+    expect(pkg.devDependencies).toEqual({ '@types/node': '20.19.25', typescript: '7.0.2', 'bcms-extensions': `file:${ROOT}`, vite: '8.3.8' });
+    expect(run.out).toContain(`Ported ${dir} (a BCMS v3 functions project) to bcms-extensions:\n`);
+    expect(run.out).toContain('  functions/blog-titles.ts: 3 imports of @becomes/cms-backend/src/function, @becomes/cms-backend/src/repo, @becomes/purple-cheetah/types → bcms-extensions\n');
+    expect(run.out).toContain('  package.json: scripts.bundle: "bcms --function bundle" → "bcms-ext bundle"\n');
+    expect(await bcmsExt(['port', '.'], dir)).toEqual({ code: 0, out: 'Nothing to change: . is a functions project ported to bcms-extensions already.\n', err: '' });
+    expect(snapshot(dir)).toEqual(after);
+  });
+
+  test('a functions project\'s dev script is left, with a note: bcms-ext dev serves plugins', async () => {
+    const dir = copyBcmsV3Fixture('blog-functions', tempDir());
+    const pkgFile = path.join(dir, 'package.json');
+    const pkg = JSON.parse(fs.readFileSync(pkgFile, 'utf8')) as { scripts: Record<string, string> };
+    fs.writeFileSync(pkgFile, JSON.stringify({ ...pkg, scripts: { ...pkg.scripts, dev: 'docker compose up' } }, null, 2));
+    const run = await bcmsExt(['port'], dir);
+    expect(run.code).toBe(0);
+    expect(run.out).toContain('Note: package.json: scripts.dev ("docker compose up") left as it is: bcms-ext dev serves plugin projects\n');
+    expect((JSON.parse(fs.readFileSync(pkgFile, 'utf8')) as typeof pkg).scripts.dev).toBe('docker compose up');
+  });
+
+  test('a plugin\'s ui/ is left as it is, with a note', async () => {
+    const dir = copyBcmsV3Fixture('reading-list', tempDir());
+    fs.mkdirSync(path.join(dir, 'ui', 'src'), { recursive: true });
+    const main = "import { createApp } from 'vue';\nimport '@becomes/cms-ui/styles/_main.scss';\nwindow.pluginName = 'bcms-plugin---name';\n";
+    fs.writeFileSync(path.join(dir, 'ui', 'src', 'main.ts'), main);
+    const run = await bcmsExt(['port'], dir);
+    expect(run.out).toContain('Note: ui/: left as it is. bcms-ext bundle builds it with ui/vite.config.mjs into ui/dist; a UI on @becomes/cms-ui needs porting by hand\n');
+    expect(run.out).not.toContain('ui/src/main.ts');
+    expect(fs.readFileSync(path.join(dir, 'ui', 'src', 'main.ts'), 'utf8')).toBe(main);
+  });
+
+  test('--dry-run prints the changes and writes nothing', async () => {
+    const dir = copyBcmsV3Fixture('reading-list', tempDir());
+    const before = snapshot(dir);
+    const run = await bcmsExt(['port', '--dry-run'], dir);
+    expect(run.code).toBe(0);
+    expect(run.out).toMatch(/^Would port \. \(a BCMS v3 plugin project\) to bcms-extensions:\n {2}backend\/book\/controller\.ts: 5 imports/);
+    expect(run.out).not.toContain('Next:');
+    expect(snapshot(dir)).toEqual(before);
+  });
+
+  test('the fixtures themselves are left as BCMS wrote them', () => {
+    const sources = [...snapshot(BCMS_V3_FIXTURES).entries()].filter(([file]) => file.endsWith('.ts'));
+    expect(sources.length).toBeGreaterThan(10);
+    for (const [file, bytes] of sources) {
+      expect([file, bytes.toString().includes("from 'bcms-extensions'")]).toEqual([file, false]);
+      expect([file, bytes.toString().startsWith("// Written in BCMS v3's idiom")]).toEqual([file, true]);
+    }
+  });
+});
+
+describe('bcms-ext port refuses a folder that is not a BCMS v3 project, and writes nothing', () => {
+  test.each([
+    ['an empty folder', {}, /is not a BCMS v3 plugin or functions project: it has no package\.json\. Run bcms-ext port in the project's folder, or give it: bcms-ext port DIR/],
+    ['a package with neither plugin config nor functions', { 'package.json': '{"name":"x"}', 'index.ts': "import '@becomes/cms-backend';" }, /neither bcms-plugin\.config\.json \(a plugin\) nor functions\/\*\.ts \(functions\)/],
+    ['functions that use nothing of BCMS', { 'package.json': '{"name":"x"}', 'functions/a.ts': 'export default 1;' }, /neither its package\.json nor its code uses @becomes\/\* packages/],
+    ['a plugin config without backend/main.ts', { 'package.json': '{"name":"x"}', 'bcms-plugin.config.json': '{"pluginName":"X"}' }, /has bcms-plugin\.config\.json but no backend\/main\.ts/],
+    ['a pluginName whose slug a URL cannot carry', { 'package.json': '{"devDependencies":{"@becomes/cms-backend":"3.1.8"}}', 'bcms-plugin.config.json': '{"pluginName":" Spaced"}', 'backend/main.ts': '' }, /pluginName " Spaced" in bcms-plugin\.config\.json slugs to "-spaced", not a name a URL can carry/],
+    ['a package.json that is not JSON', { 'package.json': '{', 'functions/a.ts': "import '@becomes/cms-backend';" }, /package\.json is not JSON/],
+  ])('%s', async (_what, files: Record<string, string>, message) => {
+    const dir = tempDir();
+    for (const [file, text] of Object.entries(files)) {
+      fs.mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+      fs.writeFileSync(path.join(dir, file), text);
+    }
+    const before = snapshot(dir);
+    const run = await bcmsExt(['port', dir], ROOT);
+    expect(run.code).toBe(1);
+    expect(run.out).toBe('');
+    expect(run.err).toMatch(/^bcms-ext port: /);
+    expect(run.err).toMatch(message);
+    expect(snapshot(dir)).toEqual(before);
+  });
+
+  test('a folder that does not exist, and two folders', async () => {
+    expect((await bcmsExt(['port', '/no/such/folder'], ROOT)).err).toBe('bcms-ext port: /no/such/folder is not a folder: give the project\'s folder (bcms-ext port DIR)\n');
+    expect((await bcmsExt(['port', 'a', 'b'], ROOT)).err).toBe('bcms-ext port: expected port [DIR] [--dry-run], got 2 folders\n');
+  });
+
+  test('bcms-ext help lists port', async () => {
+    expect((await bcmsExt(['help'], ROOT)).out).toMatch(/\n {2}port \[DIR\] \[--dry-run\] +Rewrite a BCMS v3 plugin or functions project/);
+  });
+});
