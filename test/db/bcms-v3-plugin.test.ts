@@ -1,12 +1,9 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import express from 'express';
 import request from 'supertest';
-import { replacePluginNamePlaceholder } from '../../lib/cli/bundle';
-import { portProject } from '../../lib/cli/port';
 import { bcmsExtensions, type BcmsExtensionsRouter, type BcmsPlugin } from '../../lib';
 import { JWT_SECRET, memoryLogger, role, signToken } from '../support/app';
-import { copyBcmsV3Fixture } from '../support/bcms-v3';
+import { portBcmsV3Fixture } from '../support/bcms-v3';
 import { backends, openTestDatabase, type TestDatabase } from '../support/database';
 
 // The reading-list fixture is a plugin written as BCMS's plugin-starter is: its controller's setup
@@ -16,18 +13,9 @@ import { backends, openTestDatabase, type TestDatabase } from '../support/databa
 const DIR = path.join(__dirname, '..', '..', 'test-output', 'db-bcms-v3');
 
 function portedReadingList(): BcmsPlugin {
-  const dir = copyBcmsV3Fixture('reading-list', DIR);
-  portProject(dir);
-  const walk = (folder: string): void => {
-    for (const entry of fs.readdirSync(folder, { withFileTypes: true })) {
-      const file = path.join(folder, entry.name);
-      if (entry.isDirectory()) walk(file);
-      else if (file.endsWith('.ts')) fs.writeFileSync(file, replacePluginNamePlaceholder(fs.readFileSync(file, 'utf8'), 'reading-list'));
-    }
-  };
-  walk(path.join(dir, 'backend'));
+  const { backendMain } = portBcmsV3Fixture('reading-list', { parent: DIR });
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  return (require(path.join(dir, 'backend', 'main.ts')) as { default: BcmsPlugin }).default;
+  return (require(backendMain as string) as { default: BcmsPlugin }).default;
 }
 
 const plugin = portedReadingList();

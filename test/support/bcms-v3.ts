@@ -36,7 +36,8 @@ export interface PortedBcmsV3Fixture {
 }
 
 /**
- * Ports a fresh copy of a fixture project into test-output/bcms-v3/<name>, with `bcms-ext port`'s
+ * Ports a fresh copy of a fixture project into test-output/bcms-v3/<name> (or `parent`: test files
+ * running side by side each need their own), with `bcms-ext port`'s
  * own code, and returns where its entry files are. In jest, `bcms-extensions` resolves to lib/
  * (the moduleNameMapper in package.json), so `require(backendMain).default` is a plugin of the
  * code under test. As `bcms-ext bundle` would, the plugin's sources get its name in place of
@@ -50,9 +51,12 @@ export interface PortedBcmsV3Fixture {
  *   functions: functionFiles.map((file) => require(file).default),
  * }, { database: { pglite: 'memory://' }, jwt: { secret } });
  */
-export function portBcmsV3Fixture(name: BcmsV3Fixture, { placeholder = true }: { placeholder?: boolean } = {}): PortedBcmsV3Fixture {
-  fs.mkdirSync(PORTED_DIR, { recursive: true });
-  const dir = copyBcmsV3Fixture(name, PORTED_DIR);
+export function portBcmsV3Fixture(
+  name: BcmsV3Fixture,
+  { placeholder = true, parent = PORTED_DIR }: { placeholder?: boolean; parent?: string } = {},
+): PortedBcmsV3Fixture {
+  fs.mkdirSync(parent, { recursive: true });
+  const dir = copyBcmsV3Fixture(name, parent);
   const port = portProject(dir);
   if (port.kind === 'functions') {
     const functions = path.join(dir, 'functions');
