@@ -36,7 +36,13 @@ describe.each(backends())('migrations on %s', (backend) => {
       process.chdir(cwd);
     }
     expect(MIGRATIONS_TABLE).toBe('bcms_migrations');
-    const ours = ['20261122000000_content_store.js', '20261122010000_api_keys.js', '20261122020000_deployments.js', '20261123010000_bcms_client_keys.js'];
+    const ours = [
+      '20261122000000_content_store.js',
+      '20261122010000_api_keys.js',
+      '20261122020000_deployments.js',
+      '20261123010000_bcms_client_keys.js',
+      '20261123020000_api_key_plugins.js',
+    ];
     expect(applied).toEqual(ours);
     expect((await knex('bcms_migrations').select('name').orderBy('id')).map((row) => row.name)).toEqual(ours);
     expect(await knex('knex_migrations').select('name')).toEqual([{ name: '001_host_users.js' }]);
@@ -55,7 +61,7 @@ describe.each(backends())('migrations on %s', (backend) => {
     const config = { directory: MIGRATIONS_DIRECTORY, tableName: MIGRATIONS_TABLE, loadExtensions: ['.js'] };
     await knex.migrate.down(config); // something to apply, so that knex's migrator (and its lock) runs
     await knex(`${MIGRATIONS_TABLE}_lock`).insert({ is_locked: 0 });
-    expect(await migrate(knex)).toEqual(['20261123010000_bcms_client_keys.js']);
+    expect(await migrate(knex)).toEqual(['20261123020000_api_key_plugins.js']);
     expect(await knex(`${MIGRATIONS_TABLE}_lock`).select('is_locked')).toEqual([{ is_locked: 0 }]);
   });
 
