@@ -302,6 +302,18 @@ describe.each(backends())('createJwtApiPreRequestHandler on plugin routes (%s)',
       expect([moved.status, moved.body]).toEqual([401, { message: 'The signature does not verify with this key.' }]);
     });
 
+    test('a body of another type: 415, never read into the void; a GET with a signed JSON body: verified, then parsed', async () => {
+      const text = signedPost(service.origin, '/api/plugin/todo/todo', signer, undefined, { send: 'title=x' }).set('Content-Type', 'text/plain');
+      const refused = await text;
+      expect([refused.status, refused.body]).toEqual([415, { message: 'A signed request to a plugin carries a JSON body (Content-Type: application/json), or none.' }]);
+      // The plugin server reads no GET body: the guard reads it, checks its digest, and parses it for the handler.
+      const body = '{"filter":"open"}';
+      const headers = signRequest({ ...signer, method: 'GET', url: '/api/plugin/todo/todo', body });
+      const res = await request(service.origin).get('/api/plugin/todo/todo').set(headers).set('Content-Type', 'application/json').send(body);
+      expect([res.status, res.body]).toEqual([200, { by: 'signer' }]);
+      expect(seenByHandler?.body).toEqual({ filter: 'open' });
+    });
+
     test('a replay: 401 SIGNATURE_REPLAYED', async () => {
       const body = JSON.stringify({ once: true });
       const headers = signRequest({ ...signer, method: 'POST', url: '/api/plugin/todo/todo', body });
