@@ -139,7 +139,7 @@ function describeKeys(keys: ApiKey[]): string {
     key.algorithm,
     key.blocked ? 'blocked' : 'active',
     key.functions.join(',') || '-',
-    key.plugins.join(',') || '-',
+    (key.plugins ?? []).join(',') || '-', // a service older than the plugins field lists none
     key.deploy ? 'yes' : 'no',
     key.bcmsClient ? 'yes' : 'no',
     new Date(key.createdAt).toISOString(),
