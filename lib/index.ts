@@ -14,7 +14,7 @@ export type {
   PreRequestHandler,
 } from './plugin/types';
 export { createBcmsFunction } from './function/create';
-export type { BcmsFunction, BcmsFunctionAuth, BcmsFunctionConfig, BcmsFunctionContext, BcmsFunctionModule } from './function/types';
+export type { BcmsFunction, BcmsFunctionAuth, BcmsFunctionConfig, BcmsFunctionContext, BcmsFunctionKeyAuth, BcmsFunctionModule } from './function/types';
 export { createJwtProtectionPreRequestHandler } from './plugin/guard';
 export { JWTPermissionName, JWTRoleName } from './security/token';
 export type { JWT, JWTPayload, JWTPermission, JWTPreRequestHandlerResult, JWTRole } from './security/token';

@@ -24,7 +24,7 @@ import { PluginRouteTable } from './plugin/routes';
 import { createPluginServer } from './plugin/serve';
 import type { BcmsPlugin } from './plugin/types';
 import { createClientSignatureVerifier } from './security/bcms-client';
-import { createCallerCheck } from './security/caller';
+import { createCallerCheck, createPluginKeyCheck } from './security/caller';
 import { createAccessTokenVerifier } from './security/jwt';
 import { SignatureMemory } from './security/replay';
 import { createSignatureVerifier } from './security/signature';
@@ -128,7 +128,8 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
 
   // The request path.
   const exchange = createExchange({ logger, pending: () => (live.functions === undefined ? ready : undefined) });
-  const servePlugin = createPluginServer({ bodyLimit, logger: bcmsLogger, errorHandler, repo, verifyAccessToken });
+  const verifyPluginKey = createPluginKeyCheck({ verifySignedRequest, verifyClientSignedRequest, bodyLimit, logger });
+  const servePlugin = createPluginServer({ bodyLimit, logger: bcmsLogger, errorHandler, repo, verifyAccessToken, verifyPluginKey });
   const readBody = (req: Request): Promise<Buffer> => readFunctionBody(req, bodyLimit);
   const identifyCaller = createCallerCheck({ verifyAccessToken, verifySignedRequest, verifyClientSignedRequest, readBody, logger });
   const serveFunction = createFunctionServer({

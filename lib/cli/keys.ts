@@ -6,11 +6,13 @@ import type { SignatureAlgorithm } from '../security/algorithms';
 import { blockApiKey, checkNewApiKey, createApiKey, deleteApiKey, listApiKeys, type ApiKey, type CreatedApiKey, type NewApiKey } from '../security/api-keys';
 import { parseArgs, UsageError, type Io } from './_io';
 
-export const KEYS_USAGE = `  keys create --name NAME [--functions a,b] [--deploy] [--bcms-client]
+export const KEYS_USAGE = `  keys create --name NAME [--functions a,b] [--plugins a,b] [--deploy] [--bcms-client]
               [--algorithm rsa-sha256|ed25519 --public-key FILE] [--env]
                                             Create an API key. An hmac-sha256 key (the default) gets
                                             a secret, shown this once. --env prints only
                                             export lines, for eval "$(bcms-ext keys create ... --env)".
+                                            --plugins: the plugins whose routes guarded by
+                                            createJwtApiPreRequestHandler the key may call.
                                             --bcms-client: the key also accepts the BCMS client's
                                             signed calls (@becomes/cms-client; hmac-sha256 only).
   keys list                                 List keys (never their secrets).
@@ -33,7 +35,7 @@ interface KeyStore {
 }
 
 const TARGET_FLAGS = { database: 'string', pglite: 'string', url: 'string', token: 'string', json: 'boolean' } as const;
-const CREATE_FLAGS = { ...TARGET_FLAGS, name: 'string', functions: 'string', algorithm: 'string', 'public-key': 'string', deploy: 'boolean', 'bcms-client': 'boolean', env: 'boolean' } as const;
+const CREATE_FLAGS = { ...TARGET_FLAGS, name: 'string', functions: 'string', plugins: 'string', algorithm: 'string', 'public-key': 'string', deploy: 'boolean', 'bcms-client': 'boolean', env: 'boolean' } as const;
 
 export async function runKeys(args: readonly string[], io: Io): Promise<number> {
   const [action, ...rest] = args;
@@ -54,7 +56,9 @@ export async function runKeys(args: readonly string[], io: Io): Promise<number> 
         if (flags.json) io.out(`${JSON.stringify(created)}\n`);
         else if (flags.env) io.out(exportLines(created));
         else io.out(describeCreated(created, input as NewApiKey));
-        if (input?.functions.length === 0 && !input.deploy) io.err('Note: this key lists no function and may not deploy, so it can call nothing (--functions a,b).\n');
+        if (input?.functions.length === 0 && (input.plugins ?? []).length === 0 && !input.deploy) {
+          io.err('Note: this key lists no function or plugin and may not deploy, so it can call nothing (--functions a,b, --plugins a,b).\n');
+        }
         return 0;
       }
       case 'list': {
@@ -81,8 +85,9 @@ export async function runKeys(args: readonly string[], io: Io): Promise<number> 
 
 function newKeyFrom(flags: Record<string, string | true | undefined>): NewApiKey {
   if (typeof flags.name !== 'string') throw new UsageError('keys create needs --name NAME');
-  const functions = typeof flags.functions === 'string' ? flags.functions.split(',').map((name) => name.trim()).filter(Boolean) : [];
+  const functions = namesOf(flags.functions);
   const input: NewApiKey = { name: flags.name, functions, deploy: flags.deploy === true };
+  if (flags.plugins !== undefined) input.plugins = namesOf(flags.plugins);
   if (flags['bcms-client'] === true) input.bcmsClient = true;
   if (typeof flags.algorithm === 'string') input.algorithm = flags.algorithm as SignatureAlgorithm;
   if (typeof flags['public-key'] === 'string') {
@@ -100,6 +105,11 @@ function newKeyFrom(flags: Record<string, string | true | undefined>): NewApiKey
   return input;
 }
 
+/** A comma-separated flag (`--functions a,b`) as names; spaces around them and empty ones dropped. */
+function namesOf(flag: string | true | undefined): string[] {
+  return typeof flag === 'string' ? flag.split(',').map((name) => name.trim()).filter(Boolean) : [];
+}
+
 /** For `eval`: nothing to run when the command fails, unlike `export $(...)`, which then lists every variable. */
 function exportLines(created: CreatedApiKey): string {
   const lines = [`export BCMS_KEY_ID='${created.id}'`];
@@ -110,6 +120,7 @@ function exportLines(created: CreatedApiKey): string {
 function describeCreated(created: CreatedApiKey, input: NewApiKey): string {
   const lines = [
     `Created API key ${created.id} (${input.name}, ${input.algorithm ?? 'hmac-sha256'}; functions: ${input.functions.join(', ') || 'none'}` +
+      `${input.plugins?.length ? `; plugins: ${input.plugins.join(', ')}` : ''}` +
       `${input.deploy ? '; may deploy' : ''}${input.bcmsClient ? '; accepts the BCMS client' : ''}).`,
   ];
   if (created.secret !== undefined) {
@@ -128,11 +139,12 @@ function describeKeys(keys: ApiKey[]): string {
     key.algorithm,
     key.blocked ? 'blocked' : 'active',
     key.functions.join(',') || '-',
+    (key.plugins ?? []).join(',') || '-', // a service older than the plugins field lists none
     key.deploy ? 'yes' : 'no',
     key.bcmsClient ? 'yes' : 'no',
     new Date(key.createdAt).toISOString(),
   ]);
-  const table = [['ID', 'NAME', 'ALGORITHM', 'STATE', 'FUNCTIONS', 'DEPLOY', 'BCMS-CLIENT', 'CREATED'], ...rows];
+  const table = [['ID', 'NAME', 'ALGORITHM', 'STATE', 'FUNCTIONS', 'PLUGINS', 'DEPLOY', 'BCMS-CLIENT', 'CREATED'], ...rows];
   const widths = table[0]!.map((_, column) => Math.max(...table.map((row) => (row[column] as string).length)));
   return `${table.map((row) => row.map((cell, column) => cell.padEnd(widths[column] as number)).join('  ').trimEnd()).join('\n')}\n`;
 }

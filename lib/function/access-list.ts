@@ -9,17 +9,19 @@ import type { BcmsFunction } from './types';
 export const ACCESS_LIST_PATH = '/api/key/access/list';
 const ACCESS_LIST_ALLOW = 'GET, OPTIONS';
 
-/** What the access list answers (BCMS's `BCMSApiKeyAccess`): there are no templates or plugins to grant here. */
+/** What the access list answers (BCMS's `BCMSApiKeyAccess`): there are no templates to grant here. */
 export interface BcmsKeyAccess {
   templates: [];
   functions: { name: string }[];
-  plugins: [];
+  /** The plugins the key lists (their routes guarded by `createJwtApiPreRequestHandler` take its signatures). */
+  plugins: { name: string }[];
 }
 
 /**
  * Answers `GET /api/key/access/list` for a call signed the BCMS client's way (signed over `{}`):
  * the functions the key lists, then every other public function the router serves now (deployed
- * ones included), by name, as BCMS answers it. The client refuses to call a function that is not on it.
+ * ones included), by name, as BCMS answers it, and the plugins the key lists. The client refuses
+ * to call a function that is not on it.
  */
 export function createAccessListServer(deps: {
   /** The functions live now (the app's own and the deployed). */
@@ -45,7 +47,7 @@ export function createAccessListServer(deps: {
       const names = new Set(auth.key.functions);
       const publicNames = [...functions()].filter(([, definition]) => definition.config.public).map(([name]) => name);
       for (const name of publicNames.sort()) names.add(name);
-      const access: BcmsKeyAccess = { templates: [], functions: [...names].map((name) => ({ name })), plugins: [] };
+      const access: BcmsKeyAccess = { templates: [], functions: [...names].map((name) => ({ name })), plugins: auth.key.plugins.map((name) => ({ name })) };
       writeJson(res, 200, JSON.stringify(access));
     });
   };

@@ -17,13 +17,15 @@ export interface BcmsFunctionConfig {
 
 /**
  * The API key of a signed call, as BCMS shapes its keys (never with its secret), beside our own
- * `type` and `key`.
+ * `type` and `key`: a private function's `auth`, and the `key` that
+ * `BCMSRouteProtection.createJwtApiPreRequestHandler` yields on a plugin route.
  */
 export interface BcmsFunctionKeyAuth extends SignatureAuth {
   _id: string;
   name: string;
   blocked: false;
-  access: { templates: []; functions: { name: string }[]; plugins: [] };
+  /** What the key may call: templates are BCMS's own, and none is granted here. */
+  access: { templates: []; functions: { name: string }[]; plugins: { name: string }[] };
 }
 
 /**

@@ -5,6 +5,13 @@ import { BcmsHttpError } from './errors';
 
 const UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
 
+/**
+ * The raw bytes of a body the plugin server read and parsed before a route's pre-request handler,
+ * kept on the request: a guard that accepts signed requests checks the signature over these bytes,
+ * which the stream can no longer give.
+ */
+export const RAW_BODY = Symbol('bcms-extensions.rawBody');
+
 /** `bodyLimit` as bytes: a number of bytes or a string such as `'1mb'`, `'512kb'`. */
 export function parseByteSize(value: number | string, name: string): number {
   if (typeof value === 'number' && Number.isInteger(value) && value >= 0) return value;

@@ -1,5 +1,7 @@
 import type { Request } from 'express';
+import type { BcmsFunctionKeyAuth } from '../function/types';
 import { BcmsHttpError } from '../http/errors';
+import type { IdentifyPluginKey } from '../security/caller';
 import type { AccessTokenVerifier } from '../security/jwt';
 import { type JWT, JWTPermissionName, JWTRoleName, tokenAllows, type JWTPreRequestHandlerResult } from '../security/token';
 import type { Guard } from './types';
@@ -19,6 +21,23 @@ export type JwtGuardCheck = (accessToken: JWT) => JWTPreRequestHandlerResult;
  */
 export const REQUEST_VERIFIER = Symbol('bcms-extensions.requestVerifier');
 
+/**
+ * Beside it, for a guard that accepts API keys: the router's check of a signed request, and the
+ * plugin of the route the request reached, which the key must list. On the request, not in the
+ * context, so that a guard called with a context an author built finds them too.
+ */
+export const REQUEST_KEY_VERIFIER = Symbol('bcms-extensions.requestKeyVerifier');
+export const REQUEST_PLUGIN = Symbol('bcms-extensions.requestPlugin');
+
+/** What the plugin server leaves on a request whose pre-request handler is not the bare JWT guard. */
+export interface GuardedRequest {
+  [REQUEST_VERIFIER]?: AccessTokenVerifier;
+  [REQUEST_KEY_VERIFIER]?: IdentifyPluginKey;
+  [REQUEST_PLUGIN]?: string;
+}
+
+const NO_ROUTER_CONTEXT = 'a guard was called with a context that holds no request of a bcms-extensions router: pass it the context your pre-request handler received';
+
 const ROLE_NAMES = new Set<string>(Object.values(JWTRoleName));
 const PERMISSION_NAMES = new Set<string>(Object.values(JWTPermissionName));
 
@@ -31,11 +50,22 @@ export interface GuardContext {
 /** Verifies the context's bearer token with the router's `jwt` options. */
 export function verifyFromContext(context: GuardContext): Promise<JWT> {
   if (typeof context?.verifyAccessToken === 'function') return context.verifyAccessToken();
-  const verifier = (context?.request as { [REQUEST_VERIFIER]?: AccessTokenVerifier } | undefined)?.[REQUEST_VERIFIER];
-  if (verifier === undefined) {
-    return Promise.reject(new TypeError('a guard was called with a context that holds no request of a bcms-extensions router: pass it the context your pre-request handler received'));
-  }
+  const verifier = (context?.request as GuardedRequest | undefined)?.[REQUEST_VERIFIER];
+  if (verifier === undefined) return Promise.reject(new TypeError(NO_ROUTER_CONTEXT));
   return verifier(context.request);
+}
+
+/**
+ * Checks the context's API-key signature (HTTP Signature, or the BCMS client's query string) for
+ * the plugin of the route the request reached: the key in BCMS's shape, or `undefined` when the
+ * request is not signed.
+ */
+export function verifyKeyFromContext(context: GuardContext): Promise<BcmsFunctionKeyAuth | undefined> {
+  const request = context?.request as (Request & GuardedRequest) | undefined;
+  const verify = request?.[REQUEST_KEY_VERIFIER];
+  const plugin = request?.[REQUEST_PLUGIN];
+  if (verify === undefined || plugin === undefined) return Promise.reject(new TypeError(NO_ROUTER_CONTEXT));
+  return verify(request as Request, plugin);
 }
 
 /** Checks a guard's role names and permission where the guard is made: a typo fails at start, not at the first request. */

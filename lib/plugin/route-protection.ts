@@ -1,10 +1,13 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
+import type { BcmsFunctionKeyAuth } from '../function/types';
 import { BcmsHttpError } from '../http/errors';
 import { compileBodyCheck, type BodyCheckResult } from '../schema/body';
 import type { ObjectSchema } from '../schema/object-schema';
+import { BCMS_CLIENT_CHALLENGE } from '../security/bcms-client';
 import { hasBearerToken } from '../security/jwt';
+import { SIGNATURE_CHALLENGE } from '../security/signature';
 import type { JWT, JWTPermissionName, JWTRoleName } from '../security/token';
-import { createJwtGuard, type GuardContext } from './guard';
+import { createJwtGuard, type GuardContext, verifyKeyFromContext } from './guard';
 import type { Guard } from './types';
 
 /** What BCMS keeps in a token's `props` for its users (the host's tokens may hold other things). */
@@ -24,10 +27,16 @@ export interface BCMSRouteProtectionJwtAndBodyCheckResult<Body> {
   body: Body;
 }
 
-export interface BCMSRouteProtectionJwtApiResult {
-  token?: JWT<BCMSUserCustomPool>;
-  key?: undefined;
-}
+/**
+ * What `createJwtApiPreRequestHandler` yields: the bearer token, or the API key whose signature
+ * was accepted, as BCMS shapes it (`_id`, `name`, `blocked`, `access`; never its secret).
+ */
+export type BCMSRouteProtectionJwtApiResult = { token: JWT<BCMSUserCustomPool>; key?: undefined } | { token?: undefined; key: BcmsFunctionKeyAuth };
+
+/** A route that takes a token or either signature says so when it gets none (RFC 9110 §11.6.1: one challenge per scheme). */
+const JWT_API_CHALLENGE = Object.freeze({
+  'WWW-Authenticate': `Bearer, ${SIGNATURE_CHALLENGE['WWW-Authenticate']}, ${BCMS_CLIENT_CHALLENGE['WWW-Authenticate']}`,
+});
 
 interface JwtGuardConfig {
   roleNames: JWTRoleName[];
@@ -93,18 +102,35 @@ export class BCMSRouteProtection {
   }
 
   /**
-   * BCMS's guard for routes that a token or an API key may call: yields `{ token }` for a bearer
-   * token (checked as `createJwtPreRequestHandler` checks it). API-key signatures are not accepted
-   * on plugin routes yet: a request without a bearer token is answered 401.
+   * BCMS's guard for routes that a token or an API key may call. A bearer token yields `{ token }`
+   * (checked as `createJwtPreRequestHandler` checks it). Otherwise an API-key signature, as a
+   * function call accepts it, yields `{ key }`: an HTTP Signature (`Authorization: Signature`, its
+   * digest checked against the body's bytes), or the BCMS client's query-string signature
+   * (`?key&nonce&timestamp&signature`, keys created with `bcmsClient: true`); the key must list
+   * this route's plugin (`plugins: [...]`), else 403 `KEY_FORBIDDEN`, and each signature is
+   * accepted once, on every instance. Neither: 401 ``Token is `undefined`.``, as BCMS answers it.
+   *
+   * @example
+   * createControllerMethod({
+   *   type: 'get',
+   *   preRequestHandler: BCMSRouteProtection.createJwtApiPreRequestHandler({ roleNames: [JWTRoleName.ADMIN], permissionName: JWTPermissionName.READ }),
+   *   handler: async ({ token, key }) => ({ by: token?.payload.userId ?? key?.name }),
+   * });
    */
   static createJwtApiPreRequestHandler(config: JwtGuardConfig): Guard<BCMSRouteProtectionJwtApiResult> {
     const where = 'BCMSRouteProtection.createJwtApiPreRequestHandler';
     if (config === null || typeof config !== 'object') throw new TypeError(`${where}: argument config must be { roleNames, permissionName }`);
     const guard = createJwtGuard<BCMSUserCustomPool>(where, config.roleNames, config.permissionName);
-    return async (context: GuardContext) => {
-      if (!hasBearerToken(context.request)) throw new BcmsHttpError('TOKEN_MISSING', undefined, { 'WWW-Authenticate': 'Bearer' });
-      const { accessToken } = await guard(context as never);
-      return { token: accessToken };
+    return async (context: GuardContext): Promise<BCMSRouteProtectionJwtApiResult> => {
+      // A token first, as a private function takes it: the Authorization header holds one scheme,
+      // and a query that merely has a `signature` parameter never overrides a token sent.
+      if (hasBearerToken(context.request)) {
+        const { accessToken } = await guard(context as never);
+        return { token: accessToken };
+      }
+      const key = await verifyKeyFromContext(context);
+      if (key === undefined) throw new BcmsHttpError('TOKEN_MISSING', undefined, { ...JWT_API_CHALLENGE });
+      return { key };
     };
   }
 }

@@ -1,12 +1,13 @@
 import type { Request, Response } from 'express';
 import type { BcmsRepo } from '../db/repository';
-import { hasBody, isJsonType, parseJsonBody, readRawBody } from '../http/body';
+import { hasBody, isJsonType, parseJsonBody, RAW_BODY, readRawBody } from '../http/body';
 import { BcmsHttpError, type ErrorHandler } from '../http/errors';
 import type { Work } from '../http/exchange';
 import { writeBytes, writeJson, writePreflight } from '../http/respond';
+import type { IdentifyPluginKey } from '../security/caller';
 import type { AccessTokenVerifier } from '../security/jwt';
 import type { BcmsLogger } from '../use-logger';
-import { JWT_GUARD_CHECK, type JwtGuardCheck, REQUEST_VERIFIER } from './guard';
+import { type GuardedRequest, JWT_GUARD_CHECK, type JwtGuardCheck, REQUEST_KEY_VERIFIER, REQUEST_PLUGIN, REQUEST_VERIFIER } from './guard';
 import type { PluginMatch, PluginRoute } from './routes';
 import type { BcmsPluginContext, PreRequestContext } from './types';
 
@@ -23,8 +24,10 @@ export function createPluginServer(deps: {
   errorHandler: ErrorHandler;
   repo: BcmsRepo;
   verifyAccessToken: AccessTokenVerifier;
+  /** The API key of a signed request, for `BCMSRouteProtection.createJwtApiPreRequestHandler`. */
+  verifyPluginKey: IdentifyPluginKey;
 }): PluginServer {
-  const { bodyLimit, logger, errorHandler, repo, verifyAccessToken } = deps;
+  const { bodyLimit, logger, errorHandler, repo, verifyAccessToken, verifyPluginKey } = deps;
 
   /** The handler's context, after the guard if there is one; then its answer. */
   function run(req: Request, res: Response, route: PluginRoute): Work {
@@ -35,20 +38,33 @@ export function createPluginServer(deps: {
     const check = (preRequestHandler as { [JWT_GUARD_CHECK]?: JwtGuardCheck })[JWT_GUARD_CHECK];
     const known = check === undefined ? undefined : verifyAccessToken.known?.(req);
     if (known !== undefined) return answer(res, handler(Object.assign(context, (check as JwtGuardCheck)(known))));
-    // An author's own pre-request handler may call a guard with a context it built: the guard finds the verifier on the request.
-    if (check === undefined) (req as { [REQUEST_VERIFIER]?: AccessTokenVerifier })[REQUEST_VERIFIER] = verifyAccessToken;
+    // An author's own pre-request handler may call a guard with a context it built: the guard finds
+    // the verifiers, and the plugin an API key must list, on the request. Set here only, past the
+    // unguarded and JWT fast paths, which need none of them.
+    if (check === undefined) {
+      const guarded = req as GuardedRequest;
+      guarded[REQUEST_VERIFIER] = verifyAccessToken;
+      guarded[REQUEST_KEY_VERIFIER] = verifyPluginKey;
+      guarded[REQUEST_PLUGIN] = route.plugin;
+    }
     const guard: PreRequestContext = { ...context, verifyAccessToken: () => verifyAccessToken(req) };
     return Promise.resolve(preRequestHandler(guard)).then((yielded: unknown) =>
       answer(res, handler(yielded !== null && typeof yielded === 'object' ? { ...context, ...yielded } : context)),
     );
   }
 
-  /** With a JSON (or untyped) body, once it is read and parsed; any other type is left unread for the handler. */
+  /**
+   * With a JSON (or untyped) body, once it is read and parsed; any other type is left unread for the
+   * handler. Behind a pre-request handler the bytes are kept too (`RAW_BODY`): a guard that accepts
+   * signed requests checks the digest or HMAC over them, and the handler gets them parsed, so what
+   * it reads is what was signed.
+   */
   function serveRoute(req: Request, res: Response, route: PluginRoute): Work {
     if (req.body === undefined && req.method !== 'GET' && req.method !== 'HEAD' && hasBody(req)) {
       const type = req.headers['content-type'];
       if (type === undefined || isJsonType(type)) {
         return readRawBody(req, bodyLimit).then((raw) => {
+          if (route.method.preRequestHandler !== undefined) (req as { [RAW_BODY]?: Buffer })[RAW_BODY] = raw;
           req.body = parseJsonBody(raw, type);
           return run(req, res, route);
         });

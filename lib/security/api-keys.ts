@@ -11,6 +11,11 @@ export interface NewApiKey {
   name: string;
   /** The private functions this key may call, by name. */
   functions: string[];
+  /**
+   * The plugins whose routes this key may call, by name, where a route accepts API keys
+   * (`BCMSRouteProtection.createJwtApiPreRequestHandler`). Default none.
+   */
+  plugins?: string[];
   /** Default `hmac-sha256`: the service issues a shared secret. */
   algorithm?: SignatureAlgorithm;
   /** `rsa-sha256` (2048 bits or more) and `ed25519`: the public key, PEM or a KeyObject. */
@@ -39,6 +44,8 @@ export interface ApiKey {
   publicKey: string | null;
   blocked: boolean;
   functions: string[];
+  /** The plugins whose API-key routes it may call. */
+  plugins: string[];
   deploy: boolean;
   /** Accepts the BCMS client's signed calls as well as HTTP Signatures. */
   bcmsClient: boolean;
@@ -70,11 +77,17 @@ function ensureMigrated(knex: Knex): Promise<void> {
 /** Checks a `NewApiKey`; throws a TypeError that says what to change. */
 export function checkNewApiKey(input: unknown): asserts input is NewApiKey {
   if (input === null || typeof input !== 'object') throw new TypeError('an API key needs { name, functions }');
-  const { name, functions, algorithm = 'hmac-sha256', publicKey, deploy, bcmsClient } = input as Partial<NewApiKey>;
+  const { name, functions, plugins, algorithm = 'hmac-sha256', publicKey, deploy, bcmsClient } = input as Partial<NewApiKey>;
   if (typeof name !== 'string' || name.trim() === '') throw new TypeError('API key name must be a non-empty string');
   if (!Array.isArray(functions)) throw new TypeError('API key functions must be an array of function names ([] for none)');
   for (const fn of functions) {
     if (!isUrlSafe(fn)) throw new TypeError(`API key functions: ${JSON.stringify(fn)} is not a function name`);
+  }
+  if (plugins !== undefined) {
+    if (!Array.isArray(plugins)) throw new TypeError('API key plugins must be an array of plugin names ([] for none)');
+    for (const plugin of plugins) {
+      if (!isUrlSafe(plugin)) throw new TypeError(`API key plugins: ${JSON.stringify(plugin)} is not a plugin name (URL-safe, as in /api/plugin/<name>/)`);
+    }
   }
   if (!(SIGNATURE_ALGORITHMS as readonly unknown[]).includes(algorithm)) {
     throw new TypeError(`API key algorithm must be one of ${SIGNATURE_ALGORITHMS.join(', ')}, got ${JSON.stringify(algorithm)}`);
@@ -124,6 +137,8 @@ function normalizePublicKey(publicKey: unknown, algorithm: Exclude<SignatureAlgo
  *
  * @example
  * const { id, secret } = await createApiKey(router.db, { name: 'forms', functions: ['submit-form'] });
+ * // a key for a plugin's routes guarded by BCMSRouteProtection.createJwtApiPreRequestHandler
+ * await createApiKey(router.db, { name: 'site', functions: [], plugins: ['todo'], bcmsClient: true });
  */
 export async function createApiKey(knex: Knex, input: NewApiKey): Promise<CreatedApiKey> {
   checkNewApiKey(input);
@@ -138,6 +153,7 @@ export async function createApiKey(knex: Knex, input: NewApiKey): Promise<Create
       secret: secret ?? null,
       public_key: publicKey,
       functions: JSON.stringify([...new Set(input.functions)]),
+      plugins: JSON.stringify([...new Set(input.plugins ?? [])]),
       deploy: input.deploy ?? false,
       bcms_client: input.bcmsClient ?? false,
     })
@@ -153,6 +169,7 @@ interface ApiKeyRow {
   public_key: string | null;
   blocked: boolean;
   functions: string[];
+  plugins: string[];
   deploy: boolean;
   bcms_client: boolean;
   created_at: Date;
@@ -167,6 +184,7 @@ function toApiKey(row: ApiKeyRow): ApiKey {
     publicKey: row.public_key,
     blocked: row.blocked,
     functions: row.functions,
+    plugins: row.plugins,
     deploy: row.deploy,
     bcmsClient: row.bcms_client,
     createdAt: new Date(row.created_at).getTime(),
@@ -183,7 +201,7 @@ function noKeysTable(error: unknown): boolean {
 export async function listApiKeys(knex: Knex): Promise<ApiKey[]> {
   try {
     const rows = (await knex(API_KEYS_TABLE)
-      .select('id', 'name', 'algorithm', 'public_key', 'blocked', 'functions', 'deploy', 'bcms_client', 'created_at', 'updated_at')
+      .select('id', 'name', 'algorithm', 'public_key', 'blocked', 'functions', 'plugins', 'deploy', 'bcms_client', 'created_at', 'updated_at')
       .orderBy([{ column: 'created_at' }, { column: 'id' }])) as ApiKeyRow[];
     return rows.map(toApiKey);
   } catch (error) {

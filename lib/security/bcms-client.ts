@@ -3,8 +3,8 @@ import type { Request } from 'express';
 import { decodeText, hasBody } from '../http/body';
 import { BcmsHttpError, type ErrorCode } from '../http/errors';
 import { isKeyId } from './api-keys';
-import type { Permission, SignatureMemory } from './replay';
-import type { SignatureAuth } from './signature';
+import { forbiddenMessage, keyPermits, type Permission, type SignatureMemory } from './replay';
+import { signatureAuthOf, type SignatureAuth } from './signature';
 
 /**
  * Sent with every 401 of a request signed the BCMS client's way: the scheme's parameters. (A
@@ -13,8 +13,8 @@ import type { SignatureAuth } from './signature';
  */
 export const BCMS_CLIENT_CHALLENGE = Object.freeze({ 'WWW-Authenticate': 'BCMS-Client realm="bcms",params="key nonce timestamp signature"' });
 
-/** What a call signed the client's way may do: call a function, or read the key's access list. */
-export type ClientPermission = Extract<Permission, { function: string } | { keyAccess: true }>;
+/** What a call signed the client's way may do: call a function or a plugin's route, or read the key's access list. */
+export type ClientPermission = Exclude<Permission, { deploy: true }>;
 
 export interface VerifiedClientRequest {
   auth: SignatureAuth;
@@ -159,9 +159,8 @@ export function createClientSignatureVerifier(options: { memory: SignatureMemory
         throw new BcmsHttpError('INVALID_JSON');
       }
     }
-    const forbidden = (): BcmsHttpError =>
-      new BcmsHttpError('KEY_FORBIDDEN', 'function' in permission ? `This API key may not call function "${permission.function}": it does not list it.` : 'This API key may not do this.');
-    if ('function' in permission && !key.functions.includes(permission.function)) throw forbidden();
+    const forbidden = (): BcmsHttpError => new BcmsHttpError('KEY_FORBIDDEN', forbiddenMessage(permission));
+    if (!keyPermits(key, permission)) throw forbidden();
 
     // The signature's bytes (hex is case-insensitive, so not its text) name the request: its HMAC
     // covers nonce, timestamp, key and body. Remembered until the timestamp leaves the window.
@@ -181,6 +180,6 @@ export function createClientSignatureVerifier(options: { memory: SignatureMemory
         break;
     }
     memory.purgeNowAndThen(now);
-    return { auth: { type: 'signature', key: { id: key.id, name: key.name, algorithm: key.algorithm, functions: key.functions } }, body };
+    return { auth: signatureAuthOf(key), body };
   };
 }

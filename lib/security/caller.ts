@@ -1,6 +1,6 @@
 import type { Request } from 'express';
 import type { BcmsFunctionAuth, BcmsFunctionKeyAuth } from '../function/types';
-import { parseJsonBody } from '../http/body';
+import { hasBody, isJsonType, parseJsonBody, RAW_BODY, readRawBody } from '../http/body';
 import { BcmsHttpError } from '../http/errors';
 import type { Logger } from '../logger';
 import { clientSignatureQuery, type VerifyClientSignedRequest } from './bcms-client';
@@ -26,16 +26,6 @@ export function createCallerCheck(deps: {
 }): IdentifyCaller {
   const { verifyAccessToken, verifySignedRequest, verifyClientSignedRequest, readBody, logger } = deps;
 
-  /** Signed bodies are checked against the raw bytes: a body parser that ran before the router took them. */
-  function refuseParsedBody(req: Request): BcmsHttpError {
-    logger.error(
-      { requestId: req.res?.getHeader('x-request-id'), path: req.originalUrl },
-      'bcms-extensions: a body parser ran before the router, so a signed body cannot be checked against its signature. ' +
-        'Mount the router before express.json() and other body parsers: app.use(bcmsExtensions(...)) first.',
-    );
-    return new BcmsHttpError('BODY_ALREADY_PARSED');
-  }
-
   return async function identifyCaller(req, name) {
     if (hasBearerToken(req)) {
       let accessToken;
@@ -53,7 +43,7 @@ export function createCallerCheck(deps: {
       return { type: 'jwt', accessToken, ...accessToken };
     }
     if (isSignedRequest(req)) {
-      if (bodyWasRead(req)) throw refuseParsedBody(req);
+      if (bodyWasRead(req)) throw refuseParsedBody(req, logger);
       const { auth, body } = await verifySignedRequest(req, { function: name }, () => readBody(req));
       const parsed = parseJsonBody(body, req.headers['content-type']);
       req.body = parsed === undefined ? {} : parsed; // an empty body reads `{}`, as in BCMS
@@ -62,7 +52,7 @@ export function createCallerCheck(deps: {
     // Only now, for a private function with neither header: the URL is searched for `signature=`.
     const query = clientSignatureQuery(req.url);
     if (query !== undefined) {
-      if (bodyWasRead(req)) throw refuseParsedBody(req);
+      if (bodyWasRead(req)) throw refuseParsedBody(req, logger);
       const { auth, body } = await verifyClientSignedRequest(req, query, { function: name }, () => readBody(req));
       req.body = body;
       return withBcmsShape(auth);
@@ -75,13 +65,70 @@ export function createCallerCheck(deps: {
   };
 }
 
+/**
+ * The API key that signed a request to a plugin route, checked for the plugin: an HTTP Signature,
+ * or the BCMS client's query-string signature of a key that opted in, as a function call accepts
+ * them (the same ledger: a signature is accepted once, on every instance, on any route).
+ * Resolves to `undefined` when the request carries neither, so that the guard answers the 401;
+ * rejects with the 401 or 403 that says what is wrong. The body, which the plugin server read
+ * and parsed before the guard ran, is checked as the bytes it kept (`RAW_BODY`).
+ */
+export type IdentifyPluginKey = (req: Request, plugin: string) => Promise<BcmsFunctionKeyAuth | undefined>;
+
+export function createPluginKeyCheck(deps: {
+  verifySignedRequest: VerifySignedRequest;
+  verifyClientSignedRequest: VerifyClientSignedRequest;
+  bodyLimit: number;
+  logger: Logger;
+}): IdentifyPluginKey {
+  const { verifySignedRequest, verifyClientSignedRequest, bodyLimit, logger } = deps;
+
+  /** The bytes to check: those the plugin server kept; else read now (a GET's body), unless a host parser took them. */
+  function readBody(req: Request): Promise<Buffer> {
+    const kept = (req as { [RAW_BODY]?: Buffer })[RAW_BODY];
+    if (kept !== undefined) return Promise.resolve(kept);
+    if (!hasBody(req)) return Promise.resolve(Buffer.alloc(0));
+    if (bodyWasRead(req)) return Promise.reject(refuseParsedBody(req, logger));
+    const type = req.headers['content-type'];
+    if (type !== undefined && !isJsonType(type)) {
+      // Verified, its bytes would be gone before the handler could read them: a signed body is JSON.
+      return Promise.reject(new BcmsHttpError('UNSUPPORTED_MEDIA_TYPE', 'A signed request to a plugin carries a JSON body (Content-Type: application/json), or none.'));
+    }
+    return readRawBody(req, bodyLimit);
+  }
+
+  return async function identifyPluginKey(req, plugin) {
+    if (isSignedRequest(req)) {
+      const { auth, body } = await verifySignedRequest(req, { plugin }, () => readBody(req));
+      if (req.body === undefined && body.length > 0) req.body = parseJsonBody(body, req.headers['content-type']);
+      return withBcmsShape(auth);
+    }
+    const query = clientSignatureQuery(req.url);
+    if (query === undefined) return undefined;
+    const { auth, body } = await verifyClientSignedRequest(req, query, { plugin }, () => readBody(req));
+    if (req.body === undefined && hasBody(req)) req.body = body;
+    return withBcmsShape(auth);
+  };
+}
+
+/** Signed bodies are checked against the raw bytes: a body parser that ran before the router took them. */
+function refuseParsedBody(req: Request, logger: Logger): BcmsHttpError {
+  logger.error(
+    { requestId: req.res?.getHeader('x-request-id'), path: req.originalUrl },
+    'bcms-extensions: a body parser ran before the router, so a signed body cannot be checked against its signature. ' +
+      'Mount the router before express.json() and other body parsers: app.use(bcmsExtensions(...)) first.',
+  );
+  return new BcmsHttpError('BODY_ALREADY_PARSED');
+}
+
 /** Whether a body parser already consumed the request (body-parser marks it `_body`). */
 function bodyWasRead(req: Request): boolean {
   return req.body !== undefined || (req as { _body?: unknown })._body === true || req.readableEnded;
 }
 
-/** The key as BCMS hands it to a function (`_id`, `name`, `blocked`, `access`), beside ours. */
+/** The key as BCMS hands it to a function or a plugin guard (`_id`, `name`, `blocked`, `access`), beside ours; never its secret. */
 export function withBcmsShape(auth: SignatureAuth): BcmsFunctionKeyAuth {
   const { key } = auth;
-  return { ...auth, _id: key.id, name: key.name, blocked: false, access: { templates: [], functions: key.functions.map((fn) => ({ name: fn })), plugins: [] } };
+  const access = { templates: [] as [], functions: key.functions.map((name) => ({ name })), plugins: key.plugins.map((name) => ({ name })) };
+  return { ...auth, _id: key.id, name: key.name, blocked: false, access };
 }

@@ -13,6 +13,8 @@ export interface KeyMaterial {
   name: string;
   algorithm: SignatureAlgorithm;
   functions: readonly string[];
+  /** The plugins whose API-key routes it may call. */
+  plugins: readonly string[];
   deploy: boolean;
   /** Accepts the BCMS client's query-string signatures too (lib/security/bcms-client.ts). */
   bcmsClient: boolean;
@@ -24,7 +26,7 @@ export interface KeyMaterial {
 
 /** The key a signature names, or null. */
 export async function findKeyMaterial(knex: Knex, id: string): Promise<KeyMaterial | null> {
-  const row = (await knex(API_KEYS_TABLE).first('id', 'name', 'algorithm', 'secret', 'public_key', 'functions', 'deploy', 'bcms_client').where({ id })) as
+  const row = (await knex(API_KEYS_TABLE).first('id', 'name', 'algorithm', 'secret', 'public_key', 'functions', 'plugins', 'deploy', 'bcms_client').where({ id })) as
     | {
         id: string;
         name: string;
@@ -32,6 +34,7 @@ export async function findKeyMaterial(knex: Knex, id: string): Promise<KeyMateri
         secret: string | null;
         public_key: string | null;
         functions: string[];
+        plugins: string[];
         deploy: boolean;
         bcms_client: boolean;
       }
@@ -42,6 +45,7 @@ export async function findKeyMaterial(knex: Knex, id: string): Promise<KeyMateri
     name: row.name,
     algorithm: row.algorithm,
     functions: Object.freeze([...row.functions]),
+    plugins: Object.freeze([...row.plugins]),
     deploy: row.deploy,
     bcmsClient: row.bcms_client,
     secret: row.secret === null ? null : Buffer.from(row.secret, 'utf8'),
@@ -53,10 +57,34 @@ export async function findKeyMaterial(knex: Knex, id: string): Promise<KeyMateri
 export type Acceptance = 'accepted' | 'replayed' | 'blocked' | 'not-permitted' | 'unknown';
 
 /**
- * A function name the key must list, `deploy`, which the key must hold, or `keyAccess`: reading
- * what the key may call (the BCMS client's access list), which any key that is not blocked may.
+ * A function name the key must list, a plugin name it must list (a plugin route that accepts API
+ * keys), `deploy`, which the key must hold, or `keyAccess`: reading what the key may call (the
+ * BCMS client's access list), which any key that is not blocked may.
  */
-export type Permission = { function: string } | { deploy: true } | { keyAccess: true };
+export type Permission = { function: string } | { plugin: string } | { deploy: true } | { keyAccess: true };
+
+/** What a key lists, as the key's row or its cached material holds it. */
+interface Grants {
+  functions: readonly string[];
+  plugins: readonly string[];
+  deploy: boolean;
+}
+
+/** Whether a key grants a permission (the ledger's SQL asks the same of the key's row). */
+export function keyPermits(key: Grants, permission: Permission): boolean {
+  if ('function' in permission) return key.functions.includes(permission.function);
+  if ('plugin' in permission) return key.plugins.includes(permission.plugin);
+  if ('deploy' in permission) return key.deploy;
+  return true;
+}
+
+/** The 403's message for a key that does not grant a permission: it names what the key lacks. */
+export function forbiddenMessage(permission: Permission): string {
+  if ('function' in permission) return `This API key may not call function "${permission.function}": it does not list it.`;
+  if ('plugin' in permission) return `This API key may not call plugin "${permission.plugin}": it does not list it.`;
+  if ('deploy' in permission) return 'This API key may not deploy.';
+  return 'This API key may not do this.';
+}
 
 interface Candidate {
   keyId: string;
@@ -117,14 +145,25 @@ export class SignatureLedger {
         unique.push(candidate);
       }
     });
-    const rows = unique.map(() => '(?::uuid, ?::text, ?::timestamptz, ?::text, ?::boolean)').join(', ');
-    const bindings = unique.flatMap((c) => [c.keyId, c.hash, c.expiresAt, 'function' in c.permission ? c.permission.function : null, 'deploy' in c.permission]);
+    const rows = unique.map(() => '(?::uuid, ?::text, ?::timestamptz, ?::text, ?::text, ?::boolean)').join(', ');
+    const bindings = unique.flatMap((c) => [
+      c.keyId,
+      c.hash,
+      c.expiresAt,
+      'function' in c.permission ? c.permission.function : null,
+      'plugin' in c.permission ? c.permission.plugin : null,
+      'deploy' in c.permission,
+    ]);
     const inserted = (await this.knex.raw(
       `insert into ${REPLAYS_TABLE} (key_id, signed_hash, expires_at)
        select c.key_id, c.signed_hash, c.expires_at
-       from (values ${rows}) as c (key_id, signed_hash, expires_at, fn, deploy)
+       from (values ${rows}) as c (key_id, signed_hash, expires_at, fn, plugin, deploy)
        join ${API_KEYS_TABLE} k on k.id = c.key_id
-       where not k.blocked and case when c.fn is not null then k.functions @> jsonb_build_array(c.fn) when c.deploy then k.deploy else true end
+       where not k.blocked and case
+         when c.fn is not null then k.functions @> jsonb_build_array(c.fn)
+         when c.plugin is not null then k.plugins @> jsonb_build_array(c.plugin)
+         when c.deploy then k.deploy
+         else true end
        on conflict do nothing
        returning key_id, signed_hash`,
       bindings,
@@ -132,15 +171,13 @@ export class SignatureLedger {
     const accepted = new Set(inserted.rows.map((row) => `${row.key_id}:${row.signed_hash}`));
 
     const refused = unique.filter((c) => !accepted.has(`${c.keyId}:${c.hash}`));
-    const keys = new Map<string, { blocked: boolean; functions: string[]; deploy: boolean }>();
+    const keys = new Map<string, Grants & { blocked: boolean }>();
     if (refused.length > 0) {
       const ids = [...new Set(refused.map((c) => c.keyId))];
-      const found = (await this.knex(API_KEYS_TABLE).select('id', 'blocked', 'functions', 'deploy').whereIn('id', ids)) as {
+      const found = (await this.knex(API_KEYS_TABLE).select('id', 'blocked', 'functions', 'plugins', 'deploy').whereIn('id', ids)) as (Grants & {
         id: string;
         blocked: boolean;
-        functions: string[];
-        deploy: boolean;
-      }[];
+      })[];
       for (const key of found) keys.set(key.id, key);
     }
     const outcomeOf = (c: Candidate): Acceptance => {
@@ -148,8 +185,7 @@ export class SignatureLedger {
       const key = keys.get(c.keyId);
       if (key === undefined) return 'unknown';
       if (key.blocked) return 'blocked';
-      const permitted = 'function' in c.permission ? key.functions.includes(c.permission.function) : 'deploy' in c.permission ? key.deploy : true;
-      return permitted ? 'replayed' : 'not-permitted';
+      return keyPermits(key, c.permission) ? 'replayed' : 'not-permitted';
     };
     return batch.map((c, i) => {
       const outcome = outcomeOf(c);

@@ -6,7 +6,7 @@ import { BcmsHttpError, type ErrorCode } from '../http/errors';
 import { HEADER_ALGORITHM, type SignatureAlgorithm } from './algorithms';
 import { isKeyId } from './api-keys';
 import { bodyMatches, claimedSha256, type DigestHeader } from './digest';
-import type { KeyMaterial, Permission, SignatureMemory } from './replay';
+import { forbiddenMessage, keyPermits, type KeyMaterial, type Permission, type SignatureMemory } from './replay';
 
 /** Sent with every signature 401: the scheme, and the headers a signature must cover. */
 export const SIGNATURE_CHALLENGE = Object.freeze({ 'WWW-Authenticate': 'Signature realm="bcms",headers="(request-target) date digest"' });
@@ -15,10 +15,15 @@ export const SIGNATURE_CHALLENGE = Object.freeze({ 'WWW-Authenticate': 'Signatur
 /** The API key a verified request was signed with, as a handler's `auth` shows it (never its secret). */
 export interface SignatureAuth {
   type: 'signature';
-  key: { id: string; name: string; algorithm: SignatureAlgorithm; functions: readonly string[] };
+  key: { id: string; name: string; algorithm: SignatureAlgorithm; functions: readonly string[]; plugins: readonly string[] };
 }
 
-/** What an HTTP Signature must allow: calling one function, or deploying. */
+/** The key as a handler's `auth` shows it: what it may call, never its secret or public key. */
+export function signatureAuthOf(key: KeyMaterial): SignatureAuth {
+  return { type: 'signature', key: { id: key.id, name: key.name, algorithm: key.algorithm, functions: key.functions, plugins: key.plugins } };
+}
+
+/** What an HTTP Signature must allow: calling one function or one plugin's routes, or deploying. */
 export type SignaturePermission = Exclude<Permission, { keyAccess: true }>;
 
 export interface VerifiedRequest {
@@ -98,12 +103,7 @@ export function createSignatureVerifier(options: { memory: SignatureMemory; cloc
     if (!signatureVerifies(parsed.signingString, signature, key)) throw refuse('SIGNATURE_INVALID', 'The signature does not verify with this key.');
     // What a key may do never changes: refuse before reading a body it may not send (the database
     // still has the last word below, on a key blocked or deleted meanwhile).
-    if ('deploy' in permission ? !key.deploy : !key.functions.includes(permission.function)) {
-      throw new BcmsHttpError(
-        'KEY_FORBIDDEN',
-        'function' in permission ? `This API key may not call function "${permission.function}": it does not list it.` : 'This API key may not deploy.',
-      );
-    }
+    if (!keyPermits(key, permission)) throw new BcmsHttpError('KEY_FORBIDDEN', forbiddenMessage(permission));
 
     const body = await readBody();
     const claimedDigest = claimedSha256(digestHeader, req.headers[digestHeader] as string);
@@ -125,17 +125,14 @@ export function createSignatureVerifier(options: { memory: SignatureMemory; cloc
       case 'blocked':
         throw new BcmsHttpError('KEY_FORBIDDEN', 'This API key is blocked.');
       case 'not-permitted':
-        throw new BcmsHttpError(
-          'KEY_FORBIDDEN',
-          'function' in permission ? `This API key may not call function "${permission.function}": it does not list it.` : 'This API key may not deploy.',
-        );
+        throw new BcmsHttpError('KEY_FORBIDDEN', forbiddenMessage(permission));
       case 'replayed':
         throw refuse('SIGNATURE_REPLAYED');
       case 'accepted':
         break;
     }
     memory.purgeNowAndThen(now);
-    return { auth: { type: 'signature', key: { id: key.id, name: key.name, algorithm: key.algorithm, functions: key.functions } }, body };
+    return { auth: signatureAuthOf(key), body };
   };
 }
 

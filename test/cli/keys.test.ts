@@ -51,8 +51,8 @@ describe('bcms-ext keys, through the running service (the embedded database is t
 
     const listed = await run(['keys', 'list', '--url', url, '--token', token]);
     expect(listed.code).toBe(0);
-    expect(listed.out).toMatch(/^ID\s+NAME\s+ALGORITHM\s+STATE\s+FUNCTIONS\s+DEPLOY\s+BCMS-CLIENT\s+CREATED\n/);
-    expect(listed.out).toMatch(new RegExp(`${id}\\s+site form\\s+hmac-sha256\\s+active\\s+report,other\\s+no\\s+no\\s+\\d{4}-`));
+    expect(listed.out).toMatch(/^ID\s+NAME\s+ALGORITHM\s+STATE\s+FUNCTIONS\s+PLUGINS\s+DEPLOY\s+BCMS-CLIENT\s+CREATED\n/);
+    expect(listed.out).toMatch(new RegExp(`${id}\\s+site form\\s+hmac-sha256\\s+active\\s+report,other\\s+-\\s+no\\s+no\\s+\\d{4}-`));
     expect(listed.out).not.toContain(secret);
 
     expect(await run(['keys', 'block', id, '--url', url, '--token', token])).toMatchObject({ code: 0, out: `Blocked API key ${id}.\n` });
@@ -67,7 +67,21 @@ describe('bcms-ext keys, through the running service (the embedded database is t
   test('--json create prints { id, secret }; a key that lists nothing gets a note', async () => {
     const created = await run(['keys', 'create', '--name', 'json', '--json', '--url', url, '--token', token]);
     expect(JSON.parse(created.out)).toEqual({ id: expect.any(String), secret: expect.any(String) });
-    expect(created.err).toBe('Note: this key lists no function and may not deploy, so it can call nothing (--functions a,b).\n');
+    expect(created.err).toBe('Note: this key lists no function or plugin and may not deploy, so it can call nothing (--functions a,b, --plugins a,b).\n');
+  });
+
+  test('--plugins a,b: the plugins the key may call, in the output, the list and its JSON; a name that is not one is refused', async () => {
+    const created = await run(['keys', 'create', '--name', 'plugin site', '--plugins', 'todo, forms', '--url', url, '--token', token]);
+    expect(created).toMatchObject({ code: 0, err: '' }); // no "can call nothing" note: it lists plugins
+    const id = /BCMS_KEY_ID=(\S+)/.exec(created.out)?.[1] as string;
+    expect(created.out).toContain(`Created API key ${id} (plugin site, hmac-sha256; functions: none; plugins: todo, forms).`);
+    const listed = await run(['keys', 'list', '--url', url, '--token', token]);
+    expect(listed.out).toMatch(new RegExp(`${id}\\s+plugin site\\s+hmac-sha256\\s+active\\s+-\\s+todo,forms\\s+no\\s+no\\s+\\d{4}-`));
+    const json = await run(['keys', 'list', '--json', '--url', url, '--token', token]);
+    expect(JSON.parse(json.out)).toContainEqual(expect.objectContaining({ id, functions: [], plugins: ['todo', 'forms'] }));
+    const refused = await run(['keys', 'create', '--name', 'x', '--plugins', 'todo,my plugin', '--url', url, '--token', token]);
+    expect(refused).toMatchObject({ code: 1, err: 'bcms-ext keys: API key plugins: "my plugin" is not a plugin name (URL-safe, as in /api/plugin/<name>/)\n' });
+    expect((await run(['keys', 'create', '--name', 'x', '--plugins'])).err).toBe('bcms-ext keys: --plugins needs a value\n');
   });
 
   test('--bcms-client: the key also accepts the BCMS client, and the list says so; only hmac-sha256 keys', async () => {
@@ -76,7 +90,7 @@ describe('bcms-ext keys, through the running service (the embedded database is t
     const id = /BCMS_KEY_ID=(\S+)/.exec(created.out)?.[1] as string;
     expect(created.out).toContain(`Created API key ${id} (bcms site, hmac-sha256; functions: report; accepts the BCMS client).`);
     const listed = await run(['keys', 'list', '--url', url, '--token', token]);
-    expect(listed.out).toMatch(new RegExp(`${id}\\s+bcms site\\s+hmac-sha256\\s+active\\s+report\\s+no\\s+yes\\s+\\d{4}-`));
+    expect(listed.out).toMatch(new RegExp(`${id}\\s+bcms site\\s+hmac-sha256\\s+active\\s+report\\s+-\\s+no\\s+yes\\s+\\d{4}-`));
     const json = await run(['keys', 'list', '--json', '--url', url, '--token', token]);
     expect(JSON.parse(json.out)).toContainEqual(expect.objectContaining({ id, bcmsClient: true }));
     const publicKeyFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-keys-')), 'key.pub');

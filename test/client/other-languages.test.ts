@@ -41,7 +41,15 @@ test("the README's Python example signs a call the router accepts", async () => 
   expect(output.trim()).toBe("{'submissionId': 'from-python'}");
   expect(received).toEqual({
     body: { name: 'Ada', email: 'ada@example.com', message: 'Hi' },
-    auth: { type: 'signature', key: { id: key.keyId, name: 'test key', algorithm: 'hmac-sha256', functions: ['submit-form'] } },
+    auth: {
+      type: 'signature',
+      key: { id: key.keyId, name: 'test key', algorithm: 'hmac-sha256', functions: ['submit-form'], plugins: [] },
+      // BCMS's shape of the key, beside ours
+      _id: key.keyId,
+      name: 'test key',
+      blocked: false,
+      access: { templates: [], functions: [{ name: 'submit-form' }], plugins: [] },
+    },
   });
 });
 

@@ -23,8 +23,8 @@ describe.each(backends())('API keys (%s)', (backend) => {
 
     const keys = await listApiKeys(db.knex);
     expect(keys).toEqual([
-      { id: created.id, name: 'forms', algorithm: 'hmac-sha256', publicKey: null, blocked: false, functions: ['submit-form'], deploy: false, bcmsClient: false, createdAt: expect.any(Number), updatedAt: expect.any(Number) },
-      { id: signer.id, name: 'deployer', algorithm: 'ed25519', publicKey: pem(pair.publicKey, 'spki'), blocked: false, functions: [], deploy: true, bcmsClient: false, createdAt: expect.any(Number), updatedAt: expect.any(Number) },
+      { id: created.id, name: 'forms', algorithm: 'hmac-sha256', publicKey: null, blocked: false, functions: ['submit-form'], plugins: [], deploy: false, bcmsClient: false, createdAt: expect.any(Number), updatedAt: expect.any(Number) },
+      { id: signer.id, name: 'deployer', algorithm: 'ed25519', publicKey: pem(pair.publicKey, 'spki'), blocked: false, functions: [], plugins: [], deploy: true, bcmsClient: false, createdAt: expect.any(Number), updatedAt: expect.any(Number) },
     ]);
     expect(JSON.stringify(keys)).not.toContain(created.secret);
 
@@ -37,10 +37,20 @@ describe.each(backends())('API keys (%s)', (backend) => {
     expect((await listApiKeys(db.knex)).map((key) => key.id)).toEqual([signer.id]);
   });
 
+  test('plugins: the plugins a key may call, kept once each and listed; none by default', async () => {
+    const { id } = await createApiKey(db.knex, { name: 'site', functions: [], plugins: ['todo', 'forms.v2', 'todo'] });
+    expect((await listApiKeys(db.knex)).find((key) => key.id === id)?.plugins).toEqual(['todo', 'forms.v2']);
+    const stored = await db.knex('bcms_api_keys').first('plugins').where({ id });
+    expect(stored).toEqual({ plugins: ['todo', 'forms.v2'] });
+  });
+
   test.each([
     ['no name', { name: ' ', functions: [] }, 'API key name must be a non-empty string'],
     ['functions not a list', { name: 'k', functions: 'submit-form' }, 'API key functions must be an array of function names ([] for none)'],
     ['a function name that is not one', { name: 'k', functions: ['../x'] }, 'API key functions: "../x" is not a function name'],
+    ['plugins not a list', { name: 'k', functions: [], plugins: 'todo' }, 'API key plugins must be an array of plugin names ([] for none)'],
+    ['a plugin name that is not one', { name: 'k', functions: [], plugins: ['todo', 'my plugin'] }, 'API key plugins: "my plugin" is not a plugin name (URL-safe, as in /api/plugin/<name>/)'],
+    ['a plugin name that is not a string', { name: 'k', functions: [], plugins: [7] }, 'API key plugins: 7 is not a plugin name (URL-safe, as in /api/plugin/<name>/)'],
     ['an unknown algorithm', { name: 'k', functions: [], algorithm: 'hmac-md5' }, 'API key algorithm must be one of hmac-sha256, rsa-sha256, ed25519, got "hmac-md5"'],
     ['a public key for hmac', { name: 'k', functions: [], publicKey: 'x' }, 'an hmac-sha256 key takes no publicKey: the service issues its secret'],
     ['no public key for ed25519', { name: 'k', functions: [], algorithm: 'ed25519' }, 'an ed25519 key needs publicKey (PEM)'],
@@ -97,6 +107,15 @@ describe('/api/extensions/keys: key management for an ADMIN token', () => {
     expect(list.body.keys).toContainEqual(expect.objectContaining({ id: created.body.id, bcmsClient: true }));
     const refused = await request(t.app).post('/api/extensions/keys').set('Authorization', admin).send({ name: 'x', functions: [], bcmsClient: 1 });
     expect(refused.body).toEqual({ message: 'API key bcmsClient must be true or false' });
+  });
+
+  test('plugins over HTTP: kept and listed; a name that is not one is a 400', async () => {
+    const created = await request(t.app).post('/api/extensions/keys').set('Authorization', admin).send({ name: 'plugin site', functions: [], plugins: ['todo'] });
+    expect(created.status).toBe(201);
+    const list = await request(t.app).get('/api/extensions/keys').set('Authorization', admin);
+    expect(list.body.keys).toContainEqual(expect.objectContaining({ id: created.body.id, plugins: ['todo'] }));
+    const refused = await request(t.app).post('/api/extensions/keys').set('Authorization', admin).send({ name: 'x', functions: [], plugins: ['../todo'] });
+    expect([refused.status, refused.body]).toEqual([400, { message: 'API key plugins: "../todo" is not a plugin name (URL-safe, as in /api/plugin/<name>/)' }]);
   });
 
   test.each([

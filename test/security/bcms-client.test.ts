@@ -197,7 +197,7 @@ describe.each(backends())('the BCMS client (@becomes/cms-client 3.4.1) against a
       expect(lastEcho?.body).toEqual(payload);
       expect(lastEcho?.auth).toEqual({
         type: 'signature',
-        key: { id: key.id, name: 'site', algorithm: 'hmac-sha256', functions: ['echo', 'value'] },
+        key: { id: key.id, name: 'site', algorithm: 'hmac-sha256', functions: ['echo', 'value'], plugins: [] },
         _id: key.id,
         name: 'site',
         blocked: false,

@@ -50,6 +50,23 @@ describe.each(backends())('the signature ledger (%s)', (backend) => {
     expect(await ledger.accept(reader, 'list-1', { keyAccess: true }, later)).toBe('replayed');
   });
 
+  test('a plugin route: granted when the key lists the plugin (not a function of that name), refused when it does not', async () => {
+    const ledger = new SignatureLedger(db.knex, (query) => query());
+    const site = (await createApiKey(db.knex, { name: 'site', functions: ['other'], plugins: ['todo'] })).id;
+    const blocked = (await createApiKey(db.knex, { name: 'blocked site', functions: [], plugins: ['todo'] })).id;
+    await blockApiKey(db.knex, blocked);
+    const later = new Date(Date.now() + 60_000);
+    const outcomes = await Promise.all([
+      ledger.accept(site, 'plugin-1', { plugin: 'todo' }, later),
+      ledger.accept(site, 'plugin-2', { plugin: 'other' }, later), // a function of that name is no plugin
+      ledger.accept(site, 'plugin-3', { function: 'todo' }, later), // nor the reverse
+      ledger.accept(blocked, 'plugin-4', { plugin: 'todo' }, later),
+    ]);
+    expect(outcomes).toEqual(['accepted', 'not-permitted', 'not-permitted', 'blocked']);
+    expect(await ledger.accept(site, 'plugin-1', { plugin: 'todo' }, later)).toBe('replayed');
+    expect(await ledger.accept(site, 'plugin-1', { function: 'other' }, later)).toBe('replayed');
+  });
+
   test('more than one batch in a turn: all answered', async () => {
     const ledger = new SignatureLedger(db.knex, (query) => query());
     const id = (await createApiKey(db.knex, { name: 'many', functions: ['f'] })).id;

@@ -65,7 +65,7 @@ describe.each(backends())('signed calls to private functions (%s)', (backend) =>
       expect(lastBody).toEqual({ email: 'a@example.com' });
       expect(lastAuth).toEqual({
         type: 'signature',
-        key: { id: key.keyId, name: 'test key', algorithm: 'hmac-sha256', functions: ['report'] },
+        key: { id: key.keyId, name: 'test key', algorithm: 'hmac-sha256', functions: ['report'], plugins: [] },
         // BCMS's shape of a key, beside ours
         _id: key.keyId,
         name: 'test key',

@@ -16,8 +16,19 @@ declare module '@becomes/cms-client' {
     enableCache?: boolean;
     debug?: boolean;
   }
+  /** `send`: axios's config, signed (query key, nonce, timestamp, signature), `url` under `${cmsOrigin}/api`. */
+  export interface BCMSClientSendConfig {
+    url: string;
+    method: string;
+    data?: unknown;
+    headers?: Record<string, string>;
+    query?: Record<string, string>;
+    /** Called with axios's error instead of logging and rethrowing it; what it resolves to is what `send` resolves to. */
+    onError?(error: unknown): Promise<unknown>;
+  }
   export interface BCMSClient {
     getKeyAccess(): Promise<BCMSApiKeyAccess>;
+    send<ResultBody = unknown>(config: BCMSClientSendConfig): Promise<ResultBody>;
     function: {
       call<Payload, Result>(functionName: string, payload?: Payload): Promise<{ success: boolean; result: Result }>;
     };

@@ -13,6 +13,7 @@ import {
   JWTPermissionName,
   JWTRoleName,
   type BCMSRouteProtectionJwtAndBodyCheckResult,
+  type BCMSRouteProtectionJwtApiResult,
   type BCMSRouteProtectionJwtResult,
   type BCMSUserCustomPool,
   type BcmsControllerMethod,
@@ -116,6 +117,24 @@ describe("BCMS's forms, typed", () => {
         expectTypeOf(request.params).toEqualTypeOf<Record<string, string>>();
         expectTypeOf(accessToken.payload.userId).toBeString();
         return { id: request.params.id ?? '' };
+      },
+    });
+  });
+
+  test('createJwtApiPreRequestHandler: the token or the key, one of them; the key in BCMS\'s shape', () => {
+    createControllerMethod({
+      type: 'get',
+      preRequestHandler: BCMSRouteProtection.createJwtApiPreRequestHandler({ roleNames: [JWTRoleName.ADMIN], permissionName: JWTPermissionName.READ }),
+      async handler(context) {
+        expectTypeOf(context).toMatchTypeOf<BCMSRouteProtectionJwtApiResult>();
+        if (context.key !== undefined) {
+          expectTypeOf(context.token).toEqualTypeOf<undefined>();
+          expectTypeOf(context.key.access.plugins).toEqualTypeOf<{ name: string }[]>();
+          expectTypeOf(context.key._id).toBeString();
+          return { by: context.key.name };
+        }
+        expectTypeOf(context.token.payload.props).toEqualTypeOf<BCMSUserCustomPool | undefined>();
+        return { by: context.token.payload.userId };
       },
     });
   });

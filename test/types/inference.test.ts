@@ -101,7 +101,7 @@ describe('inference from definitions', () => {
       handler: async ({ auth }) => {
         if (auth === null) return 'public';
         if (auth.type === 'signature') {
-          expectTypeOf(auth.key).toEqualTypeOf<{ id: string; name: string; algorithm: SignatureAlgorithm; functions: readonly string[] }>();
+          expectTypeOf(auth.key).toEqualTypeOf<{ id: string; name: string; algorithm: SignatureAlgorithm; functions: readonly string[]; plugins: readonly string[] }>();
           return auth.key.name;
         }
         expectTypeOf(auth.accessToken).toEqualTypeOf<JWT>();
