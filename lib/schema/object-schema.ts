@@ -103,6 +103,8 @@ function objectToJsonSchema(schema: ObjectSchema | undefined, where: string): Js
   // One step per property, in the schema's order, so the first field reported is the first that
   // fails as purple-cheetah walks them (Ajv would report every missing property before any type).
   const steps = Object.entries(schema).map(([key, prop]): JsonSchema => {
+    // Ajv does not check a property of that name, and no document should have one.
+    if (key === '__proto__') throw new TypeError(`${where}: "__proto__" cannot be a field name`);
     const step: JsonSchema = { properties: { [key]: propToJsonSchema(prop, `${where}.${key}`) } };
     if (prop.__required === true) step.required = [key];
     return step;
