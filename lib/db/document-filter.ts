@@ -46,6 +46,9 @@ const SEGMENT = /^(?:[A-Za-z_][A-Za-z0-9_-]{0,99}|\d{1,9})$/;
 const MAX_DEPTH = 8;
 const MAX_CONDITIONS = 1000;
 
+/** Names a path may not take: walking them in a JS object reaches a prototype shared by every object. */
+export const UNSAFE_SEGMENTS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
+
 /** Whether `value` is a plain object (a filter, an operator object), not an array or a class instance. */
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
@@ -91,9 +94,9 @@ function renderObject(filter: unknown, where: string, depth: number, state: { co
 function parsePath(key: string, where: string): string[] {
   const segments = key.split('.');
   for (const segment of segments) {
-    if (!SEGMENT.test(segment)) {
+    if (!SEGMENT.test(segment) || UNSAFE_SEGMENTS.has(segment)) {
       throw new TypeError(
-        `${where}: field ${JSON.stringify(key)} is not a field name a filter can use (letters, digits, _ and -, dot-separated; no quotes, spaces or $)`,
+        `${where}: field ${JSON.stringify(key)} is not a field name a filter can use (letters, digits, _ and -, dot-separated; no quotes, spaces or $; not __proto__, constructor or prototype)`,
       );
     }
   }

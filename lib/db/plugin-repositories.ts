@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { ObjectPropSchema, ObjectSchema } from '../schema/object-schema';
 import { useLogger, type BcmsLogger } from '../use-logger';
 import { boundStore } from './bcms-repo';
-import { isPlainObject, kind, renderFilter, type DocumentFilter, type SqlFragment } from './document-filter';
+import { isPlainObject, kind, renderFilter, UNSAFE_SEGMENTS, type DocumentFilter, type SqlFragment } from './document-filter';
 import {
   checkRepositorySettings,
   createDocumentCore,
@@ -301,8 +301,11 @@ function renderSort(spec: unknown, where: string): SqlFragment {
   const parts: string[] = [];
   const bindings: string[] = [];
   for (const [field, direction] of Object.entries(spec)) {
-    if (!SORT_FIELD.test(field)) throw new TypeError(`${where}: cannot sort on field ${JSON.stringify(field)}`);
-    const order = ORDER[String(direction)];
+    if (!SORT_FIELD.test(field) || field.split('.').some((segment) => UNSAFE_SEGMENTS.has(segment))) {
+      throw new TypeError(`${where}: cannot sort on field ${JSON.stringify(field)}`);
+    }
+    // Own keys only: `constructor` or `toString` must not find Object.prototype's.
+    const order = Object.hasOwn(ORDER, String(direction)) ? ORDER[String(direction)] : undefined;
     if (order === undefined) throw new TypeError(`${where}: sort direction for ${JSON.stringify(field)} must be 1, -1, 'asc' or 'desc'`);
     const path = field.split('.');
     parts.push(`(doc #> array[${path.map(() => '?').join(', ')}]::text[]) ${order}`);
@@ -411,18 +414,38 @@ function compileUpdate(change: unknown, where: string): (doc: Record<string, unk
   const sets: [string[], unknown][] = [];
   const unsets: string[][] = [];
   const field = (path: string): string[] => {
-    if (!UPDATE_PATH.test(path)) throw new TypeError(`${where}: cannot update field ${JSON.stringify(path)}`);
+    const segments = path.split('.');
+    // `__proto__.x` would write onto Object.prototype, shared by the whole process.
+    if (!UPDATE_PATH.test(path) || segments.some((segment) => UNSAFE_SEGMENTS.has(segment))) {
+      throw new TypeError(`${where}: cannot update field ${JSON.stringify(path)}`);
+    }
     if (path === '_id' || path === 'createdAt') throw new TypeError(`${where}: ${path} cannot be changed`);
-    return path.split('.');
+    return segments;
+  };
+  /** A value a document can hold (JSON), checked now rather than as a DataCloneError at the write. */
+  const storable = (path: string[], value: unknown): unknown => {
+    if (value !== undefined && JSON.stringify(value) === undefined) throw new TypeError(`${where}: ${path.join('.')} cannot be stored (not a JSON value)`);
+    try {
+      return structuredClone(value);
+    } catch {
+      throw new TypeError(`${where}: ${path.join('.')} cannot be stored (not a JSON value)`);
+    }
   };
   for (const [key, value] of Object.entries(change)) {
     if (key === '$set' || key === '$unset') {
       if (!isPlainObject(value)) throw new TypeError(`${where}: ${key} takes an object`);
-      for (const [path, fieldValue] of Object.entries(value)) (key === '$set' ? sets.push([field(path), fieldValue]) : unsets.push(field(path)));
+      for (const [path, fieldValue] of Object.entries(value)) {
+        if (key === '$unset') unsets.push(field(path));
+        else {
+          const segments = field(path);
+          sets.push([segments, storable(segments, fieldValue)]);
+        }
+      }
     } else if (key.startsWith('$')) {
       throw new TypeError(`${where}: unknown update operator ${JSON.stringify(key)} (known: $set, $unset)`);
     } else {
-      sets.push([field(key), value]);
+      const segments = field(key);
+      sets.push([segments, storable(segments, value)]);
     }
   }
   return (doc) => {
@@ -430,14 +453,14 @@ function compileUpdate(change: unknown, where: string): (doc: Record<string, unk
     for (const [path, value] of sets) {
       let target = next;
       for (const segment of path.slice(0, -1)) {
-        if (!isPlainObject(target[segment])) target[segment] = {};
+        if (!Object.hasOwn(target, segment) || !isPlainObject(target[segment])) target[segment] = {};
         target = target[segment] as Record<string, unknown>;
       }
       target[path[path.length - 1] as string] = structuredClone(value);
     }
     for (const path of unsets) {
       let target: unknown = next;
-      for (const segment of path.slice(0, -1)) target = isPlainObject(target) ? target[segment] : undefined;
+      for (const segment of path.slice(0, -1)) target = isPlainObject(target) && Object.hasOwn(target, segment) ? target[segment] : undefined;
       if (isPlainObject(target)) delete target[path[path.length - 1] as string];
     }
     return next;

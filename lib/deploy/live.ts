@@ -38,7 +38,10 @@ export class LiveExtensions {
    * are still being set up: the router waits for its start, then routes it again.
    */
   awaitsSetup(url: string): boolean {
-    return this.awaitingSetup.length !== 0 && this.awaitingSetup.some((prefix) => url.startsWith(prefix) || url === prefix.slice(0, -1));
+    if (this.awaitingSetup.length === 0) return false;
+    const query = url.indexOf('?');
+    const path = query === -1 ? url : url.slice(0, query);
+    return this.awaitingSetup.some((prefix) => path.startsWith(prefix) || path === prefix.slice(0, -1));
   }
 
   /** Every setup ran: the table now holds each controller's methods. */

@@ -372,7 +372,7 @@ describe.each(backends())('plugin repositories on %s', (backend) => {
       await expect(repo.findAllBy({ $where: 'sleep(1)' } as never)).rejects.toThrow(/unknown operator "\$where"/);
       await expect(repo.findAllBy({ "desc'ription": 'x' })).rejects.toThrow(
         new TypeError(
-          `repository "Todo" (collection "${repo.collection}").findAllBy: field "desc'ription" is not a field name a filter can use (letters, digits, _ and -, dot-separated; no quotes, spaces or $)`,
+          `repository "Todo" (collection "${repo.collection}").findAllBy: field "desc'ription" is not a field name a filter can use (letters, digits, _ and -, dot-separated; no quotes, spaces or $; not __proto__, constructor or prototype)`,
         ),
       );
       await expect(repo.findBy({ "a'); drop table bcms_documents; --": 1 })).rejects.toThrow(TypeError);
@@ -477,6 +477,15 @@ describe.each(backends())('plugin repositories on %s', (backend) => {
     expect(await repo.count({ description: 'finished' })).toBe(2);
     await expect(db.updateMany({ done: true }, { $set: { done: 'no' } })).rejects.toThrow(/entity\.done must be a boolean/);
     await expect(db.updateOne({}, { $inc: { priority: 1 } })).rejects.toThrow(/unknown update operator "\$inc"/);
+    // Paths through a prototype, from request data, are refused: nothing reaches Object.prototype.
+    for (const update of ['{"$set": {"__proto__.isAdmin": true}}', '{"$unset": {"__proto__.toString": 1}}', '{"$set": {"constructor.prototype.x": 1}}', '{"__proto__": {"x": 1}}']) {
+      await expect(db.updateOne({ description: 'job 1' }, JSON.parse(update))).rejects.toThrow(TypeError);
+    }
+    expect(({} as Record<string, unknown>).isAdmin).toBeUndefined();
+    expect(typeof ({} as object).toString).toBe('function');
+    await expect((async () => db.find({}).sort({ description: 'constructor' }))()).rejects.toThrow(/sort direction/);
+    await expect((async () => db.find({ '__proto__.x': 1 }))()).rejects.toThrow(TypeError);
+    await expect(db.updateOne({ description: 'job 1' }, { $set: { extra: () => 1 } })).rejects.toThrow(/extra cannot be stored/);
     expect(await db.deleteMany({ done: true })).toEqual({ acknowledged: true, deletedCount: 2 });
     expect(await repo.count()).toBe(3);
     expect(() => db.find({ "bad'field": 1 })).toThrow(TypeError);

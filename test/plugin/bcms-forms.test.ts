@@ -147,7 +147,7 @@ describe('controllers as BCMS declares them', () => {
     const app = (await import('express')).default();
     app.use(router);
     app.use((_req, res) => void res.status(404).json({ host404: true }));
-    const res = await request(app).get('/api/plugin/slow/s');
+    const res = await request(app).get('/api/plugin/slow/s?with=query');
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ word: 'late' });
     // A path the plugin does not serve still reaches the host.
