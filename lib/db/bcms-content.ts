@@ -2,38 +2,22 @@ import type { Knex } from 'knex';
 import { inList, kind, unstorable } from './document-filter';
 import { newObjectId } from './documents';
 import { isIdShaped } from './repository';
-import type { BcmsEntryMeta } from './shapes';
+import type { BcmsEntry, BcmsEntryMeta, BcmsTemplate } from './shapes';
 import type { ContentStore } from './store';
 
 // Templates and entries as BCMS's `BCMSRepo` has them (reference 1d): an FSDB-style repository
 // each, its base methods at the top level and BCMS's own under `methods`, over the bcms_templates
 // and bcms_entries tables. Predicate queries run over the table's rows in JS, as FSDB runs them.
 
-/** A template, as BCMS shapes it (with `cid`, its short id). Times are epoch milliseconds. */
-export interface BCMSTemplate {
-  _id: string;
+/** A template, as BCMS shapes it (with `cid`, its short id, and `userId`). Times are epoch milliseconds. */
+export interface BCMSTemplate extends BcmsTemplate {
   cid: string;
-  name: string;
-  label: string;
-  desc: string;
   userId: string;
-  singleEntry: boolean;
-  props: unknown[];
-  createdAt: number;
-  updatedAt: number;
 }
 
 /** An entry, as BCMS shapes it (with `cid`). Times are epoch milliseconds. */
-export interface BCMSEntry {
-  _id: string;
+export interface BCMSEntry extends BcmsEntry {
   cid: string;
-  templateId: string;
-  userId: string;
-  status: string;
-  meta: BcmsEntryMeta[];
-  content: unknown[];
-  createdAt: number;
-  updatedAt: number;
 }
 
 /** What `add` takes: the entity, where everything but the required fields may be left out. */

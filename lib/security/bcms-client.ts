@@ -3,7 +3,7 @@ import type { Request } from 'express';
 import { decodeText, hasBody } from '../http/body';
 import { BcmsHttpError, type ErrorCode } from '../http/errors';
 import { isKeyId } from './api-keys';
-import { forbiddenMessage, keyPermits, type Permission, type SignatureMemory } from './replay';
+import { refuseUnlessAccepted, forbiddenMessage, keyPermits, type Permission, type SignatureMemory } from './replay';
 import { signatureAuthOf, type SignatureAuth } from './signature';
 
 /**
@@ -166,19 +166,7 @@ export function createClientSignatureVerifier(options: { memory: SignatureMemory
     // covers nonce, timestamp, key and body. Remembered until the timestamp leaves the window.
     const expiresAt = new Date(timestamp + skewMs + 1000);
     const acceptance = await memory.ledger.accept(key.id, LEDGER_PREFIX + given.toString('hex'), permission, expiresAt);
-    switch (acceptance) {
-      case 'unknown':
-        memory.forget(key.id);
-        throw refuse('SIGNATURE_INVALID', 'Unknown key.');
-      case 'blocked':
-        throw new BcmsHttpError('KEY_FORBIDDEN', 'This API key is blocked.');
-      case 'not-permitted':
-        throw forbidden();
-      case 'replayed':
-        throw refuse('SIGNATURE_REPLAYED');
-      case 'accepted':
-        break;
-    }
+    refuseUnlessAccepted(acceptance, { permission, forget: () => memory.forget(key.id), refuse, unknownKey: 'Unknown key.' });
     memory.purgeNowAndThen(now);
     return { auth: signatureAuthOf(key), body };
   };

@@ -1,6 +1,7 @@
 import { createHash, createPublicKey, type KeyObject } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { ContentStore } from '../db/store';
+import { BcmsHttpError } from '../http/errors';
 import type { Logger } from '../logger';
 import type { SignatureAlgorithm } from './algorithms';
 import { API_KEYS_TABLE } from './api-keys';
@@ -84,6 +85,29 @@ export function forbiddenMessage(permission: Permission): string {
   if ('plugin' in permission) return `This API key may not call plugin "${permission.plugin}": it does not list it.`;
   if ('deploy' in permission) return 'This API key may not deploy.';
   return 'This API key may not do this.';
+}
+
+/**
+ * Throws the answer for a signature the ledger did not accept (both schemes answer alike): an
+ * unknown key is forgotten from the key memory and refused with `unknownKey`'s message.
+ */
+export function refuseUnlessAccepted(
+  acceptance: Acceptance,
+  options: { permission: Permission; forget: () => void; refuse: (code: 'SIGNATURE_INVALID' | 'SIGNATURE_REPLAYED', message?: string) => Error; unknownKey: string },
+): void {
+  switch (acceptance) {
+    case 'unknown':
+      options.forget();
+      throw options.refuse('SIGNATURE_INVALID', options.unknownKey);
+    case 'blocked':
+      throw new BcmsHttpError('KEY_FORBIDDEN', 'This API key is blocked.');
+    case 'not-permitted':
+      throw new BcmsHttpError('KEY_FORBIDDEN', forbiddenMessage(options.permission));
+    case 'replayed':
+      throw options.refuse('SIGNATURE_REPLAYED');
+    case 'accepted':
+      return;
+  }
 }
 
 interface Candidate {

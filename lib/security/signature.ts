@@ -6,7 +6,7 @@ import { BcmsHttpError, type ErrorCode } from '../http/errors';
 import { HEADER_ALGORITHM, type SignatureAlgorithm } from './algorithms';
 import { isKeyId } from './api-keys';
 import { bodyMatches, claimedSha256, type DigestHeader } from './digest';
-import { forbiddenMessage, keyPermits, type KeyMaterial, type Permission, type SignatureMemory } from './replay';
+import { refuseUnlessAccepted, forbiddenMessage, keyPermits, type KeyMaterial, type Permission, type SignatureMemory } from './replay';
 
 /** Sent with every signature 401: the scheme, and the headers a signature must cover. */
 export const SIGNATURE_CHALLENGE = Object.freeze({ 'WWW-Authenticate': 'Signature realm="bcms",headers="(request-target) date digest"' });
@@ -118,19 +118,7 @@ export function createSignatureVerifier(options: { memory: SignatureMemory; cloc
     // Remembered until the date leaves the window: a copy sent later is refused as expired instead.
     const expiresAt = new Date((dateSeconds + clockSkewSeconds + 1) * 1000);
     const acceptance = await memory.ledger.accept(key.id, parsed.signingString, permission, expiresAt);
-    switch (acceptance) {
-      case 'unknown':
-        memory.forget(key.id);
-        throw refuse('SIGNATURE_INVALID', 'Unknown keyId.');
-      case 'blocked':
-        throw new BcmsHttpError('KEY_FORBIDDEN', 'This API key is blocked.');
-      case 'not-permitted':
-        throw new BcmsHttpError('KEY_FORBIDDEN', forbiddenMessage(permission));
-      case 'replayed':
-        throw refuse('SIGNATURE_REPLAYED');
-      case 'accepted':
-        break;
-    }
+    refuseUnlessAccepted(acceptance, { permission, forget: () => memory.forget(key.id), refuse, unknownKey: 'Unknown keyId.' });
     memory.purgeNowAndThen(now);
     return { auth: signatureAuthOf(key), body };
   };
