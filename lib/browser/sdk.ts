@@ -214,7 +214,7 @@ const sdk: BcmsSdk = {
 
 const STYLE = `
 .bcms-notifications { position: fixed; right: 1rem; bottom: 1rem; z-index: 2147483000; display: grid; gap: 0.5rem; width: min(24rem, calc(100vw - 2rem)); margin: 0; padding: 0; list-style: none; font: 0.95rem/1.4 system-ui, sans-serif; }
-.bcms-notification { display: flex; align-items: flex-start; gap: 0.75rem; padding: 0.75rem 0.75rem 0.75rem 1rem; border-radius: 0.5rem; border-left: 0.35rem solid; background: #fff; color: #1d2330; box-shadow: 0 4px 16px #0003; }
+.bcms-notification { display: flex; align-items: center; gap: 0.75rem; padding: 0.75rem 0.75rem 0.75rem 1rem; border-radius: 0.5rem; border-left: 0.35rem solid; background: #fff; color: #1d2330; box-shadow: 0 4px 16px #0003; }
 .bcms-notification p { margin: 0; flex: 1; overflow-wrap: anywhere; }
 .bcms-notification-success { border-color: #1e7d43; }
 .bcms-notification-info { border-color: #3357d6; }
@@ -229,7 +229,9 @@ const STYLE = `
 .bcms-confirm-buttons { display: flex; justify-content: flex-end; gap: 0.5rem; }
 .bcms-confirm button { padding: 0.5rem 1rem; border: 1px solid #3357d6; border-radius: 0.4rem; background: #fff; color: #3357d6; font: inherit; cursor: pointer; }
 .bcms-confirm button[value="ok"] { background: #3357d6; color: #fff; }
-.bcms-notification :focus-visible, .bcms-confirm :focus-visible { outline: 3px solid #0b57d0; outline-offset: 2px; }
+.bcms-notification :focus-visible { outline: 3px solid #0b57d0; outline-offset: 2px; }
+/* The dialog's focus is always shown, however it was opened (a mouse click gives no :focus-visible). */
+.bcms-confirm button:focus { outline: 3px solid #0b57d0; outline-offset: 2px; }
 `;
 
 /** The page's stylesheet for notifications and dialogs, added once. */
