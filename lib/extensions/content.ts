@@ -90,15 +90,23 @@ export function createSdkController(options: {
   const { plugins, hasUi, functions, content } = options;
   const { template: templates, entry: entries } = content;
 
-  const templateOf = async (id: string): Promise<BCMSTemplate> => {
+  /** By `_id` (a template's PUT and DELETE take nothing else). */
+  const templateById = async (id: string): Promise<BCMSTemplate> => {
     const template = await templates.findById(id);
     if (template === null) throw notFound('Template');
     return template;
   };
-  /** The entry, when it belongs to the template of the path. */
-  const entryOf = async (templateId: string, entryId: string): Promise<BCMSEntry> => {
-    const entry = await entries.findById(entryId);
-    if (entry === null || entry.templateId !== templateId) throw notFound('Entry');
+  /** By `_id`, `cid` or `name`, as BCMS's routes take a template (`findByRef`): a UI written for BCMS may hold any. */
+  const templateOf = async (ref: string): Promise<BCMSTemplate> => {
+    const template = await templates.methods.findByRef(ref);
+    if (template === null) throw notFound('Template');
+    return template;
+  };
+  /** The entry, when it belongs to the template (a template or its ref); asked for under another, or none, it is not found. */
+  const entryOf = async (template: BCMSTemplate | string, entryId: string): Promise<BCMSEntry> => {
+    const owner = typeof template === 'string' ? await templates.methods.findByRef(template) : template;
+    const entry = owner === null ? null : await entries.findById(entryId);
+    if (entry === null || entry.templateId !== owner?._id) throw notFound('Entry');
     return entry;
   };
   /** A name no other template has (a taken one is a 400 that says so). */
@@ -204,7 +212,7 @@ export function createSdkController(options: {
         type: 'put',
         preRequestHandler: writer<TemplateUpdateBody>(TEMPLATE_UPDATE_SCHEMA),
         handler: async ({ body }) => {
-          const current = await templateOf(body._id);
+          const current = await templateById(body._id);
           // As BCMS: a new label renames the template, unless a name is given.
           if (body.name === '') throw emptyName();
           const name = body.name ?? (body.label !== undefined && body.label !== current.label ? nameOfLabel(body.label) : undefined);
@@ -287,7 +295,7 @@ export function createSdkController(options: {
           if (body.templateId !== undefined && body.templateId !== template._id) {
             throw badRequest(`body.templateId ${JSON.stringify(body.templateId)} is not the template of the path (${JSON.stringify(template._id)}): an entry stays in its template.`);
           }
-          await entryOf(template._id, body._id);
+          await entryOf(template, body._id);
           const bad = checkMetaData(body.meta);
           if (bad !== null) throw badRequest(bad);
           const { _id, status, meta, content: entryContent } = body;

@@ -257,13 +257,32 @@ describe.each(backends())('the SDK routes under /api/extensions on %s', (backend
       expect((await request(t.app).get(api(`/templates/${fresh._id}/entries/${second._id}`)).set('Authorization', readOnly)).body).toEqual(second);
     });
 
+    test("a template may be named by its _id, its cid or its name, as BCMS's routes take it", async () => {
+      const byRef = (await request(t.app).post(api('/templates')).set('Authorization', editor).send({ label: 'By ref' })).body as { _id: string; cid: string; name: string };
+      const entry = await createEntry(byRef._id, { meta });
+      for (const ref of [byRef._id, byRef.cid, byRef.name]) {
+        expect((await request(t.app).get(api(`/templates/${ref}`)).set('Authorization', readOnly)).body).toMatchObject({ _id: byRef._id });
+        expect((await request(t.app).get(api(`/templates/${ref}/entries`)).set('Authorization', readOnly)).body).toEqual({ entries: [entry] });
+        expect((await request(t.app).get(api(`/templates/${ref}/entries/count`)).set('Authorization', readOnly)).body).toEqual({ count: 1 });
+        expect((await request(t.app).get(api(`/templates/${ref}/entries/${entry._id}`)).set('Authorization', readOnly)).body).toEqual(entry);
+      }
+      const viaName = await request(t.app).post(api(`/templates/${byRef.name}/entries`)).set('Authorization', editor).send({ meta });
+      expect(viaName.body).toMatchObject({ templateId: byRef._id });
+      const updated = await request(t.app).put(api(`/templates/${byRef.cid}/entries`)).set('Authorization', editor).send({ _id: entry._id, templateId: byRef._id, status: 'ok' });
+      expect(updated.body).toMatchObject({ _id: entry._id, status: 'ok' });
+      expect((await request(t.app).delete(api(`/templates/${byRef.cid}/entries/${viaName.body._id}`)).set('Authorization', editor)).body).toBe(true);
+      // A template's own PUT and DELETE take its _id only.
+      expect((await request(t.app).put(api('/templates')).set('Authorization', editor).send({ _id: byRef.name, desc: 'x' })).status).toBe(404);
+      expect((await request(t.app).delete(api(`/templates/${byRef.cid}`)).set('Authorization', editor)).status).toBe(404);
+    });
+
     test('an unknown or malformed template, or an entry of another template: 404', async () => {
       const entry = await createEntry(template._id, { meta });
       for (const path of [`/templates/${MISSING}/entries`, `/templates/${MISSING}/entries/lite`, `/templates/${MISSING}/entries/count`, '/templates/not-an-id/entries']) {
         const res = await request(t.app).get(api(path)).set('Authorization', readOnly);
         expect({ path, status: res.status, body: res.body }).toEqual({ path, status: 404, body: { message: 'Template not found.' } });
       }
-      for (const path of [`/templates/${other._id}/entries/${entry._id}`, `/templates/${template._id}/entries/${MISSING}`, `/templates/${template._id}/entries/%00`]) {
+      for (const path of [`/templates/${other._id}/entries/${entry._id}`, `/templates/${MISSING}/entries/${entry._id}`, `/templates/${template._id}/entries/${MISSING}`, `/templates/${template._id}/entries/%00`]) {
         const res = await request(t.app).get(api(path)).set('Authorization', readOnly);
         expect({ path, status: res.status, body: res.body }).toEqual({ path, status: 404, body: { message: 'Entry not found.' } });
       }
