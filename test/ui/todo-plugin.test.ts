@@ -150,7 +150,7 @@ function todoPlugin(todos: Map<string, Todo>) {
   function watch(target: Page): void {
     target.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
     target.on('console', (message) => {
-      if (message.type() === 'error') problems.push(`console error: ${message.text()}`);
+      if (message.type() === 'error') problems.push(`console error: ${message.text()} (${message.location().url})`);
     });
   }
 
@@ -180,7 +180,7 @@ function todoPlugin(todos: Map<string, Todo>) {
     await page.waitForURL(`${url}/bcms/plugins/todos`);
     await visible(plugin().getByRole('heading', { name: 'Todos', level: 1 }));
     await visible(plugin().getByRole('heading', { name: 'Todo (0)' }));
-    await visible(plugin().getByText('Signed in as ada'));
+    await visible(plugin().getByText('Signed in as ada-1'));
     await visible(plugin().getByRole('heading', { name: 'Notes (0)' }));
   }, 30_000);
 
@@ -258,8 +258,8 @@ function todoPlugin(todos: Map<string, Todo>) {
     await page.screenshot({ path: path.join(SCREENSHOTS, 'todo-3-confirm.png') });
     await page.keyboard.press('Escape');
     await dialog.waitFor({ state: 'detached' });
-    // Back where it was: the Delete button, inside the plugin's frame.
-    expect(await page.evaluate('document.activeElement.tagName')).toBe('IFRAME');
+    // Back where it was: the Delete button, inside the plugin's frame (the dialog's close event comes a task later).
+    await page.waitForFunction("document.activeElement.tagName === 'IFRAME'", undefined, { timeout: 5000 });
     expect(await pluginFrame().evaluate("document.activeElement.getAttribute('aria-label')")).toBe('Delete Water plants');
     expect(await storedTodos()).toHaveLength(2);
 
@@ -322,7 +322,7 @@ function todoPlugin(todos: Map<string, Todo>) {
       await alone.screenshot({ path: path.join(SCREENSHOTS, 'todo-4-on-its-own.png') });
       await alone.keyboard.press('Escape');
       await dialog.waitFor({ state: 'detached' });
-      expect(await alone.evaluate("document.activeElement.getAttribute('aria-label')")).toBe('Delete Buy milk');
+      await alone.waitForFunction("document.activeElement.getAttribute('aria-label') === 'Delete Buy milk'", undefined, { timeout: 5000 });
       expect(await storedTodos()).toEqual([{ description: 'Buy milk', done: true }]);
       expectedProblems(/status of 400|Describe the todo first/);
     } finally {
