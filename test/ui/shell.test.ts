@@ -158,6 +158,10 @@ if (!found) {
     await page.getByRole('button', { name: 'Sign out' }).click();
     await expectVisible(page.getByRole('heading', { name: 'Sign in to BCMS' }));
     expect(await page.evaluate("localStorage.getItem('bcms.accessToken')")).toBeNull();
+    expect(await page.evaluate('window.bcms.sdk.getAccessToken()')).toBeNull();
+    expect(await page.evaluate('window.bcms.sdk.isLoggedIn()')).toBe(false);
+    // A call that asks for the token, with none kept: BCMS's 401, and no request made.
+    expect(await page.evaluate("window.bcms.sdk.template.getAll().then(() => 'answered', (e) => [e.status, e.message])")).toEqual([401, 'Not logged in.']);
   }, 30_000);
 });
 

@@ -108,7 +108,8 @@ function todoPlugin(todos: Map<string, Todo>) {
     {
       userId: 'ada-1',
       rls: [{ name: 'ADMIN', permissions: ['READ', 'WRITE', 'DELETE', 'EXECUTE'].map((name) => ({ name })) }],
-      props: { email: EMAIL, username: 'ada' },
+      // Not ASCII: the payload is UTF-8 in base64url, which the SDK decodes as such.
+      props: { personal: { firstName: 'Zoë', lastName: 'Ångström 😀' } },
     },
     JWT_SECRET,
     { algorithm: 'HS256', expiresIn: '1h' },
@@ -190,6 +191,8 @@ function todoPlugin(todos: Map<string, Todo>) {
     expect(await frame.evaluate('window.bcms.origin')).toBe(url);
     expect(await frame.evaluate('window.bcms.sdk.getAccessToken().payload.userId')).toBe('ada-1');
     expect(await frame.evaluate('window.bcms.sdk.getAccessToken().header.alg')).toBe('HS256');
+    expect(await frame.evaluate('window.bcms.sdk.getAccessToken().payload.props.personal')).toEqual({ firstName: 'Zoë', lastName: 'Ångström 😀' });
+    expect(await frame.evaluate('window.bcms.sdk.user.get().then((user) => user.customPool.personal.firstName)')).toBe('Zoë');
     expect(await frame.evaluate('window.bcms.sdk.isLoggedIn()')).toBe(true);
     // send puts /api in front of a BCMS-relative URL; without Authorization '' no token goes.
     expect(await frame.evaluate("window.bcms.sdk.send({ url: '/plugin/todos/todo/all', headers: { Authorization: '' } }).then((r) => r.items.length)")).toBe(0);
