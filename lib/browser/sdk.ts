@@ -212,6 +212,7 @@ const sdk: BcmsSdk = {
 // ---------------------------------------------------------------------------------------------
 // Notifications and the confirm dialog: plain DOM in this script's own page (the shell's, for frames)
 
+// The confirm dialog's rules reach its own parts only: toasts live inside it while it is open.
 const STYLE = `
 .bcms-notifications { position: fixed; right: 1rem; bottom: 1rem; z-index: 2147483000; display: grid; gap: 0.5rem; width: min(24rem, calc(100vw - 2rem)); margin: 0; padding: 0; list-style: none; font: 0.95rem/1.4 system-ui, sans-serif; }
 .bcms-notification { display: flex; align-items: center; gap: 0.75rem; padding: 0.75rem 0.75rem 0.75rem 1rem; border-radius: 0.5rem; border-left: 0.35rem solid; background: #fff; color: #1d2330; box-shadow: 0 4px 16px #0003; }
@@ -224,14 +225,14 @@ const STYLE = `
 .bcms-notification button:hover { background: #eef1f6; color: #1d2330; }
 .bcms-confirm { max-width: min(28rem, calc(100vw - 2rem)); padding: 1.25rem 1.5rem; border: 0; border-radius: 0.75rem; color: #1d2330; box-shadow: 0 8px 32px #0004; font: 1rem/1.45 system-ui, sans-serif; }
 .bcms-confirm::backdrop { background: #1d233066; }
-.bcms-confirm h2 { margin: 0 0 0.5rem; font-size: 1.15rem; }
-.bcms-confirm p { margin: 0 0 1.25rem; white-space: pre-wrap; }
+.bcms-confirm > h2 { margin: 0 0 0.5rem; font-size: 1.15rem; }
+.bcms-confirm > p { margin: 0 0 1.25rem; white-space: pre-wrap; }
 .bcms-confirm-buttons { display: flex; justify-content: flex-end; gap: 0.5rem; }
-.bcms-confirm button { padding: 0.5rem 1rem; border: 1px solid #3357d6; border-radius: 0.4rem; background: #fff; color: #3357d6; font: inherit; cursor: pointer; }
-.bcms-confirm button[value="ok"] { background: #3357d6; color: #fff; }
+.bcms-confirm-buttons button { padding: 0.5rem 1rem; border: 1px solid #3357d6; border-radius: 0.4rem; background: #fff; color: #3357d6; font: inherit; cursor: pointer; }
+.bcms-confirm-buttons button[value="ok"] { background: #3357d6; color: #fff; }
 .bcms-notification :focus-visible { outline: 3px solid #0b57d0; outline-offset: 2px; }
 /* The dialog's focus is always shown, however it was opened (a mouse click gives no :focus-visible). */
-.bcms-confirm button:focus { outline: 3px solid #0b57d0; outline-offset: 2px; }
+.bcms-confirm-buttons button:focus { outline: 3px solid #0b57d0; outline-offset: 2px; }
 `;
 
 /** The page's stylesheet for notifications and dialogs, added once. */
@@ -249,9 +250,9 @@ let notificationList: HTMLElement | null = null;
 function notificationHost(): HTMLElement {
   if (notificationList?.isConnected) return notificationList;
   ensureStyle();
-  notificationList = document.createElement('section');
+  // A plain container, not a landmark: an empty region in every page would be noise; the toasts carry the roles.
+  notificationList = document.createElement('div');
   notificationList.className = 'bcms-notifications';
-  notificationList.setAttribute('aria-label', 'Notifications');
   document.body.append(notificationList);
   return notificationList;
 }
@@ -273,8 +274,9 @@ function notify(kind: keyof typeof NOTIFICATION_MS, text: string): void {
   toast.append(message, dismiss);
   host.append(toast);
   // The text arrives after the region is in the page: screen readers announce a change to a live
-  // region, and some miss a region that appears with its text already in it.
-  requestAnimationFrame(() => (message.textContent = String(text)));
+  // region, and some miss a region that appears with its text already in it. A timer, not an
+  // animation frame: those wait while the tab is hidden, and the toast would go by empty.
+  setTimeout(() => (message.textContent = String(text)), 50);
   // It goes by itself; not while the pointer or the focus is on it (time to read it: WCAG 2.2.1).
   let left = NOTIFICATION_MS[kind];
   let started = Date.now();
@@ -356,14 +358,20 @@ function confirm(title: string, text: string): Promise<boolean> {
   buttons.append(cancel, button('ok', 'OK'));
   dialog.append(heading, body, buttons);
   document.body.append(dialog);
+  // A modal dialog makes the rest of the page inert, toasts included (neither announced nor
+  // dismissable): while it is open, they live inside it.
+  const toasts = notificationHost();
+  const toastsHome = toasts.parentElement ?? document.body;
   return new Promise((resolve) => {
     // Escape closes a modal dialog with an empty returnValue: that is a Cancel.
     dialog.addEventListener('close', () => {
+      if (toasts.parentElement === dialog) toastsHome.append(toasts);
       dialog.remove();
       if (returnTo?.isConnected) returnTo.focus();
       resolve(dialog.returnValue === 'ok');
     });
     dialog.showModal();
+    dialog.append(toasts);
     // The least destructive choice has the focus first (WAI-ARIA APG, alert dialog).
     cancel.focus();
   });

@@ -258,7 +258,14 @@ function todoPlugin(todos: Map<string, Todo>) {
     // The focus moved into it, on the least destructive choice.
     expect(await page.evaluate('document.activeElement.textContent')).toBe('Cancel');
     expect(await page.evaluate("document.activeElement.closest('[role=alertdialog]') !== null")).toBe(true);
+    // A notification while it is open is not left inert behind it: it shows, and the mouse dismisses it.
+    await pluginFrame().evaluate("window.bcms.notification.warning('Saved elsewhere meanwhile.')");
+    const warning = page.getByRole('alert').filter({ hasText: 'Saved elsewhere meanwhile.' });
+    await visible(warning);
     await page.screenshot({ path: path.join(SCREENSHOTS, 'todo-3-confirm.png') });
+    await warning.getByRole('button', { name: 'Dismiss notification' }).click();
+    await warning.waitFor({ state: 'detached', timeout: 1000 });
+    await dialog.getByRole('button', { name: 'Cancel' }).focus();
     await page.keyboard.press('Escape');
     await dialog.waitFor({ state: 'detached' });
     // Back where it was: the Delete button, inside the plugin's frame (the dialog's close event comes a task later).
@@ -287,7 +294,11 @@ function todoPlugin(todos: Map<string, Todo>) {
     await plugin().getByRole('button', { name: 'Save note' }).click();
     await visible(plugin().getByRole('list', { name: 'Notes' }).getByText('Call the plumber'));
     await visible(plugin().getByRole('heading', { name: 'Notes (1)' }));
-    await visible(page.getByRole('status').filter({ hasText: 'Note saved.' }));
+    const saved = page.getByRole('status').filter({ hasText: 'Note saved.' });
+    await visible(saved);
+    // Dismissed at once with its button (by the mouse), before its time.
+    await saved.getByRole('button', { name: 'Dismiss notification' }).click();
+    await saved.waitFor({ state: 'detached', timeout: 1000 });
     const { templates } = await read<{ templates: { _id: string; name: string; label: string }[] }>('/api/extensions/templates');
     const notes = templates.find((template) => template.name === 'notes');
     expect(notes?.label).toBe('Notes');
