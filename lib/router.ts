@@ -1,6 +1,6 @@
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { Knex } from 'knex';
-import { bindBcmsRepo } from './db/bcms-repo';
+import { bcmsContentRepoOf, bindBcmsRepo } from './db/bcms-repo';
 import { openDatabase, type DatabaseOption } from './db/connection';
 import { createRepository } from './db/repository';
 import { ContentStore } from './db/store';
@@ -141,7 +141,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     errorHandler,
     repo,
   });
-  const sdkController = createSdkController({ plugins: () => live.allPlugins, hasUi: (name) => ui.hasUi(name), functions: () => live.functions ?? new Map(), repo });
+  const sdkController = createSdkController({ plugins: () => live.allPlugins, hasUi: (name) => ui.hasUi(name), functions: () => live.functions ?? new Map(), content: bcmsContentRepoOf(store) });
   const ownRoutes = new PluginRouteTable([createBcmsPlugin({ name: 'extensions', controllers: [createKeysController(store), sdkController] })], '/api');
 
   const serveDeployments = createDeployRoutes({

@@ -2,7 +2,7 @@
 // "Plugins" section lists every plugin with a UI; choosing one opens its UI in a frame, and the URL
 // (`<admin.path>/plugins/<name>`) says which, so reload and back work. Plain DOM: the shell must
 // not impose a framework on plugin UIs, which bring their own (Vue 3).
-import type { BcmsSdk, BcmsSdkPlugin } from '../sdk/types';
+import type { BcmsGlobal, BcmsSdkPlugin } from '../sdk/types';
 
 interface ShellConfig {
   title: string;
@@ -13,7 +13,7 @@ interface ShellConfig {
 }
 
 const config = JSON.parse((document.getElementById('bcms-shell-config') as HTMLElement).textContent as string) as ShellConfig;
-const sdk = (window as unknown as { bcms: { sdk: BcmsSdk } }).bcms.sdk;
+const sdk = (window as unknown as { bcms: BcmsGlobal }).bcms.sdk;
 const root = document.getElementById('bcms-shell') as HTMLElement;
 let plugins: BcmsSdkPlugin[] = [];
 
@@ -80,7 +80,7 @@ async function renderApp(): Promise<void> {
   try {
     plugins = (await sdk.plugin.getAll()).filter((plugin) => plugin.uiUrl !== null);
   } catch (error) {
-    if (!sdk.isLoggedIn()) return; // a 401: the sign-out listener shows the sign-in
+    if (!(await sdk.isLoggedIn())) return; // a 401: the sign-out listener shows the sign-in
     root.replaceChildren(h('main', {}, h('p', { role: 'alert', class: 'bcms-error' }, `The plugins could not be listed: ${(error as Error).message}`)));
     return;
   }
@@ -140,5 +140,4 @@ window.addEventListener('storage', (event) => {
 });
 window.addEventListener('popstate', () => showPlugin());
 
-if (sdk.isLoggedIn()) void renderApp();
-else renderSignIn();
+void sdk.isLoggedIn().then((signedIn) => (signedIn ? renderApp() : renderSignIn()));

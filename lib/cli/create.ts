@@ -156,34 +156,45 @@ import { App } from './App';
 createApp(App).mount('#app');
 `,
     'ui/src/App.tsx': `import { defineComponent, onMounted, ref } from 'vue';
-import type { BcmsTemplate } from 'bcms-extensions/sdk'; // also types window.bcms.sdk
+import type {} from 'bcms-extensions/sdk'; // declares window.bcms (types only)
+
+// As a BCMS plugin UI starts: the shell's window.bcms (notifications and dialogs show in the shell).
+window.bcms = window.parent.bcms;
 
 export const App = defineComponent({
   setup() {
-    const templates = ref<BcmsTemplate[]>([]);
-    const state = ref<'loading' | 'ready' | 'error'>('loading');
-    const error = ref('');
+    const greeting = ref('');
+    const templates = ref<string[]>([]);
+    const state = ref<'loading' | 'ready'>('loading');
     onMounted(async () => {
-      try {
-        templates.value = await window.bcms.sdk.template.getAll();
-        state.value = 'ready';
-      } catch (caught) {
-        error.value = (caught as Error).message;
-        state.value = 'error';
-      }
+      // throwable shows an error as a notification; on success, the second function gets the result.
+      await window.bcms.util.throwable(
+        async () =>
+          Promise.all([
+            // This plugin's own back end: send puts /api in front of the URL.
+            window.bcms.sdk.send<{ message: string }>({ url: '/plugin/${name}/hello/world' }),
+            // Authorization '' asks send to add the signed-in user's token (BCMS's convention).
+            window.bcms.sdk.send<{ templates: string[] }>({ url: '/plugin/${name}/hello/templates', headers: { Authorization: '' } }),
+          ]),
+        async ([hello, list]) => {
+          greeting.value = hello.message;
+          templates.value = list.templates;
+          state.value = 'ready';
+        },
+      );
     });
     return () => (
       <main>
         <h1>${name}</h1>
         {state.value === 'loading' && <p role="status">Loading…</p>}
-        {state.value === 'error' && <p role="alert">Could not load the templates: {error.value}</p>}
-        {state.value === 'ready' && (
+        {state.value === 'ready' && [
+          <p>{greeting.value}</p>,
           <ul aria-label="Templates">
             {templates.value.map((template) => (
-              <li key={template._id}>{template.label || template.name}</li>
+              <li key={template}>{template}</li>
             ))}
-          </ul>
-        )}
+          </ul>,
+        ]}
       </main>
     );
   },

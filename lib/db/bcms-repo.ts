@@ -24,15 +24,22 @@ export function boundStore(user: string): ContentStore {
 
 const contentRepos = new WeakMap<ContentStore, BCMSContentRepo>();
 
-function content(): BCMSContentRepo {
-  if (current === undefined) throw new Error(`BCMSRepo ${NOT_BOUND}, or use \`repo\` from the handler context`);
-  const store = boundStore('BCMSRepo');
+/**
+ * BCMSRepo's repositories on one router's database, one per store: the package's own routes
+ * (`/api/extensions/templates`) read and write through the object `BCMSRepo` uses.
+ */
+export function bcmsContentRepoOf(store: ContentStore): BCMSContentRepo {
   let repo = contentRepos.get(store);
   if (repo === undefined) {
     repo = createBcmsContentRepo(store);
     contentRepos.set(store, repo);
   }
   return repo;
+}
+
+function content(): BCMSContentRepo {
+  if (current === undefined) throw new Error(`BCMSRepo ${NOT_BOUND}, or use \`repo\` from the handler context`);
+  return bcmsContentRepoOf(boundStore('BCMSRepo'));
 }
 
 /** An object whose methods call the current router's repository when they are called, not when they are read. */

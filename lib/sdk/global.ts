@@ -1,13 +1,34 @@
 /**
- * `window.bcms.sdk`, typed for plugin UIs: any import from `bcms-extensions/sdk` (or
+ * `window.bcms`, typed for plugin UIs: any import from `bcms-extensions/sdk` (or
  * `"types": ["bcms-extensions/sdk"]` in tsconfig) declares it, and every .tsx file gets completion.
  */
-import type { BcmsSdk } from './types';
+import type { BcmsGlobal } from './types';
 
 declare global {
   interface Window {
-    bcms: { sdk: BcmsSdk };
+    bcms: BcmsGlobal;
   }
 }
 
-export type { BcmsSdk, BcmsSdkError, BcmsSdkFunction, BcmsSdkPlugin, BcmsEntry, BcmsTemplate } from './types';
+export type {
+  BcmsEntry,
+  BcmsEntryCreateData,
+  BcmsEntryLite,
+  BcmsEntryMeta,
+  BcmsEntryUpdateData,
+  BcmsGlobal,
+  BcmsJwt,
+  BcmsNotification,
+  BcmsSdk,
+  BcmsSdkError,
+  BcmsSdkFunction,
+  BcmsSdkPlugin,
+  BcmsSdkPluginPolicy,
+  BcmsSdkSendConfig,
+  BcmsTemplate,
+  BcmsTemplateCreateData,
+  BcmsTemplateUpdateData,
+  BcmsThrowable,
+  BcmsUser,
+  BcmsUserCustomPool,
+} from './types';

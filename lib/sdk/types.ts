@@ -1,8 +1,18 @@
-import type { BcmsEntry, BcmsTemplate } from '../db/shapes';
+import type { BcmsEntry, BcmsEntryMeta, BcmsTemplate } from '../db/shapes';
+import type { JWT, JWTRole } from '../security/token';
 
-/** A plugin as `window.bcms.sdk.plugin.getAll()` lists it. */
+/** A plugin policy, as BCMS lists it (`plugin.getAll()`); this package defines none yet, so the list is empty. */
+export interface BcmsSdkPluginPolicy {
+  name: string;
+  type?: 'checkbox' | 'select' | 'selectArray' | 'input' | 'inputArray';
+  options?: string[];
+  default?: string[];
+}
+
+/** A plugin as `window.bcms.sdk.plugin.getAll()` lists it: BCMS's `{ name, policies }`, and ours `label`, `uiUrl`. */
 export interface BcmsSdkPlugin {
   name: string;
+  policies: BcmsSdkPluginPolicy[];
   /** Its readable name: `ui.label`, or the name with its dashes as spaces. */
   label: string;
   /** Where its UI is served (`/plugin/<name>/`), or null when it has none. */
@@ -15,31 +25,172 @@ export interface BcmsSdkFunction {
   public: boolean;
 }
 
-/** A failed request: the HTTP status and the service's message (or code, for functions). */
+/**
+ * A failed request, as BCMS's SDK throws it: `{ status, code, message }` (an `Error`, for its
+ * stack). `status` is -1 when no answer came (the network failed); `code` is the service's error
+ * code when its answer names one.
+ */
 export interface BcmsSdkError extends Error {
   status: number;
   code?: string;
 }
 
+/** The signed-in user's token, decoded in the browser (not verified there: the service verifies it). */
+export type BcmsJwt = JWT<Record<string, unknown>>;
+
+/** The user a token names, as BCMS's `user.get()` answers: what the token knows of them. */
+export interface BcmsUser {
+  _id: string;
+  username: string;
+  email: string;
+  roles: JWTRole[];
+  /** The token's `props` (BCMS puts its user's `personal`, `address` and `policy` there). */
+  customPool: BcmsUserCustomPool;
+}
+
+/** BCMS's custom pool, as far as the token carries it: every member may be missing. */
+export interface BcmsUserCustomPool {
+  personal?: { firstName?: string; lastName?: string; avatarUri?: string };
+  address?: Record<string, unknown>;
+  policy?: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+/** `send`'s argument: BCMS's axios config, the members this SDK reads. */
+export interface BcmsSdkSendConfig {
+  /** A path of the service's API without `/api` (`/plugin/<name>/todo` requests `<base>/api/plugin/<name>/todo`), or a full URL. */
+  url: string;
+  method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'HEAD' | 'get' | 'post' | 'put' | 'patch' | 'delete' | 'head' | (string & {});
+  /** Sent as JSON. */
+  data?: unknown;
+  /** `Authorization: ''` asks for the signed-in user's token (BCMS's convention); any other header is sent as it is. */
+  headers?: Record<string, string>;
+  /** BCMS's flag: never add the token, even for `Authorization: ''`. */
+  doNotAuth?: boolean;
+}
+
+export interface BcmsTemplateCreateData {
+  label: string;
+  /** Defaults to the label as a slug. */
+  name?: string;
+  desc?: string;
+  singleEntry?: boolean;
+  props?: unknown[];
+}
+
+export interface BcmsTemplateUpdateData {
+  _id: string;
+  label?: string;
+  name?: string;
+  desc?: string;
+  singleEntry?: boolean;
+  props?: unknown[];
+}
+
+export interface BcmsEntryCreateData {
+  templateId: string;
+  status?: string;
+  meta: BcmsEntryMeta[];
+  content?: unknown[];
+}
+
+export interface BcmsEntryUpdateData {
+  _id: string;
+  templateId: string;
+  status?: string;
+  meta?: BcmsEntryMeta[];
+  content?: unknown[];
+}
+
+/** An entry without its content, as `entry.getAllLite` lists it. */
+export type BcmsEntryLite = Omit<BcmsEntry, 'content'>;
+
 /**
- * `window.bcms.sdk`, in every plugin UI and in the admin shell. It carries the signed-in user's
- * token; a 401 signs the user out.
+ * BCMS's `util.throwable`: runs `fn`, then `onSuccess(result)`. On an error it calls
+ * `onError(error)`, or without one shows the error's message as an error notification (and
+ * resolves to the error).
+ */
+export interface BcmsThrowable {
+  <ThrowableResult, OnSuccessResult = void, OnErrorResult = void>(
+    fn: () => Promise<ThrowableResult>,
+    onSuccess?: (data: ThrowableResult) => Promise<OnSuccessResult> | OnSuccessResult,
+    onError?: (error: unknown) => Promise<OnErrorResult> | OnErrorResult,
+  ): Promise<OnSuccessResult | OnErrorResult>;
+}
+
+/**
+ * `window.bcms.sdk`, in every plugin UI and in the admin shell: BCMS's `@becomes/cms-sdk` 3.4.3
+ * names and argument shapes, for the parts this package serves. It carries the signed-in user's
+ * token; a 401 to a request that carried it signs the user out.
  */
 export interface BcmsSdk {
-  /** A request to the service with the token; resolves to the JSON answer, rejects with a BcmsSdkError. A 401 signs out. */
-  send<T = unknown>(config: { url: string; method?: string; data?: unknown }): Promise<T>;
-  isLoggedIn(): boolean;
-  getAccessToken(): string | null;
-  /** Forgets the token (the shell then shows its sign-in). */
+  /**
+   * A request to the service; resolves to the JSON answer, rejects with a {@link BcmsSdkError}.
+   * `url` gets `/api` (and the router's mount prefix) put in front, as BCMS's SDK does.
+   *
+   * @example
+   * const { items } = await window.bcms.sdk.send<{ items: Todo[] }>({ url: '/plugin/todo/todo/all', headers: { Authorization: '' } });
+   */
+  send<T = unknown>(config: BcmsSdkSendConfig): Promise<T>;
+  /** Whether a token is kept that has not expired. */
+  isLoggedIn(): Promise<boolean>;
+  /** The kept token, decoded (not verified), or null. */
+  getAccessToken(): BcmsJwt | null;
+  /** Ours: forgets the token (the shell then shows its sign-in). */
   signOut(): void;
+  user: {
+    /** The signed-in user, as the token knows them. */
+    get(): Promise<BcmsUser>;
+  };
   plugin: { getAll(): Promise<BcmsSdkPlugin[]> };
   function: {
     getAll(): Promise<BcmsSdkFunction[]>;
-    /** `POST /api/function/<name>` with the token (a private function needs a role holding EXECUTE); resolves to its `result`. */
+    /** Ours: `POST /api/function/<name>` with the token (a private function needs a role holding EXECUTE); resolves to its `result`. */
     call<Result = unknown>(name: string, body?: unknown): Promise<Result>;
   };
-  template: { getAll(): Promise<BcmsTemplate[]>; get(id: string): Promise<BcmsTemplate> };
-  entry: { getAllByTemplateId(templateId: string): Promise<BcmsEntry[]>; get(templateId: string, entryId: string): Promise<BcmsEntry> };
+  template: {
+    get(id: string): Promise<BcmsTemplate>;
+    getAll(): Promise<BcmsTemplate[]>;
+    getMany(ids: string[]): Promise<BcmsTemplate[]>;
+    count(): Promise<number>;
+    create(data: BcmsTemplateCreateData): Promise<BcmsTemplate>;
+    update(data: BcmsTemplateUpdateData): Promise<BcmsTemplate>;
+    deleteById(id: string): Promise<true>;
+  };
+  entry: {
+    getAllByTemplateId(data: { templateId: string }): Promise<BcmsEntry[]>;
+    getAllLite(data: { templateId: string }): Promise<BcmsEntryLite[]>;
+    get(data: { templateId: string; entryId: string }): Promise<BcmsEntry>;
+    count(data: { templateId: string }): Promise<number>;
+    create(data: BcmsEntryCreateData): Promise<BcmsEntry>;
+    update(data: BcmsEntryUpdateData): Promise<BcmsEntry>;
+    deleteById(data: { templateId: string; entryId: string }): Promise<true>;
+  };
+  util: { throwable: BcmsThrowable };
 }
 
-export type { BcmsEntry, BcmsTemplate };
+/** `window.bcms.notification`: a toast in the admin shell (in the UI's own page when no shell is around it), gone by itself. */
+export interface BcmsNotification {
+  /** Announced politely (role `status`). */
+  success(text: string): void;
+  info(text: string): void;
+  /** Announced at once (role `alert`). */
+  warning(text: string): void;
+  error(text: string): void;
+}
+
+/**
+ * `window.bcms`: the same object in the admin shell and in each plugin UI's frame (so
+ * `window.parent.bcms` is it too).
+ */
+export interface BcmsGlobal {
+  sdk: BcmsSdk;
+  util: { throwable: BcmsThrowable };
+  notification: BcmsNotification;
+  /** A modal dialog in the shell, with OK and Cancel: resolves to true for OK, false for Cancel or Escape. */
+  confirm(title: string, text: string): Promise<boolean>;
+  /** The service's origin, such as `https://cms.example.com`. */
+  origin: string;
+}
+
+export type { BcmsEntry, BcmsEntryMeta, BcmsTemplate };

@@ -231,7 +231,7 @@ function fileError(error: { status?: number; headers?: Record<string, string> })
   return error;
 }
 
-/** The admin shell: its settings as JSON, the SDK, then the shell script. */
+/** The admin shell: its settings as JSON, the SDK, then the shell script; an empty icon, so no favicon request (a host may have none: a 404 in every console). */
 function shellPage(admin: AdminSettings, base: string): string {
   const config = JSON.stringify({ title: admin.title, loginUrl: admin.loginUrl, shellPath: base + admin.path }).replace(/</g, '\\u003c');
   const title = attribute(admin.title);
@@ -240,6 +240,7 @@ function shellPage(admin: AdminSettings, base: string): string {
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="data:,">
 <title>${title}</title>
 <style>
   :root { font-family: system-ui, sans-serif; color: #1d2330; background: #f5f6f8; }

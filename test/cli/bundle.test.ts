@@ -67,7 +67,10 @@ export default createBcmsPlugin({
 `,
     'ui/vite.config.mjs': "export default { base: './', logLevel: 'warn', build: { outDir: 'dist', emptyOutDir: true } };\n",
     'ui/index.html': '<!doctype html>\n<html><head><title>bcms-plugin---name</title><script type="module" src="./main.js"></script></head><body></body></html>\n',
-    'ui/main.js': "document.body.dataset.api = '/api/plugin/bcms-plugin---name/where/url';\n",
+    'ui/main.js':
+      "document.body.dataset.api = '/api/plugin/bcms-plugin---name/where/url';\n" +
+      // As BCMS's plugin UIs call their own back end (window.bcms.sdk.send prefixes /api).
+      "window.bcms.sdk.send({ url: '/plugin/bcms-plugin---name/where/url', headers: { Authorization: '' } });\n",
   });
   const result = spawnSync(process.execPath, [BIN, 'bundle'], { cwd: dir, encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' }, timeout: 120_000 });
   expect(`${result.stdout}${result.stderr}`).toMatch(/Wrote bcms-bundle\/plugin-reading-list\.json/);
@@ -80,6 +83,8 @@ export default createBcmsPlugin({
   expect(ui).not.toContain('bcms-plugin---name');
   expect(ui).toContain('<title>reading-list</title>');
   expect(ui).toContain('/api/plugin/reading-list/where/url');
+  // The minifier writes it as url:`...`: the BCMS-relative URL that send prefixes with /api.
+  expect(ui).toMatch(/url:\s*[`'"]\/plugin\/reading-list\/where\/url[`'"]/);
 }, 120_000);
 
 test('bcms-ext bundle finds a BCMS v3 functions project\'s functions/ folder', () => {

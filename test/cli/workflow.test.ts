@@ -98,7 +98,7 @@ test('a plugin project: create, install, bundle, deploy, rename, a type error, a
   expect((await get('/api/plugin/workflow-plugin/hello/templates', { Authorization: `Bearer ${token}` })).body).toMatchObject({ templates: ['blog', 'form-submissions'] });
   expect(String((await get('/plugin/workflow-plugin/')).body)).toContain('<script type="module" src="/api/extensions/sdk.js"></script>');
   const listed = (await get('/api/extensions/plugins', { Authorization: `Bearer ${token}` })).body as { plugins: { name: string; uiUrl: string | null }[] };
-  expect(listed.plugins).toContainEqual({ name: 'workflow-plugin', label: 'Workflow plugin', uiUrl: '/plugin/workflow-plugin/' });
+  expect(listed.plugins).toContainEqual({ name: 'workflow-plugin', label: 'Workflow plugin', uiUrl: '/plugin/workflow-plugin/', policies: [] });
 
   // Renamed in bcms-plugin.config.json: its endpoints move.
   const configFile = path.join(dir, 'bcms-plugin.config.json');

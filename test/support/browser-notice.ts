@@ -4,6 +4,6 @@ import fs from 'node:fs';
 export default function browserNotice(): void {
   const chromium = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
   if (!fs.existsSync(chromium)) {
-    process.stderr.write(`\nBrowser tests NOT RUN (test/ui/shell.test.ts): no Chromium at ${chromium}. Install it (apt-get install chromium) or set CHROMIUM_PATH.\n`);
+    process.stderr.write(`\nBrowser tests NOT RUN (test/ui/shell.test.ts, test/ui/todo-plugin.test.ts): no Chromium at ${chromium}. Install it (apt-get install chromium) or set CHROMIUM_PATH.\n`);
   }
 }

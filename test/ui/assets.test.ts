@@ -152,7 +152,7 @@ describe('plugin UIs, the SDK and the admin shell', () => {
     expect(shell.text).toContain('src="/cms/api/extensions/sdk.js"');
     expect((await request(app).get('/cms/plugin/content-stats/')).text).toContain('src="/cms/api/extensions/sdk.js"');
     const plugins = await request(app).get('/cms/api/extensions/plugins').set('Authorization', reader);
-    expect(plugins.body.plugins[0]).toEqual({ name: 'content-stats', label: 'Content stats', uiUrl: '/cms/plugin/content-stats/' });
+    expect(plugins.body.plugins[0]).toEqual({ name: 'content-stats', label: 'Content stats', uiUrl: '/cms/plugin/content-stats/', policies: [] });
   });
 
   test('admin options: another path, login route and title; or no shell at all', async () => {
@@ -193,9 +193,9 @@ describe("the SDK's data routes, for a token whose role holds READ", () => {
     const res = await request(t.app).get('/api/extensions/plugins').set('Authorization', reader);
     expect(res.body).toEqual({
       plugins: [
-        { name: 'content-stats', label: 'Content stats', uiUrl: '/plugin/content-stats/' },
-        { name: 'forms', label: 'Form inbox', uiUrl: '/plugin/forms/' },
-        { name: 'api-only', label: 'Api only', uiUrl: null },
+        { name: 'content-stats', label: 'Content stats', uiUrl: '/plugin/content-stats/', policies: [] },
+        { name: 'forms', label: 'Form inbox', uiUrl: '/plugin/forms/', policies: [] },
+        { name: 'api-only', label: 'Api only', uiUrl: null, policies: [] },
       ],
     });
   });

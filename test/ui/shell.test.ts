@@ -114,10 +114,14 @@ if (!found) {
     await new Promise<void>((resolve) => elsewhere.listen(0, '127.0.0.1', resolve));
     try {
       const other = `http://127.0.0.1:${(elsewhere.address() as import('node:net').AddressInfo).port}/collect`;
-      await page.evaluate(`window.bcms.sdk.send({ url: ${JSON.stringify(other)} })`);
+      // BCMS's convention asks for the token with Authorization ''; another origin never gets it.
+      await page.evaluate(`window.bcms.sdk.send({ url: ${JSON.stringify(other)}, headers: { Authorization: '' } })`);
       expect(seen).toEqual([undefined]);
-      // The same SDK does send it to its own service.
-      expect(await page.evaluate("window.bcms.sdk.send({ url: '/api/extensions/plugins' }).then((r) => r.plugins.length)")).toBe(1);
+      // The same SDK does send it to its own service, under /api as BCMS's send puts it...
+      expect(await page.evaluate("window.bcms.sdk.send({ url: '/extensions/plugins', headers: { Authorization: '' } }).then((r) => r.plugins.length)")).toBe(1);
+      // ...and only when asked: without it the service says 401, and the user stays signed in.
+      expect(await page.evaluate("window.bcms.sdk.send({ url: '/extensions/plugins' }).then(() => 'answered', (e) => [e.status, e.message])")).toEqual([401, 'Token is `undefined`.']);
+      expect(await page.evaluate("window.bcms.sdk.isLoggedIn()")).toBe(true);
     } finally {
       elsewhere.close();
     }
@@ -154,6 +158,10 @@ if (!found) {
     await page.getByRole('button', { name: 'Sign out' }).click();
     await expectVisible(page.getByRole('heading', { name: 'Sign in to BCMS' }));
     expect(await page.evaluate("localStorage.getItem('bcms.accessToken')")).toBeNull();
+    expect(await page.evaluate('window.bcms.sdk.getAccessToken()')).toBeNull();
+    expect(await page.evaluate('window.bcms.sdk.isLoggedIn()')).toBe(false);
+    // A call that asks for the token, with none kept: BCMS's 401, and no request made.
+    expect(await page.evaluate("window.bcms.sdk.template.getAll().then(() => 'answered', (e) => [e.status, e.message])")).toEqual([401, 'Not logged in.']);
   }, 30_000);
 });
 

@@ -60,11 +60,12 @@ export const App = defineComponent({
 
     async function load(): Promise<void> {
       try {
-        // The counts from the plugin's own endpoint; the submissions through the SDK's entry reads.
-        const [stats, templates] = await Promise.all([sdk.send<{ counts: TemplateCount[] }>({ url: '/api/plugin/content-stats/stats/counts' }), sdk.template.getAll()]);
+        // The counts from the plugin's own endpoint (a BCMS-relative URL: send puts /api in front);
+        // the submissions through the SDK's entry reads.
+        const [stats, templates] = await Promise.all([sdk.send<{ counts: TemplateCount[] }>({ url: '/plugin/content-stats/stats/counts' }), sdk.template.getAll()]);
         counts.value = stats.counts;
         const form = templates.find((template) => template.name === SUBMISSIONS_TEMPLATE);
-        submissions.value = (form === undefined ? [] : await sdk.entry.getAllByTemplateId(form._id))
+        submissions.value = (form === undefined ? [] : await sdk.entry.getAllByTemplateId({ templateId: form._id }))
           .map(toSubmission)
           .sort((a, b) => b.createdAt - a.createdAt)
           .slice(0, 10);
