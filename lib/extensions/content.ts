@@ -154,7 +154,12 @@ export function createSdkController(options: {
         // BCMS's BCMSUser (`_id`, `username`, `email`, `roles`, `customPool`), as the token knows the user.
         handler: async ({ accessToken }) => {
           const { userId, rls, props } = accessToken.payload;
-          return { _id: userId, username: userId, email: '', roles: rls, customPool: props ?? {} };
+          // A host that puts the user's name and email in the token's props (or payload) has them shown.
+          const said = (name: 'username' | 'email'): string | undefined => {
+            const value = (props as Record<string, unknown> | undefined)?.[name] ?? (accessToken.payload as unknown as Record<string, unknown>)[name];
+            return typeof value === 'string' ? value : undefined;
+          };
+          return { _id: userId, username: said('username') ?? userId, email: said('email') ?? '', roles: rls, customPool: props ?? {} };
         },
       }),
 

@@ -433,6 +433,9 @@ describe.each(backends())('the SDK routes under /api/extensions on %s', (backend
       const bare = await request(t.app).get(api('/user')).set('Authorization', noPermission);
       expect(bare.status).toBe(200);
       expect(bare.body).toEqual({ _id: 'support-1', username: 'support-1', email: '', roles: [{ name: 'SUPPORT', permissions: [] }], customPool: {} });
+      // A host that puts the name and email in the token's props has them answered.
+      const named = bearer(signToken([role('USER', 'READ')], { payload: { userId: 'u-9', props: { username: 'grace', email: 'grace@example.com' } } }));
+      expect((await request(t.app).get(api('/user')).set('Authorization', named)).body).toMatchObject({ _id: 'u-9', username: 'grace', email: 'grace@example.com' });
     });
 
     test('GET /plugins: each with the policies its policy() resolves to; one that throws or gives no array lists none, logged, never a 500', async () => {
