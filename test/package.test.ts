@@ -59,7 +59,7 @@ describe('the built package', () => {
 
   test('bcms-extensions/sdk: the types of window.bcms.sdk, and the browser code the router serves', () => {
     expect(run(['-e', 'console.log(require.resolve("bcms-extensions/sdk"))']).trim()).toBe(path.join(root, 'dist', 'sdk', 'global.js'));
-    expect(fs.readFileSync(path.join(root, 'dist', 'sdk', 'global.d.ts'), 'utf8')).toContain('bcms: {');
+    expect(fs.readFileSync(path.join(root, 'dist', 'sdk', 'global.d.ts'), 'utf8')).toContain('bcms: BcmsGlobal;');
     for (const file of ['sdk.js', 'shell.js']) expect(fs.existsSync(path.join(root, 'dist', 'browser', 'browser', file))).toBe(true);
   });
 
