@@ -48,8 +48,10 @@ class TurnBuffer {
     });
     for (const signal of SIGNALS) {
       process.prependOnceListener(signal, () => {
+        // From now on each line is written at once: the process may end at any moment.
+        this.exiting = true;
         this.flushSync();
-        if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+        if (process.listenerCount(signal) === 0) this.raiseWhenWritten(signal);
       });
     }
   }
@@ -75,6 +77,24 @@ class TurnBuffer {
       this.out.write(lines);
     }
     callback?.();
+  }
+
+  /**
+   * With no listener of the host's, the signal is raised again to end the process as it would
+   * have; but not while sonic-boom's asynchronous write is still in its thread: ending the process
+   * then cut that write short, and lost the last lines of answered requests. Waits at most a second.
+   */
+  private raiseWhenWritten(signal: NodeJS.Signals): void {
+    const until = Date.now() + 1000;
+    const raise = (): void => {
+      if ((this.out as unknown as { _writing?: boolean })._writing === true && Date.now() < until) {
+        setTimeout(raise, 1);
+        return;
+      }
+      this.flushSync();
+      process.kill(process.pid, signal);
+    };
+    raise();
   }
 
   private flushSync(): void {
