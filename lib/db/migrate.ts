@@ -92,5 +92,6 @@ async function removeDuplicateLockRows(knex: Knex): Promise<boolean> {
 /** The lock is taken, or the other instance created the migrations table a moment before us. */
 function isMigrationRace(error: unknown): boolean {
   const { name, code, message } = (error ?? {}) as { name?: string; code?: string; message?: string };
-  return name === 'MigrationLocked' || code === '23505' || code === '42P07' || /already locked/i.test(message ?? '');
+  // 23505 / 42710: the table's row type, created by the other instance's create table a moment before.
+  return name === 'MigrationLocked' || code === '23505' || code === '42P07' || code === '42710' || /already locked/i.test(message ?? '');
 }
