@@ -5,7 +5,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { serverSchema } from './support/database';
 import { freePort } from './support/app';
-import { start, stopStartedApps } from './support/example';
+import { start, stopStartedApps, type Running } from './support/example';
+
+/** Exit code 0 after SIGTERM; if not, the app's own output says why (a signal, a crash on close). */
+async function expectCleanExit(app: Running): Promise<void> {
+  const code = await app.exited;
+  expect({ code, output: code === 0 ? '' : `signal ${String(app.child.signalCode)}\n${app.output()}` }).toEqual({ code: 0, output: '' });
+}
 
 // The example app as the README runs it (a child process, on PGlite), and the README's curl
 // examples run as they are written, with real curl, through bash.
@@ -99,7 +105,7 @@ describe('the example app, as the README runs it', () => {
     await new Promise((resolve) => setTimeout(resolve, 100));
     finish();
     expect(await inFlight).toBe(200);
-    expect(await app.exited).toBe(0);
+    await expectCleanExit(app);
     expect(app.output()).toMatch(/SIGTERM: stopping\.\.\.\nStopped\./);
   }, 90_000);
 
@@ -111,7 +117,7 @@ describe('the example app, as the README runs it', () => {
     expect(app.output()).toMatch(/admin@example\.com\s+\(password as set at first start/);
     expect(app.output()).toMatch(/reader@example\.com\s+\(password as set at first start/);
     app.child.kill('SIGINT');
-    expect(await app.exited).toBe(0);
+    await expectCleanExit(app);
   }, 90_000);
 
   test('ADMIN_EMAIL and ADMIN_PASSWORD choose the admin account, and nothing is printed for it', async () => {
@@ -147,7 +153,7 @@ describe('the example app, as the README runs it', () => {
     const wrong = await fetch(`${url}/api/auth/login`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ email: 'owner@example.org', password: 'nope' }) });
     expect(wrong.status).toBe(401);
     app.child.kill('SIGTERM');
-    expect(await app.exited).toBe(0);
+    await expectCleanExit(app);
   }, 90_000);
 
   // Needs the server: CI always sets DATABASE_URL (.ci/run).
@@ -161,7 +167,7 @@ describe('the example app, as the README runs it', () => {
       expect(titles.result).toHaveLength(3);
       expect((await admin.raw('select count(*)::int as n from ??.bcms_entries', [schema])).rows).toEqual([{ n: 3 }]);
       app.child.kill('SIGTERM');
-      expect(await app.exited).toBe(0);
+      await expectCleanExit(app);
     } finally {
       await drop();
     }
@@ -185,6 +191,6 @@ describe('the example app, as the README runs it', () => {
     const next = await start(await freePort(), fresh);
     expect(next.output()).toMatch(/admin@example\.com\s+password: \S+\s+\(generated; shown this once\)/);
     next.child.kill('SIGTERM');
-    expect(await next.exited).toBe(0);
+    await expectCleanExit(next);
   }, 90_000);
 });
