@@ -42,20 +42,14 @@ export function createCallerCheck(deps: {
       }
       return { type: 'jwt', accessToken, ...accessToken };
     }
-    if (isSignedRequest(req)) {
+    // Only now, for a private function without a token: a signature, then the URL's `signature=`.
+    const signed = await verifyKeySignature({ verifySignedRequest, verifyClientSignedRequest }, req, { function: name }, () => readBody(req), () => {
       if (bodyWasRead(req)) throw refuseParsedBody(req, logger);
-      const { auth, body } = await verifySignedRequest(req, { function: name }, () => readBody(req));
-      const parsed = parseJsonBody(body, req.headers['content-type']);
-      req.body = parsed === undefined ? {} : parsed; // an empty body reads `{}`, as in BCMS
-      return withBcmsShape(auth);
-    }
-    // Only now, for a private function with neither header: the URL is searched for `signature=`.
-    const query = clientSignatureQuery(req.url);
-    if (query !== undefined) {
-      if (bodyWasRead(req)) throw refuseParsedBody(req, logger);
-      const { auth, body } = await verifyClientSignedRequest(req, query, { function: name }, () => readBody(req));
-      req.body = body;
-      return withBcmsShape(auth);
+    });
+    if (signed !== undefined) {
+      const body = signed.body();
+      req.body = body === undefined ? {} : body; // an empty body reads `{}`, as in BCMS
+      return signed.auth;
     }
     const scheme = req.headers.authorization?.trim().split(/\s/, 1)[0];
     const message = scheme
@@ -98,17 +92,39 @@ export function createPluginKeyCheck(deps: {
   }
 
   return async function identifyPluginKey(req, plugin) {
-    if (isSignedRequest(req)) {
-      const { auth, body } = await verifySignedRequest(req, { plugin }, () => readBody(req));
-      if (req.body === undefined && body.length > 0) req.body = parseJsonBody(body, req.headers['content-type']);
-      return withBcmsShape(auth);
-    }
-    const query = clientSignatureQuery(req.url);
-    if (query === undefined) return undefined;
-    const { auth, body } = await verifyClientSignedRequest(req, query, { plugin }, () => readBody(req));
-    if (req.body === undefined && hasBody(req)) req.body = body;
-    return withBcmsShape(auth);
+    const signed = await verifyKeySignature({ verifySignedRequest, verifyClientSignedRequest }, req, { plugin }, () => readBody(req));
+    if (signed === undefined) return undefined;
+    // The plugin server parsed the same bytes already, unless they arrived with a GET.
+    if (req.body === undefined && hasBody(req)) req.body = signed.body();
+    return signed.auth;
   };
+}
+
+/**
+ * The API-key signature a request carries, whichever scheme: an HTTP Signature (`Authorization:
+ * Signature`), else the BCMS client's query string (looked for only then). Checked for
+ * `permission` against `readBody()`'s bytes; resolves to the key in BCMS's shape and the body
+ * those bytes hold (parsed when asked; `undefined` for an empty HTTP-Signature body), or to
+ * `undefined` when the request carries neither. `before` runs once a scheme is found, before
+ * anything is verified.
+ */
+async function verifyKeySignature(
+  verify: { verifySignedRequest: VerifySignedRequest; verifyClientSignedRequest: VerifyClientSignedRequest },
+  req: Request,
+  permission: { function: string } | { plugin: string },
+  readBody: () => Promise<Buffer>,
+  before?: () => void,
+): Promise<{ auth: BcmsFunctionKeyAuth; body: () => unknown } | undefined> {
+  if (isSignedRequest(req)) {
+    before?.();
+    const { auth, body } = await verify.verifySignedRequest(req, permission, readBody);
+    return { auth: withBcmsShape(auth), body: () => parseJsonBody(body, req.headers['content-type']) };
+  }
+  const query = clientSignatureQuery(req.url);
+  if (query === undefined) return undefined;
+  before?.();
+  const { auth, body } = await verify.verifyClientSignedRequest(req, query, permission, readBody);
+  return { auth: withBcmsShape(auth), body: () => body };
 }
 
 /** Signed bodies are checked against the raw bytes: a body parser that ran before the router took them. */
