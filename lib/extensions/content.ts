@@ -35,6 +35,9 @@ const signedIn: PreRequestHandler<{ accessToken: JWT<Record<string, unknown>> }>
   accessToken: (await verifyAccessToken()) as JWT<Record<string, unknown>>,
 });
 
+/** Who wrote it, as the token names them (a token's `userId` that is not a string names no one). */
+const writerOf = (accessToken: JWT): string => (typeof accessToken.payload.userId === 'string' ? accessToken.payload.userId : '');
+
 const notFound = (what: string) => new BcmsHttpError('NOT_FOUND', `${what} not found.`);
 const badRequest = (message: string) => new BcmsHttpError('BAD_REQUEST', message);
 const emptyName = () => badRequest('body.name must not be empty: leave it out to have one made from the label.');
@@ -207,7 +210,7 @@ export function createSdkController(options: {
               desc: body.desc ?? '',
               singleEntry: body.singleEntry ?? false,
               props: body.props ?? [],
-              userId: typeof accessToken.payload.userId === 'string' ? accessToken.payload.userId : '',
+              userId: writerOf(accessToken),
             }),
           );
         },
@@ -283,7 +286,7 @@ export function createSdkController(options: {
           return written(() =>
             entries.add({
               templateId: template._id,
-              userId: typeof accessToken.payload.userId === 'string' ? accessToken.payload.userId : '',
+              userId: writerOf(accessToken),
               status: body.status ?? '',
               meta: body.meta,
               content: body.content ?? [],
