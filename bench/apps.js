@@ -97,6 +97,7 @@ const builders = {
     app.get('/hello', (req, res) => res.json({ message: 'Hello' }));
     return app;
   },
+  'baseline-get-again': () => builders['baseline-get'](),
   'plugin-get': () => withExtensions({ plugins: [benchPlugin()] }),
   'plugin-get-guarded': guardedPluginApp,
   // The same server; only the requests differ (a different token each, see scenarios.js).

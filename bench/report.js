@@ -102,7 +102,7 @@ function markdown(rows, info, settings) {
     const range = row.ratio === null ? '—' : `${fixed(row.ratioP25, 2)}–${fixed(row.ratioP75, 2)}`;
     const failed = row.failures > 0 ? ` (${row.failures} failed requests)` : '';
     lines.push(
-      `| ${row.name}${failed} | ${fixed(row.reqPerSec, 0)} | ${fixed(row.p99Ms, 1)} | ${fixed(row.ratio, 2)} | ${range} | ${target} | ${met} |`,
+      `| ${row.name}${failed} | ${fixed(row.reqPerSec, 0)} | ${fixed(row.p99Ms, 1)} | ${fixed(row.ratio, 3)} | ${range} | ${target} | ${met} |`,
     );
   }
   // "baseline-get 24, baseline-post 8": how many slices each baseline row pools.
@@ -116,7 +116,9 @@ function markdown(rows, info, settings) {
     '',
     `Each scenario ran alongside its baseline: both servers were up at once, each in its own process, and after a ` +
       `${settings.warmup} s warm-up each (discarded) autocannon (${settings.connections} connections, in the runner's process) ` +
-      `loaded one at a time in ${n} slice pairs of ${settings.slice} s, alternating which went first (A B, B A, …).`,
+      `loaded one at a time in ${n} slice pairs of ${settings.slice} s, alternating which went first (A B, B A, …). ` +
+      `The pairs were shared out among ${settings.processes} pairs of server processes started one after the other ` +
+      `(${n / settings.processes} slice pairs each), since each process has a speed of its own.`,
     `The ratio is the median over the ${n} pairs of scenario req/s ÷ baseline req/s within a pair, measured seconds apart so ` +
       "slow drifts of the machine's speed cancel out, and the IQR is the 25th–75th percentile of those ratios.",
     "req/s and p99 are medians over a row's own slices; a baseline row pools its slices from every pair it took part in " +

@@ -27,11 +27,16 @@ function readSettings() {
   for (const gone of ['BENCH_ROUNDS', 'BENCH_DURATION']) {
     if (process.env[gone] !== undefined) throw new Error(`${gone} is no longer read: use BENCH_SLICES and BENCH_SLICE`);
   }
-  return {
+  const settings = {
     // Slice pairs per (baseline, scenario) pair. The machine's speed drifts over seconds to minutes
     // (a ratio measured minutes apart ranged 0.93–1.76); a slice of the scenario and one of its
     // baseline taken back to back see nearly the same machine, so their ratio cancels the drift.
     slices: positiveInteger('BENCH_SLICES', 12),
+    // Server processes per scenario (and per baseline), one after the other, the slice pairs shared
+    // out among them. A server process has a speed of its own (where V8 and the kernel put its code
+    // and data): two processes of the very same app measured 0.97× and 1.07× each other over six
+    // slice pairs, a bias no slicing cancels. Fresh pairs of processes average it out.
+    processes: positiveInteger('BENCH_PROCESSES', 6),
     // Seconds per measured slice.
     slice: positiveNumber('BENCH_SLICE', 3),
     connections: Math.round(positiveNumber('BENCH_CONNECTIONS', 50)),
@@ -40,6 +45,10 @@ function readSettings() {
     // Profiles each server with --cpu-prof into bench/results/profiles (slows them down).
     profile: process.env.BENCH_PROFILE === '1',
   };
+  if (settings.slices % settings.processes !== 0) {
+    throw new Error(`BENCH_SLICES (${settings.slices}) must be a multiple of BENCH_PROCESSES (${settings.processes}): each server process takes as many slice pairs`);
+  }
+  return settings;
 }
 
 /**
@@ -233,41 +242,48 @@ async function openServer({ scenario, request, rotation }, settings, profileName
 }
 
 /**
- * Measures one (baseline A, scenario B) pair: both servers up at once (pinned to the same core,
- * but only one under load at any time; the idle one just waits on its socket), both warmed up,
- * then `settings.slices` slice pairs. The order flips every pair (A B, B A, A B, …) so that
- * neither always runs right after the other (e.g. while the other's garbage is still collected).
+ * Measures one (baseline A, scenario B) pair in `settings.processes` rounds: each round starts
+ * both servers (pinned to the same core, but only one under load at any time; the idle one just
+ * waits on its socket), warms both up, takes its share of the slice pairs, and stops them. The
+ * order flips every slice pair (A B, B A, A B, …) so that neither always runs right after the
+ * other (e.g. while the other's garbage is still collected).
  */
 async function measurePair(pair, settings, label) {
-  const open = [];
-  try {
-    open.push(await openServer(pair.baseline, settings, `${pair.baseline.scenario.name}.with-${pair.scenario.scenario.name}`));
-    open.push(await openServer(pair.scenario, settings, pair.scenario.scenario.name));
-    const [a, b] = open;
-    // Warm-up: lets V8 optimise the hot paths before measuring; its numbers are discarded.
-    for (const server of open) {
-      const warm = await server.load(settings.warmup);
-      if (failuresOf(warm) > 0) throw new Error(`${server.name}: warm-up had failed requests ${JSON.stringify(warm.statusCodeStats)}`);
+  const slices = [];
+  const perProcess = settings.slices / settings.processes;
+  for (let round = 0; round < settings.processes; round += 1) {
+    const suffix = settings.processes > 1 ? `.${round + 1}` : '';
+    const open = [];
+    try {
+      open.push(await openServer(pair.baseline, settings, `${pair.baseline.scenario.name}.with-${pair.scenario.scenario.name}${suffix}`));
+      open.push(await openServer(pair.scenario, settings, `${pair.scenario.scenario.name}${suffix}`));
+      const [a, b] = open;
+      // Warm-up: lets V8 optimise the hot paths before measuring; its numbers are discarded.
+      for (const server of open) {
+        const warm = await server.load(settings.warmup);
+        if (failuresOf(warm) > 0) throw new Error(`${server.name}: warm-up had failed requests ${JSON.stringify(warm.statusCodeStats)}`);
+      }
+      for (let step = 0; step < perProcess; step += 1) {
+        const index = slices.length;
+        const order = index % 2 === 0 ? [a, b] : [b, a];
+        const measured = new Map();
+        for (const server of order) measured.set(server, summarize(await server.load(settings.slice)));
+        const baseline = measured.get(a);
+        const scenario = measured.get(b);
+        const ratio = baseline.reqPerSec > 0 ? scenario.reqPerSec / baseline.reqPerSec : null;
+        slices.push({ index, process: round + 1, first: order[0].name, baseline, scenario, ratio });
+        console.error(
+          `[${label} slice ${index + 1}/${settings.slices}, processes ${round + 1}/${settings.processes}] ` +
+            `${a.name} ${Math.round(baseline.reqPerSec)} req/s p99 ${baseline.p99Ms} ms, ` +
+            `${b.name} ${Math.round(scenario.reqPerSec)} req/s p99 ${scenario.p99Ms} ms, ` +
+            `ratio ${ratio === null ? '—' : ratio.toFixed(2)} (${order[0].name} first)`,
+        );
+      }
+    } finally {
+      await Promise.all(open.map((server) => server.stop()));
     }
-    const slices = [];
-    for (let index = 0; index < settings.slices; index += 1) {
-      const order = index % 2 === 0 ? [a, b] : [b, a];
-      const measured = new Map();
-      for (const server of order) measured.set(server, summarize(await server.load(settings.slice)));
-      const baseline = measured.get(a);
-      const scenario = measured.get(b);
-      const ratio = baseline.reqPerSec > 0 ? scenario.reqPerSec / baseline.reqPerSec : null;
-      slices.push({ index, first: order[0].name, baseline, scenario, ratio });
-      console.error(
-        `[${label} slice ${index + 1}/${settings.slices}] ${a.name} ${Math.round(baseline.reqPerSec)} req/s p99 ${baseline.p99Ms} ms, ` +
-          `${b.name} ${Math.round(scenario.reqPerSec)} req/s p99 ${scenario.p99Ms} ms, ` +
-          `ratio ${ratio === null ? '—' : ratio.toFixed(2)} (${order[0].name} first)`,
-      );
-    }
-    return { baseline: a.name, scenario: b.name, slices };
-  } finally {
-    await Promise.all(open.map((server) => server.stop()));
   }
+  return { baseline: pair.baseline.scenario.name, scenario: pair.scenario.scenario.name, slices };
 }
 
 async function main() {

@@ -55,6 +55,16 @@ const scenarios = [
     baseline: 'baseline-get',
   },
   {
+    // The bare route against a second process of itself: what the bench reads when there is no
+    // difference at all. No target: a ratio elsewhere that differs from 1 by less than this row's
+    // spread is not a difference.
+    name: 'baseline-get-again',
+    method: 'GET',
+    path: '/hello',
+    expect: { message: 'Hello' },
+    baseline: 'baseline-get',
+  },
+  {
     name: 'plugin-get',
     method: 'GET',
     path: '/api/plugin/bench/hello/world',

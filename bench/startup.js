@@ -3,7 +3,7 @@
 // request on a new data directory (first start) and on existing data (restart), its resident memory
 // 2 s after that answer and its peak, and how long `{ pglite: 'memory://' }` takes to be ready (a
 // router's `ready`, migrations included: what a test file waits for). Each start runs in a process
-// of its own, as a user starts it, with no DATABASE_URL. BENCH_STARTUP_ROUNDS (default 3) rounds;
+// of its own, as a user starts it, with no DATABASE_URL. BENCH_STARTUP_ROUNDS (default 5) rounds;
 // the median is printed against its target, and every round's figures below it.
 
 const { spawn } = require('node:child_process');
@@ -15,7 +15,7 @@ const path = require('node:path');
 const { positiveInteger } = require('./env');
 
 const root = path.resolve(__dirname, '..');
-const ROUNDS = positiveInteger('BENCH_STARTUP_ROUNDS', 3);
+const ROUNDS = positiveInteger('BENCH_STARTUP_ROUNDS', 5);
 const SETTLE_MS = 2_000;
 const MB = 1024 * 1024;
 
