@@ -45,8 +45,11 @@ function readSettings() {
     // Profiles each server with --cpu-prof into bench/results/profiles (slows them down).
     profile: process.env.BENCH_PROFILE === '1',
   };
-  if (settings.slices % settings.processes !== 0) {
-    throw new Error(`BENCH_SLICES (${settings.slices}) must be a multiple of BENCH_PROCESSES (${settings.processes}): each server process takes as many slice pairs`);
+  if (settings.processes % 2 !== 0 || settings.slices % (2 * settings.processes) !== 0) {
+    throw new Error(
+      `BENCH_PROCESSES (${settings.processes}) must be even, and BENCH_SLICES (${settings.slices}) a multiple of twice it: ` +
+        'the schedule is mirrored between pairs of rounds, and each round takes an even number of slice pairs',
+    );
   }
   return settings;
 }
@@ -244,9 +247,15 @@ async function openServer({ scenario, request, rotation }, settings, profileName
 /**
  * Measures one (baseline A, scenario B) pair in `settings.processes` rounds: each round starts
  * both servers (pinned to the same core, but only one under load at any time; the idle one just
- * waits on its socket), warms both up, takes its share of the slice pairs, and stops them. The
- * order flips every slice pair (A B, B A, A B, …) so that neither always runs right after the
- * other (e.g. while the other's garbage is still collected).
+ * waits on its socket), warms both up, takes its share of the slice pairs, and stops them.
+ *
+ * Where a slice falls in the schedule changes its speed by 5–10% here (a server measured right
+ * after itself, or right after its warm-up, is faster: the core's caches hold its code and data).
+ * So the schedule is the same for A and B: each round warms up last the server it measures first,
+ * flips the order every slice pair, and every other round is the mirror image of the one before:
+ * B A | A B B A, then A B | B A A B (warm-ups before the bar). Any effect of the position cancels
+ * out. (A fixed schedule, A B | A B B A in every round, read the bare route as 1.05–1.07× a
+ * second process of itself, and B A | A B B A as 0.94×.)
  */
 async function measurePair(pair, settings, label) {
   const slices = [];
@@ -258,14 +267,17 @@ async function measurePair(pair, settings, label) {
       open.push(await openServer(pair.baseline, settings, `${pair.baseline.scenario.name}.with-${pair.scenario.scenario.name}${suffix}`));
       open.push(await openServer(pair.scenario, settings, `${pair.scenario.scenario.name}${suffix}`));
       const [a, b] = open;
-      // Warm-up: lets V8 optimise the hot paths before measuring; its numbers are discarded.
-      for (const server of open) {
+      // Warm-up: lets V8 optimise the hot paths before measuring; its numbers are discarded. The
+      // server measured first in this round is warmed last, so that it too runs once right after
+      // itself (see measurePair).
+      const [first, second] = round % 2 === 0 ? [a, b] : [b, a];
+      for (const server of [second, first]) {
         const warm = await server.load(settings.warmup);
         if (failuresOf(warm) > 0) throw new Error(`${server.name}: warm-up had failed requests ${JSON.stringify(warm.statusCodeStats)}`);
       }
       for (let step = 0; step < perProcess; step += 1) {
         const index = slices.length;
-        const order = index % 2 === 0 ? [a, b] : [b, a];
+        const order = step % 2 === 0 ? [first, second] : [second, first];
         const measured = new Map();
         for (const server of order) measured.set(server, summarize(await server.load(settings.slice)));
         const baseline = measured.get(a);
