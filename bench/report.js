@@ -118,7 +118,9 @@ function markdown(rows, info, settings) {
       `${settings.warmup} s warm-up each (discarded) autocannon (${settings.connections} connections, in the runner's process) ` +
       `loaded one at a time in ${n} slice pairs of ${settings.slice} s, alternating which went first (A B, B A, …). ` +
       `The pairs were shared out among ${settings.processes} pairs of server processes started one after the other ` +
-      `(${n / settings.processes} slice pairs each), since each process has a speed of its own.`,
+      `(${n / settings.processes} slice pairs each), since each process has a speed of its own; each round warmed up last ` +
+      'the server it measured first, and every other round was the mirror image of the one before (B A | A B B A, then ' +
+      'A B | B A A B), so that neither server gained from where its slices fell.',
     `The ratio is the median over the ${n} pairs of scenario req/s ÷ baseline req/s within a pair, measured seconds apart so ` +
       "slow drifts of the machine's speed cancel out, and the IQR is the 25th–75th percentile of those ratios.",
     "req/s and p99 are medians over a row's own slices; a baseline row pools its slices from every pair it took part in " +
