@@ -160,6 +160,12 @@ describe('bcmsExtensions(registry, options)', () => {
     expect(() => bcmsExtensions({ plugins: [bad] }, quiet())).toThrow('plugin "p", method "Main.a": type "options" is not one of get, post, put, patch, delete');
   });
 
+  test('a registry.plugins that is not an array is refused at once, saying what it takes', () => {
+    for (const plugins of [{}, 'p']) {
+      expect(() => bcmsExtensions({ plugins: plugins as never }, quiet())).toThrow('registry.plugins must be an array of plugins (createBcmsPlugin)');
+    }
+  });
+
   test('an entry of registry.functions that is not a function module is refused at once', () => {
     expect(() => bcmsExtensions({ functions: [{ config: { name: 'x', public: true } } as never] }, quiet())).toThrow(
       'registry.functions[0] is not a function module',

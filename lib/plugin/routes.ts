@@ -48,6 +48,7 @@ export class PluginRouteTable {
     const names = new Set<string>();
     // Two paths that differ only in parameter names (`/:id` and `/:key`) are one path.
     const byShape = new Map<string, PluginPath>();
+    if (!Array.isArray(plugins)) throw new TypeError('registry.plugins must be an array of plugins (createBcmsPlugin)');
     plugins.forEach((plugin, index) => {
       const where = `registry.plugins[${index}]`;
       if (plugin === null || typeof plugin !== 'object') throw new TypeError(`${where} is not a plugin (use createBcmsPlugin)`);
