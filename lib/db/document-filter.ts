@@ -46,6 +46,13 @@ const SEGMENT = /^(?:[A-Za-z_][A-Za-z0-9_-]{0,99}|\d{1,9})$/;
 const MAX_DEPTH = 8;
 const MAX_CONDITIONS = 1000;
 
+/** The longest id (and collection name) a document may have. */
+export const MAX_ID_LENGTH = 200;
+
+/** Whether `id` can be an id at all: a non-empty string of at most MAX_ID_LENGTH characters that Postgres can store. */
+export const usableId = (id: unknown): id is string =>
+  typeof id === 'string' && id !== '' && id.length <= MAX_ID_LENGTH && unstorable(JSON.stringify(id)) === undefined;
+
 /** Names a path may not take: walking them in a JS object reaches a prototype shared by every object. */
 export const UNSAFE_SEGMENTS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
 
@@ -181,7 +188,7 @@ function equals(path: string[], value: unknown, where: string): SqlFragment {
 }
 
 /** `doc #> array[?, ?]::text[]`, with the path's segments as its bindings. */
-function pathSql(path: string[]): string {
+export function pathSql(path: string[]): string {
   return `(doc #> array[${path.map(() => '?').join(', ')}]::text[])`;
 }
 

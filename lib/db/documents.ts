@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { compileObjectSchema, type ObjectSchema, type ObjectSchemaCheck } from '../schema/object-schema';
-import { inList, isPlainObject, kind, renderFilter, unstorable, type DocumentFilter, type SqlFragment } from './document-filter';
+import { inList, isPlainObject, kind, MAX_ID_LENGTH, renderFilter, unstorable, usableId, type DocumentFilter, type SqlFragment } from './document-filter';
 import type { ContentStore } from './store';
 
 export type { DocumentFieldOperators, DocumentFilter } from './document-filter';
@@ -70,7 +70,6 @@ export interface DocumentRepository<Entity extends DocumentEntity, Methods = unk
 
 /** The largest document (as JSON, in UTF-8 bytes) a repository stores. */
 export const MAX_DOCUMENT_BYTES = 4 * 1024 * 1024;
-const MAX_ID_LENGTH = 200;
 const INSERT_BATCH = 1000;
 const TABLE = 'bcms_documents';
 
@@ -122,10 +121,7 @@ export function createDocumentCore<Entity extends DocumentEntity>(settings: Docu
   const where = `repository "${name}" (collection "${collection}")`;
   const check: ObjectSchemaCheck | undefined = settings.schema === undefined ? undefined : compileObjectSchema(settings.schema);
 
-  const run = <T>(query: (db: Knex) => Promise<T>): Promise<T> => {
-    const store = settings.store();
-    return store.run(() => query(store.database.knex));
-  };
+  const run = <T>(query: (db: Knex) => Promise<T>): Promise<T> => settings.store().run(query);
   const seen = (entities: Entity[]): Entity[] => {
     observer?.seen(entities);
     return entities;
@@ -234,9 +230,6 @@ export function createDocumentCore<Entity extends DocumentEntity>(settings: Docu
     if (!Array.isArray(value)) throw new TypeError(`${what}: ids must be an array of strings, got ${kind(value)}`);
     return value.filter(usableId);
   }
-
-  const usableId = (id: unknown): id is string =>
-    typeof id === 'string' && id !== '' && id.length <= MAX_ID_LENGTH && unstorable(JSON.stringify(id)) === undefined;
 
   const repo: DocumentRepository<Entity, unknown> = {
     collection,

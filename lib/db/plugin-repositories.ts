@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { ObjectPropSchema, ObjectSchema } from '../schema/object-schema';
 import { useLogger, type BcmsLogger } from '../use-logger';
 import { boundStore } from './bcms-repo';
-import { isPlainObject, kind, renderFilter, UNSAFE_SEGMENTS, type DocumentFilter, type SqlFragment } from './document-filter';
+import { isPlainObject, kind, pathSql, renderFilter, UNSAFE_SEGMENTS, type DocumentFilter, type SqlFragment } from './document-filter';
 import {
   checkRepositorySettings,
   createDocumentCore,
@@ -294,21 +294,26 @@ function createMemCacheHandler<Item, Methods>(
 }
 
 const ORDER: Record<string, 'asc' | 'desc'> = { '1': 'asc', '-1': 'desc', asc: 'asc', ascending: 'asc', desc: 'desc', descending: 'desc' };
-const SORT_FIELD = /^[A-Za-z_][A-Za-z0-9_-]{0,99}(?:\.[A-Za-z_][A-Za-z0-9_-]{0,99})*$/;
+/** A dotted path of names (no array indexes) that sorts and updates may name. */
+const FIELD_PATH = /^[A-Za-z_][A-Za-z0-9_-]{0,99}(?:\.[A-Za-z_][A-Za-z0-9_-]{0,99})*$/;
+
+/** `'author.name'` → `['author', 'name']`; undefined for a path sorts and updates refuse (`__proto__.x` would reach Object.prototype). */
+function fieldPath(path: string): string[] | undefined {
+  const segments = path.split('.');
+  return FIELD_PATH.test(path) && !segments.some((segment) => UNSAFE_SEGMENTS.has(segment)) ? segments : undefined;
+}
 
 function renderSort(spec: unknown, where: string): SqlFragment {
   if (!isPlainObject(spec)) throw new TypeError(`${where}: sort takes an object { field: 1 | -1 }, got ${kind(spec)}`);
   const parts: string[] = [];
   const bindings: string[] = [];
   for (const [field, direction] of Object.entries(spec)) {
-    if (!SORT_FIELD.test(field) || field.split('.').some((segment) => UNSAFE_SEGMENTS.has(segment))) {
-      throw new TypeError(`${where}: cannot sort on field ${JSON.stringify(field)}`);
-    }
+    const path = fieldPath(field);
+    if (path === undefined) throw new TypeError(`${where}: cannot sort on field ${JSON.stringify(field)}`);
     // Own keys only: `constructor` or `toString` must not find Object.prototype's.
     const order = Object.hasOwn(ORDER, String(direction)) ? ORDER[String(direction)] : undefined;
     if (order === undefined) throw new TypeError(`${where}: sort direction for ${JSON.stringify(field)} must be 1, -1, 'asc' or 'desc'`);
-    const path = field.split('.');
-    parts.push(`(doc #> array[${path.map(() => '?').join(', ')}]::text[]) ${order}`);
+    parts.push(`${pathSql(path)} ${order}`);
     bindings.push(...path);
   }
   return { sql: parts.length === 0 ? 'true' : parts.join(', '), bindings };
@@ -362,10 +367,10 @@ function createMongoDBInterface<Entity extends MongoDBEntity>(core: DocumentCore
   const update = async (filter: unknown, change: unknown, many: boolean) => {
     const what = `${where}.${many ? 'updateMany' : 'updateOne'}`;
     const apply = compileUpdate(change, what);
-    renderFilter(filter, what);
+    // Rendered before the transaction: a filter that cannot work opens none.
+    const condition = renderFilter(filter, what);
     const results = await core.run((db: Knex) =>
       db.transaction(async (trx) => {
-        const condition = renderFilter(filter, what);
         let builder = trx('bcms_documents').select('doc').where('collection', core.repo.collection).andWhereRaw(condition.sql, condition.bindings).orderBy('seq');
         if (!many) builder = builder.limit(1);
         const rows = (await builder.forUpdate()) as { doc: Entity }[];
@@ -406,19 +411,14 @@ function createMongoDBInterface<Entity extends MongoDBEntity>(core: DocumentCore
   };
 }
 
-const UPDATE_PATH = /^[A-Za-z_][A-Za-z0-9_-]{0,99}(?:\.[A-Za-z_][A-Za-z0-9_-]{0,99})*$/;
-
 /** `{ $set, $unset }` (or plain fields, which mongoose treats as `$set`) → a function making the changed copy. */
 function compileUpdate(change: unknown, where: string): (doc: Record<string, unknown>) => Record<string, unknown> {
   if (!isPlainObject(change)) throw new TypeError(`${where}: the update must be an object ({ $set: {...} }), got ${kind(change)}`);
   const sets: [string[], unknown][] = [];
   const unsets: string[][] = [];
   const field = (path: string): string[] => {
-    const segments = path.split('.');
-    // `__proto__.x` would write onto Object.prototype, shared by the whole process.
-    if (!UPDATE_PATH.test(path) || segments.some((segment) => UNSAFE_SEGMENTS.has(segment))) {
-      throw new TypeError(`${where}: cannot update field ${JSON.stringify(path)}`);
-    }
+    const segments = fieldPath(path);
+    if (segments === undefined) throw new TypeError(`${where}: cannot update field ${JSON.stringify(path)}`);
     if (path === '_id' || path === 'createdAt') throw new TypeError(`${where}: ${path} cannot be changed`);
     return segments;
   };
@@ -486,9 +486,7 @@ export function mongoSchemaToObjectSchema(schema: unknown, where: string): Objec
   if (schema !== null && typeof schema === 'object' && 'objectSchema' in schema && isPlainObject((schema as MongoDBSchemaOfObjectSchema).objectSchema)) {
     return (schema as MongoDBSchemaOfObjectSchema).objectSchema;
   }
-  if (schema !== null && typeof schema === 'object' && isPlainObject((schema as MongooseSchemaLike).paths)) {
-    return fromMongoose(schema as MongooseSchemaLike);
-  }
+  if (isMongooseSchema(schema)) return fromMongoose(schema);
   if (isPlainObject(schema) && Object.values(schema).every((prop) => isPlainObject(prop) && typeof prop.__type === 'string')) return schema as ObjectSchema;
   throw new TypeError(`${where} must be objectSchemaToMongoDBSchema(...), a mongoose Schema or an ObjectSchema, got ${kind(schema)}`);
 }
