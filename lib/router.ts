@@ -86,7 +86,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
 
   // Nothing below throws: BCMSRepo and useLogger now serve this router (function factories and
   // controller setups, which run next, included).
-  bindBcmsRepo(repo);
+  bindBcmsRepo(store);
   bindLogger(logger);
   const bcmsLogger = toBcmsLogger(logger);
   for (const plugin of registryPlugins) {

@@ -1,13 +1,11 @@
 import { createBcmsContentRepo, type BCMSContentRepo, type BCMSEntryRepository, type BCMSTemplateRepository } from './bcms-content';
-import type { BcmsRepo } from './repository';
-import { storeOf } from './repository';
 import type { ContentStore } from './store';
 
-let current: BcmsRepo | undefined;
+let current: ContentStore | undefined;
 
-/** Called by `bcmsExtensions`: BCMSRepo, and plugin repositories, follow the router built last. */
-export function bindBcmsRepo(repo: BcmsRepo): void {
-  current = repo;
+/** Called by `bcmsExtensions` with its database: BCMSRepo, and plugin repositories, follow the router built last. */
+export function bindBcmsRepo(store: ContentStore): void {
+  current = store;
 }
 
 const NOT_BOUND = 'was used before any router was built: call bcmsExtensions(...) first';
@@ -17,9 +15,8 @@ const NOT_BOUND = 'was used before any router was built: call bcmsExtensions(...
  * in a controller's `setup`): they ask for it at each call. `user` names the caller in the error.
  */
 export function boundStore(user: string): ContentStore {
-  const store = current === undefined ? undefined : storeOf(current);
-  if (store === undefined) throw new Error(`${user} ${NOT_BOUND}`);
-  return store;
+  if (current === undefined) throw new Error(`${user} ${NOT_BOUND}`);
+  return current;
 }
 
 const contentRepos = new WeakMap<ContentStore, BCMSContentRepo>();

@@ -115,18 +115,9 @@ function text(value: unknown, where: string, allowEmpty = true): string {
 
 const NUL = '\0';
 
-/** The store each repository was made on: BCMSRepo and plugin repositories follow it (lib/db/bcms-repo.ts). */
-const stores = new WeakMap<BcmsRepo, ContentStore>();
-
-/** The database a repository made by `createRepository` works on. */
-export function storeOf(repo: BcmsRepo): ContentStore | undefined {
-  return stores.get(repo);
-}
-
 /** The repository of one router's database. Every query is parameterised by Knex. */
 export function createRepository(store: ContentStore): BcmsRepo {
-  const knex = (): Knex => store.database.knex;
-  const run = <T>(query: (db: Knex) => Promise<T>): Promise<T> => store.run(() => query(knex()));
+  const run = <T>(query: (db: Knex) => Promise<T>): Promise<T> => store.run(query);
 
   const entry: BcmsEntryRepo = {
     async findAllByTemplateId(templateId) {
@@ -174,7 +165,7 @@ export function createRepository(store: ContentStore): BcmsRepo {
     },
     async update(input) {
       if (!isId(input?._id)) return null;
-      const changes: Record<string, unknown> = { updated_at: knex().raw('clock_timestamp()') };
+      const changes: Record<string, unknown> = { updated_at: store.database.knex.raw('clock_timestamp()') };
       if (input.userId !== undefined) changes.user_id = text(input.userId, 'repo.entry.update: userId');
       if (input.status !== undefined) changes.status = text(input.status, 'repo.entry.update: status');
       if (input.meta !== undefined) changes.meta = json(input.meta, 'repo.entry.update: meta');
@@ -226,7 +217,7 @@ export function createRepository(store: ContentStore): BcmsRepo {
     },
     async update(input) {
       if (!isId(input?._id)) return null;
-      const changes: Record<string, unknown> = { updated_at: knex().raw('clock_timestamp()') };
+      const changes: Record<string, unknown> = { updated_at: store.database.knex.raw('clock_timestamp()') };
       if (input.name !== undefined) changes.name = text(input.name, 'repo.template.update: name', false);
       if (input.label !== undefined) changes.label = text(input.label, 'repo.template.update: label');
       if (input.desc !== undefined) changes.desc = text(input.desc, 'repo.template.update: desc');
@@ -246,7 +237,5 @@ export function createRepository(store: ContentStore): BcmsRepo {
     },
   };
 
-  const repo = { entry, template };
-  stores.set(repo, store);
-  return repo;
+  return { entry, template };
 }

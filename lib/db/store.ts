@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import type { Logger } from '../logger';
 import { BcmsHttpError } from '../http/errors';
 import type { Database } from './connection';
@@ -57,11 +58,11 @@ export class ContentStore {
     return this.migrated;
   }
 
-  /** Runs a query once the store is ready; a lost connection becomes 503 and a retry next time. */
-  async run<T>(query: () => Promise<T>): Promise<T> {
+  /** Runs a query on the store's database once it is ready; a lost connection becomes 503 and a retry next time. */
+  async run<T>(query: (db: Knex) => Promise<T>): Promise<T> {
     await this.ready();
     try {
-      return await query();
+      return await query(this.database.knex);
     } catch (error) {
       if (isUnreachable(error)) {
         this.migrated = undefined;
