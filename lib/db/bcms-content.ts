@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { inList, kind, unstorable } from './document-filter';
+import { inList, kind, unstorable, usableId } from './document-filter';
 import { newObjectId } from './documents';
 import { isIdShaped } from './repository';
 import type { BcmsEntry, BcmsEntryMeta, BcmsTemplate } from './shapes';
@@ -110,21 +110,42 @@ interface Table<Entity> {
   explain(error: unknown, entity: Record<string, unknown>, what: string): Error | undefined;
 }
 
-const usable = (id: unknown): id is string => typeof id === 'string' && id !== '' && id.length <= 200 && unstorable(JSON.stringify(id)) === undefined;
 const time = (value: unknown): number => (value as Date).getTime();
 
-function text(value: unknown, where: string, allowEmpty = true): string {
-  if (typeof value !== 'string' || (!allowEmpty && value === '')) throw new TypeError(`${where} must be a ${allowEmpty ? '' : 'non-empty '}string, got ${kind(value)}`);
-  if (value.includes('\0')) throw new TypeError(`${where} contains a NUL character, which Postgres cannot store`);
+/** A field of an entity that the repository refused: `<what>: <field> <problem>`. The SDK's routes answer it as a 400 naming the field. */
+export class BcmsRepoFieldError extends TypeError {
+  constructor(
+    what: string,
+    readonly field: string,
+    readonly problem: string,
+  ) {
+    super(`${what}: ${field} ${problem}`);
+  }
+}
+
+/** A template name that another template holds (Postgres's unique index refused it). */
+export class TemplateNameTakenError extends Error {
+  constructor(
+    what: string,
+    readonly templateName: string,
+    cause: unknown,
+  ) {
+    super(`${what}: a template named "${templateName}" exists`, { cause });
+  }
+}
+
+function text(value: unknown, what: string, field: string, allowEmpty = true): string {
+  if (typeof value !== 'string' || (!allowEmpty && value === '')) throw new BcmsRepoFieldError(what, field, `must be a ${allowEmpty ? '' : 'non-empty '}string, got ${kind(value)}`);
+  if (value.includes('\0')) throw new BcmsRepoFieldError(what, field, 'contains a NUL character, which Postgres cannot store');
   return value;
 }
 
 /** JSONB columns take JSON text: `pg` would send a JS array as a Postgres array. */
-function json(value: unknown, where: string): string {
-  if (!Array.isArray(value)) throw new TypeError(`${where} must be an array, got ${kind(value)}`);
+function json(value: unknown, what: string, field: string): string {
+  if (!Array.isArray(value)) throw new BcmsRepoFieldError(what, field, `must be an array, got ${kind(value)}`);
   const out = JSON.stringify(value);
   const refused = unstorable(out);
-  if (refused !== undefined) throw new TypeError(`${where} contains ${refused}, which Postgres cannot store`);
+  if (refused !== undefined) throw new BcmsRepoFieldError(what, field, `contains ${refused}, which Postgres cannot store`);
   return out;
 }
 
@@ -132,13 +153,13 @@ function idColumn(entity: Record<string, unknown>, what: string, adding: boolean
   const id = entity._id;
   if (!adding) return {};
   if (id === undefined || id === null || id === '') return { id: newObjectId() };
-  if (!isIdShaped(id)) throw new TypeError(`${what}: _id ${JSON.stringify(id)} is not an id (24 to 64 hex characters, as BCMS makes them, or a UUID)`);
+  if (!isIdShaped(id)) throw new BcmsRepoFieldError(what, '_id', `${JSON.stringify(id)} is not an id (24 to 64 hex characters, as BCMS makes them, or a UUID)`);
   return { id };
 }
 
 function cidColumn(entity: Record<string, unknown>, what: string): Record<string, unknown> {
   if (entity.cid === undefined || entity.cid === '') return {};
-  return { cid: text(entity.cid, `${what}: cid`, false) };
+  return { cid: text(entity.cid, what, 'cid', false) };
 }
 
 const TEMPLATES: Table<BCMSTemplate> = {
@@ -159,19 +180,19 @@ const TEMPLATES: Table<BCMSTemplate> = {
   }),
   toColumns(entity, what, adding) {
     const columns: Record<string, unknown> = { ...idColumn(entity, what, adding), ...cidColumn(entity, what) };
-    if (adding || entity.name !== undefined) columns.name = text(entity.name, `${what}: name`, false);
-    if (entity.label !== undefined || adding) columns.label = text(entity.label ?? entity.name, `${what}: label`);
-    if (entity.desc !== undefined) columns.desc = text(entity.desc, `${what}: desc`);
-    if (entity.userId !== undefined) columns.user_id = text(entity.userId, `${what}: userId`);
+    if (adding || entity.name !== undefined) columns.name = text(entity.name, what, 'name', false);
+    if (entity.label !== undefined || adding) columns.label = text(entity.label ?? entity.name, what, 'label');
+    if (entity.desc !== undefined) columns.desc = text(entity.desc, what, 'desc');
+    if (entity.userId !== undefined) columns.user_id = text(entity.userId, what, 'userId');
     if (entity.singleEntry !== undefined) columns.single_entry = entity.singleEntry === true;
-    if (entity.props !== undefined) columns.props = json(entity.props, `${what}: props`);
+    if (entity.props !== undefined) columns.props = json(entity.props, what, 'props');
     return columns;
   },
   explain(error, entity, what) {
     const { code, constraint } = error as { code?: string; constraint?: string };
     if (code !== '23505') return undefined;
     if (constraint === 'bcms_templates_pkey') return new Error(`${what}: a template with _id "${entity._id}" exists: use update`, { cause: error });
-    return new Error(`${what}: a template named "${entity.name}" exists`, { cause: error });
+    return new TemplateNameTakenError(what, String(entity.name), error);
   },
 };
 
@@ -193,14 +214,14 @@ const ENTRIES: Table<BCMSEntry> = {
   toColumns(entity, what, adding) {
     const columns: Record<string, unknown> = { ...idColumn(entity, what, adding), ...cidColumn(entity, what) };
     if (adding || entity.templateId !== undefined) {
-      if (!isIdShaped(entity.templateId)) throw new TypeError(`${what}: templateId ${JSON.stringify(entity.templateId)} is not a template id`);
+      if (!isIdShaped(entity.templateId)) throw new BcmsRepoFieldError(what, 'templateId', `${JSON.stringify(entity.templateId)} is not a template id`);
       columns.template_id = entity.templateId;
     }
-    if (entity.userId !== undefined) columns.user_id = text(entity.userId, `${what}: userId`);
+    if (entity.userId !== undefined) columns.user_id = text(entity.userId, what, 'userId');
     // BCMS's status is optional: a missing one is stored as ''.
-    if (entity.status !== undefined) columns.status = entity.status === null ? '' : text(entity.status, `${what}: status`);
-    if (entity.meta !== undefined) columns.meta = json(entity.meta, `${what}: meta`);
-    if (entity.content !== undefined) columns.content = json(entity.content, `${what}: content`);
+    if (entity.status !== undefined) columns.status = entity.status === null ? '' : text(entity.status, what, 'status');
+    if (entity.meta !== undefined) columns.meta = json(entity.meta, what, 'meta');
+    if (entity.content !== undefined) columns.content = json(entity.content, what, 'content');
     return columns;
   },
   explain(error, entity, what) {
@@ -234,7 +255,7 @@ function createBase<Entity extends { _id: string }, New>(table: Table<Entity>, s
   select(build: (query: Knex.QueryBuilder) => Knex.QueryBuilder): Promise<Entity[]>;
   patch(entity: unknown, what: string, db?: Knex): Promise<Entity | null>;
 } {
-  const run = <T>(query: (db: Knex) => Promise<T>): Promise<T> => store.run(() => query(store.database.knex));
+  const run = <T>(query: (db: Knex) => Promise<T>): Promise<T> => store.run(query);
   const { name, where, columns } = table;
   const select = async (build: (query: Knex.QueryBuilder) => Knex.QueryBuilder, db?: Knex): Promise<Entity[]> => {
     const query = (knex: Knex) => build(knex(name).select(columns)).orderBy(['created_at', 'seq']) as unknown as Promise<Record<string, unknown>[]>;
@@ -264,7 +285,7 @@ function createBase<Entity extends { _id: string }, New>(table: Table<Entity>, s
   /** Writes the given fields of the row `_id`; `null` when there is none. */
   async function patch(entity: unknown, what: string, db?: Knex): Promise<Entity | null> {
     const fields = entityOf(entity, what);
-    if (!usable(fields._id)) return null;
+    if (!usableId(fields._id)) return null;
     const changes = table.toColumns(fields, what, false);
     const write = async (knex: Knex) => {
       try {
@@ -293,14 +314,14 @@ function createBase<Entity extends { _id: string }, New>(table: Table<Entity>, s
     findAll: () => all(),
     async findAllById(ids: string[]) {
       if (!Array.isArray(ids)) throw new TypeError(`${where}.findAllById: takes an array of ids, got ${kind(ids)}`);
-      const wanted = ids.filter(usable);
+      const wanted = ids.filter(usableId);
       if (wanted.length === 0) return [];
       const found = await select((q) => q.whereRaw(...inList('id', [...new Set(wanted)])));
       const byId = new Map(found.map((e) => [e._id, e]));
       return wanted.flatMap((id) => (byId.has(id) ? [byId.get(id) as Entity] : []));
     },
     async findById(id: string) {
-      if (!usable(id)) return null;
+      if (!usableId(id)) return null;
       return (await select((q) => q.where('id', id)))[0] ?? null;
     },
     async findBy(query: (entity: Entity) => boolean) {
@@ -340,13 +361,13 @@ function createBase<Entity extends { _id: string }, New>(table: Table<Entity>, s
       }));
     },
     async deleteById(id: string) {
-      if (!usable(id)) return false;
+      if (!usableId(id)) return false;
       // `returning`: PGlite does not report a row count for a delete.
       return (await run((db) => db(name).where('id', id).delete().returning('id'))).length > 0;
     },
     async deleteAllById(ids: string[]) {
       if (!Array.isArray(ids)) throw new TypeError(`${where}.deleteAllById: takes an array of ids, got ${kind(ids)}`);
-      const wanted = [...new Set(ids.filter(usable))];
+      const wanted = [...new Set(ids.filter(usableId))];
       const rows = wanted.length === 0 ? [] : await run((db) => db(name).whereRaw(...inList('id', wanted)).delete().returning('id'));
       return rows.length === new Set(ids).size;
     },
@@ -375,9 +396,9 @@ const propHolds = (type: string, defaultData: unknown): string => JSON.stringify
 export function createBcmsContentRepo(store: ContentStore): BCMSContentRepo {
   const entryBase = createBase<BCMSEntry, NewBCMSEntry>(ENTRIES, store);
   const templateBase = createBase<BCMSTemplate, NewBCMSTemplate>(TEMPLATES, store);
-  const run = <T>(query: (db: Knex) => Promise<T>): Promise<T> => store.run(() => query(store.database.knex));
+  const run = <T>(query: (db: Knex) => Promise<T>): Promise<T> => store.run(query);
   const first = async <T>(found: Promise<T[]>): Promise<T | null> => (await found)[0] ?? null;
-  const stringOr = <T>(value: unknown, empty: T, then: (value: string) => Promise<T>): Promise<T> => (usable(value) ? then(value) : Promise.resolve(empty));
+  const stringOr = <T>(value: unknown, empty: T, then: (value: string) => Promise<T>): Promise<T> => (usableId(value) ? then(value) : Promise.resolve(empty));
 
   const entryMethods: BCMSEntryRepositoryMethods = {
     findByTemplateIdAndRef: (templateId, ref) =>
@@ -399,7 +420,7 @@ export function createBcmsContentRepo(store: ContentStore): BCMSContentRepo {
       await run((db) => db('bcms_entries').where('status', status).update({ status: '', updated_at: db.raw('clock_timestamp()') }));
     },
     async deleteAllByTemplateId(templateId) {
-      if (!usable(templateId)) return;
+      if (!usableId(templateId)) return;
       await run((db) => db('bcms_entries').where('template_id', templateId).delete());
     },
     countByTemplateId: (templateId) =>
@@ -419,7 +440,7 @@ export function createBcmsContentRepo(store: ContentStore): BCMSContentRepo {
     findByCid: (cid) => stringOr(cid, null, (c) => first(templateBase.select((q) => q.where('cid', c)))),
     async findAllByCid(cids) {
       if (!Array.isArray(cids)) throw new TypeError(`BCMSRepo.template.methods.findAllByCid: takes an array of cids, got ${kind(cids)}`);
-      const wanted = cids.filter(usable);
+      const wanted = cids.filter(usableId);
       return wanted.length === 0 ? [] : templateBase.select((q) => q.whereRaw(...inList('cid', wanted)));
     },
     findAllByPropGroupPointer: byProp('GROUP_POINTER', (id) => ({ _id: id })),

@@ -1,4 +1,4 @@
-import type { BCMSContentRepo, BCMSEntry, BCMSTemplate } from '../db/bcms-content';
+import { type BCMSContentRepo, type BCMSEntry, type BCMSTemplate, BcmsRepoFieldError, TemplateNameTakenError } from '../db/bcms-content';
 import type { BcmsFunction } from '../function/types';
 import { BcmsHttpError } from '../http/errors';
 import { createController, createControllerMethod } from '../plugin/create';
@@ -51,11 +51,8 @@ async function written<T>(write: () => Promise<T>): Promise<T> {
   try {
     return await write();
   } catch (error) {
-    const message = (error as Error)?.message ?? '';
-    const refused = /^BCMSRepo\.\w+(?:\.methods)?\.\w+: (\w+) (.*)$/s.exec(message);
-    if (error instanceof TypeError && refused !== null) throw badRequest(`body.${refused[1]} ${refused[2]}`);
-    const taken = /a template named (".*") exists$/s.exec(message);
-    if ((error as { cause?: { code?: unknown } }).cause?.code === '23505' && taken !== null) throw badRequest(`A template named ${taken[1]} exists: give another name or label.`);
+    if (error instanceof BcmsRepoFieldError) throw badRequest(`body.${error.field} ${error.problem}`);
+    if (error instanceof TemplateNameTakenError) throw badRequest(`A template named "${error.templateName}" exists: give another name or label.`);
     throw error;
   }
 }
@@ -108,8 +105,8 @@ export function createSdkController(options: {
   /** The entry, when it belongs to the template (a template or its ref); asked for under another, or none, it is not found. */
   const entryOf = async (template: BCMSTemplate | string, entryId: string): Promise<BCMSEntry> => {
     const owner = typeof template === 'string' ? await templates.methods.findByRef(template) : template;
-    const entry = owner === null ? null : await entries.findById(entryId);
-    if (entry === null || entry.templateId !== owner?._id) throw notFound('Entry');
+    const entry = owner === null ? null : await entries.methods.findByTemplateIdAndId(owner._id, entryId);
+    if (entry === null) throw notFound('Entry');
     return entry;
   };
   /** A name no other template has (a taken one is a 400 that says so). */
