@@ -3,19 +3,17 @@ import { BcmsHttpError } from '../http/errors';
 import type { Work } from '../http/exchange';
 import { writeJson, writePreflight } from '../http/respond';
 import { BCMS_CLIENT_CHALLENGE, clientSignatureQuery, type VerifyClientSignedRequest } from '../security/bcms-client';
-import type { BcmsFunction } from './types';
+import type { BcmsFunction, BcmsFunctionKeyAuth } from './types';
 
 /** BCMS's path, which each BCMS client object asks before its first call. */
 export const ACCESS_LIST_PATH = '/api/key/access/list';
 const ACCESS_LIST_ALLOW = 'GET, OPTIONS';
 
-/** What the access list answers (BCMS's `BCMSApiKeyAccess`): there are no templates to grant here. */
-export interface BcmsKeyAccess {
-  templates: [];
-  functions: { name: string }[];
-  /** The plugins the key lists (their routes guarded by `createJwtApiPreRequestHandler` take its signatures). */
-  plugins: { name: string }[];
-}
+/**
+ * What the access list answers (BCMS's `BCMSApiKeyAccess`), in the shape of a key's `access`: there
+ * are no templates to grant here; `plugins` are those the key lists.
+ */
+export type BcmsKeyAccess = BcmsFunctionKeyAuth['access'];
 
 /**
  * Answers `GET /api/key/access/list` for a call signed the BCMS client's way (signed over `{}`):

@@ -38,22 +38,21 @@ export function createFunctionServer(deps: {
   const { functions, identifyCaller, bodyLimit, timeoutMs, logger, errorHandler, repo } = deps;
 
   function run(req: Request, res: Response, definition: BcmsFunction, auth: BcmsFunctionAuth | null): Promise<void> {
+    req.body ??= {}; // as BCMS: a call without a body, or with an empty one, reads `{}`
     const context: BcmsFunctionContext = { request: req, logger, errorHandler, repo, auth };
     return withTimeout(definition, context, timeoutMs).then((result) => {
       writeJson(res, 200, `{"success":true,"result":${JSON.stringify(result) ?? 'null'}}`);
     });
   }
 
-  /** Runs it once its body is read; a host body parser that ran first already set `req.body`: used as it is. */
+  /**
+   * Runs it once its body is read. A host body parser that ran first already set `req.body`: used as
+   * it is; a signed call's body was read and parsed when its signature was checked.
+   */
   function withBody(req: Request, res: Response, definition: BcmsFunction, auth: BcmsFunctionAuth | null): Promise<void> {
-    if (req.body !== undefined || auth?.type === 'signature') return run(req, res, definition, auth);
-    if (!hasBody(req)) {
-      req.body = {}; // as BCMS: a call without a body reads `{}`
-      return run(req, res, definition, auth);
-    }
+    if (req.body !== undefined || auth?.type === 'signature' || !hasBody(req)) return run(req, res, definition, auth);
     return readFunctionBody(req, bodyLimit).then((raw) => {
-      const body = parseJsonBody(raw, req.headers['content-type']);
-      req.body = body === undefined ? {} : body; // an empty body reads `{}`, as in BCMS
+      req.body = parseJsonBody(raw, req.headers['content-type']);
       return run(req, res, definition, auth);
     });
   }

@@ -159,8 +159,7 @@ export function createClientSignatureVerifier(options: { memory: SignatureMemory
         throw new BcmsHttpError('INVALID_JSON');
       }
     }
-    const forbidden = (): BcmsHttpError => new BcmsHttpError('KEY_FORBIDDEN', forbiddenMessage(permission));
-    if (!keyPermits(key, permission)) throw forbidden();
+    if (!keyPermits(key, permission)) throw new BcmsHttpError('KEY_FORBIDDEN', forbiddenMessage(permission));
 
     // The signature's bytes (hex is case-insensitive, so not its text) name the request: its HMAC
     // covers nonce, timestamp, key and body. Remembered until the timestamp leaves the window.

@@ -47,8 +47,7 @@ export function createCallerCheck(deps: {
       if (bodyWasRead(req)) throw refuseParsedBody(req, logger);
     });
     if (signed !== undefined) {
-      const body = signed.body();
-      req.body = body === undefined ? {} : body; // an empty body reads `{}`, as in BCMS
+      req.body = signed.body(); // parsed from the bytes that were signed
       return signed.auth;
     }
     const scheme = req.headers.authorization?.trim().split(/\s/, 1)[0];
