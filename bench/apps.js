@@ -82,6 +82,17 @@ function guardedPluginApp() {
   );
 }
 
+/** The private echo function, with a key of its own that the runner signs every request with. */
+async function signedFunctionApp(keyName, keyOptions = {}) {
+  const app = await withExtensions({ functions: [echoPrivateFunction] }, { database: await benchKeysDatabase() });
+  const knex = app.locals.router.db;
+  await knex('bcms_api_keys').where({ name: keyName }).delete(); // an earlier run's key, and its signatures
+  const { id, secret } = await createApiKey(knex, { name: keyName, functions: ['echo-private'], ...keyOptions });
+  // server.js hands the key to the runner, which signs every request with it.
+  app.locals.benchKey = { keyId: id, secret };
+  return app;
+}
+
 const builders = {
   'express-use-ceiling': async () => {
     const app = express();
@@ -108,23 +119,8 @@ const builders = {
     return app;
   },
   'function-post': () => withExtensions({ functions: [echoFunction] }),
-  'function-post-signed': async () => {
-    const app = await withExtensions({ functions: [echoPrivateFunction] }, { database: await benchKeysDatabase() });
-    const knex = app.locals.router.db;
-    await knex('bcms_api_keys').where({ name: 'bench' }).delete(); // an earlier run's key, and its signatures
-    const { id, secret } = await createApiKey(knex, { name: 'bench', functions: ['echo-private'] });
-    // server.js hands the key to the runner, which signs every request with it.
-    app.locals.benchKey = { keyId: id, secret };
-    return app;
-  },
-  'function-post-bcms-client': async () => {
-    const app = await withExtensions({ functions: [echoPrivateFunction] }, { database: await benchKeysDatabase() });
-    const knex = app.locals.router.db;
-    await knex('bcms_api_keys').where({ name: 'bench-bcms-client' }).delete();
-    const { id, secret } = await createApiKey(knex, { name: 'bench-bcms-client', functions: ['echo-private'], bcmsClient: true });
-    app.locals.benchKey = { keyId: id, secret };
-    return app;
-  },
+  'function-post-signed': () => signedFunctionApp('bench'),
+  'function-post-bcms-client': () => signedFunctionApp('bench-bcms-client', { bcmsClient: true }),
 };
 
 /** Resolves to the Express app of a scenario, or throws for an unknown name. */

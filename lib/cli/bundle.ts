@@ -7,7 +7,7 @@ import { pathToFileURL } from 'node:url';
 import { isUrlSafe } from '../names';
 import { parseArgs, UsageError, type Io } from './_io';
 import { BUNDLE_DIR } from './deploy';
-import { functionsDir } from './port';
+import { functionsDir, isFunctionSource } from './port';
 
 export const BUNDLE_USAGE = `  bundle                                    In a plugin or functions project: type-check, bundle the
                                             back end (or each function) as one file with
@@ -150,7 +150,7 @@ export async function runBundle(args: readonly string[], io: Io, cwd = process.c
     const folder = functionsDir(cwd);
     if (folder === undefined) throw new UsageError('neither bcms-plugin.config.json nor src/functions/*.ts here: run it in a project made by bcms-ext create');
     const dir = path.join(cwd, folder);
-    const sources = fs.readdirSync(dir).filter((file) => /\.(ts|js)$/.test(file) && !file.endsWith('.d.ts')).sort();
+    const sources = fs.readdirSync(dir).filter(isFunctionSource).sort();
     io.out(`Type-checking ${folder.split('/')[0]}/... `);
     typeCheck(cwd, 'tsconfig.json', io);
     io.out('ok\n');

@@ -93,11 +93,14 @@ function sourceFiles(root: string, dir = root): string[] {
     });
 }
 
+/** Whether a file of a functions folder is a function's source (a .ts or .js file, not a declaration file). */
+export const isFunctionSource = (file: string): boolean => /\.(ts|js)$/.test(file) && !file.endsWith('.d.ts');
+
 /** The folder of a functions project's function files: `src/functions` (as bcms-ext create makes it) or `functions`. */
 export function functionsDir(root: string): string | undefined {
   return ['src/functions', 'functions'].find((dir) => {
     const full = path.join(root, dir);
-    return fs.existsSync(full) && fs.readdirSync(full).some((file) => /\.(ts|js)$/.test(file) && !file.endsWith('.d.ts'));
+    return fs.existsSync(full) && fs.readdirSync(full).some(isFunctionSource);
   });
 }
 
@@ -172,7 +175,8 @@ export function portProject(root: string, { write = true }: { write?: boolean } 
   if (!fs.existsSync(root) || !fs.statSync(root).isDirectory()) throw new UsageError(`${root} is not a folder: give the project's folder (bcms-ext port DIR)`);
   if (!fs.existsSync(pkgFile)) throw new UsageError(`${where}: it has no package.json. Run bcms-ext port in the project's folder, or give it: bcms-ext port DIR`);
   const configFile = path.join(root, 'bcms-plugin.config.json');
-  const kind: PortResult['kind'] | undefined = fs.existsSync(configFile) ? 'plugin' : functionsDir(root) !== undefined ? 'functions' : undefined;
+  const functions = functionsDir(root);
+  const kind: PortResult['kind'] | undefined = fs.existsSync(configFile) ? 'plugin' : functions !== undefined ? 'functions' : undefined;
   if (kind === undefined) {
     throw new UsageError(`${where}: neither bcms-plugin.config.json (a plugin) nor functions/*.ts (functions). Run bcms-ext port in the project's folder, or give it: bcms-ext port DIR`);
   }
@@ -236,7 +240,7 @@ export function portProject(root: string, { write = true }: { write?: boolean } 
 
   const tsconfig = path.join(root, 'tsconfig.json');
   if (!fs.existsSync(tsconfig)) {
-    const include = kind === 'plugin' ? 'backend' : (functionsDir(root) as string);
+    const include = kind === 'plugin' ? 'backend' : (functions as string);
     writes.set(tsconfig, backendTsconfig([include]));
     changes.push({ file: 'tsconfig.json', what: `created: strict, over ${include}/, as bcms-ext create makes it (bcms-ext bundle type-checks with it)` });
   }

@@ -19,7 +19,6 @@ export class LiveExtensions {
   private registryFunctions: ReadonlyMap<string, BcmsFunction> = new Map();
   private readonly registryPluginNames: ReadonlySet<string>;
 
-  private deployedPlugins: readonly BcmsPlugin[] = [];
   /** `/api/plugin/<name>/` of each app plugin with a controller whose `setup` has not run; empty once it ran. */
   private awaitingSetup: readonly string[];
 
@@ -46,7 +45,7 @@ export class LiveExtensions {
 
   /** Every setup ran: the table now holds each controller's methods. */
   setUpDone(): void {
-    this.plugins = new PluginRouteTable([...this.registryPlugins, ...this.deployedPlugins]);
+    this.plugins = new PluginRouteTable(this.allPlugins);
     this.awaitingSetup = [];
   }
 
@@ -68,9 +67,8 @@ export class LiveExtensions {
   /** Swaps in a deployed set. */
   apply(set: DeployedSet): void {
     const added = set.plugins.filter((plugin) => !this.registryPluginNames.has(plugin.name));
-    this.deployedPlugins = added;
-    this.plugins = new PluginRouteTable([...this.registryPlugins, ...added]);
     this.allPlugins = [...this.registryPlugins, ...added];
+    this.plugins = new PluginRouteTable(this.allPlugins);
     this.functions = new Map([...[...set.functions].filter(([name]) => !this.registryFunctions.has(name)), ...this.registryFunctions]);
   }
 }

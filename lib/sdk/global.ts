@@ -10,25 +10,5 @@ declare global {
   }
 }
 
-export type {
-  BcmsEntry,
-  BcmsEntryCreateData,
-  BcmsEntryLite,
-  BcmsEntryMeta,
-  BcmsEntryUpdateData,
-  BcmsGlobal,
-  BcmsJwt,
-  BcmsNotification,
-  BcmsSdk,
-  BcmsSdkError,
-  BcmsSdkFunction,
-  BcmsSdkPlugin,
-  BcmsSdkPluginPolicy,
-  BcmsSdkSendConfig,
-  BcmsTemplate,
-  BcmsTemplateCreateData,
-  BcmsTemplateUpdateData,
-  BcmsThrowable,
-  BcmsUser,
-  BcmsUserCustomPool,
-} from './types';
+// Every type of the SDK, so that the list here cannot drift from types.ts.
+export type * from './types';
