@@ -261,15 +261,14 @@ async function measurePair(pair, settings, label) {
   const slices = [];
   const perProcess = settings.slices / settings.processes;
   for (let round = 0; round < settings.processes; round += 1) {
-    const suffix = settings.processes > 1 ? `.${round + 1}` : '';
+    const suffix = `.${round + 1}`;
     const open = [];
     try {
       open.push(await openServer(pair.baseline, settings, `${pair.baseline.scenario.name}.with-${pair.scenario.scenario.name}${suffix}`));
       open.push(await openServer(pair.scenario, settings, `${pair.scenario.scenario.name}${suffix}`));
       const [a, b] = open;
       // Warm-up: lets V8 optimise the hot paths before measuring; its numbers are discarded. The
-      // server measured first in this round is warmed last, so that it too runs once right after
-      // itself (see measurePair).
+      // server measured first in this round is warmed last (the schedule above).
       const [first, second] = round % 2 === 0 ? [a, b] : [b, a];
       for (const server of [second, first]) {
         const warm = await server.load(settings.warmup);
