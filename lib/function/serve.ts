@@ -38,7 +38,7 @@ export function createFunctionServer(deps: {
   const { functions, identifyCaller, bodyLimit, timeoutMs, logger, errorHandler, repo } = deps;
 
   function run(req: Request, res: Response, definition: BcmsFunction, auth: BcmsFunctionAuth | null): Promise<void> {
-    req.body ??= {}; // as BCMS: a call without a body, or with an empty one, reads `{}`
+    if (req.body === undefined) req.body = {}; // as BCMS: a call without a body, or with an empty one, reads `{}` (a JSON null stays null)
     const context: BcmsFunctionContext = { request: req, logger, errorHandler, repo, auth };
     return withTimeout(definition, context, timeoutMs).then((result) => {
       writeJson(res, 200, `{"success":true,"result":${JSON.stringify(result) ?? 'null'}}`);

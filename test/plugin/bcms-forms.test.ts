@@ -271,6 +271,12 @@ describe('functions as BCMS declares them', () => {
     expect(res.status).toBe(200);
     expect(res.body.result.body).toEqual({});
     expect(res.body.result.auth).toMatchObject({ type: 'jwt', payload: { userId: 'ada' }, accessToken: { payload: { userId: 'ada' } } });
+    // An empty body reads `{}` too; a JSON null is the body it is.
+    const empty = await request(app.app).post('/api/function/bcms-private').set('Authorization', `Bearer ${token}`).set('Content-Type', 'application/json').send('');
+    expect(empty.body.result.body).toEqual({});
+    const nullBody = await request(app.app).post('/api/function/bcms-private').set('Authorization', `Bearer ${token}`).set('Content-Type', 'application/json').send('null');
+    expect(nullBody.status).toBe(200);
+    expect(nullBody.body.result.body).toBeNull();
     await app.router.close();
   });
 });
