@@ -1,3 +1,4 @@
+import { METHODS } from 'node:http';
 import os from 'node:os';
 import pino from 'pino';
 import SonicBoom from 'sonic-boom';
@@ -118,6 +119,9 @@ export const REQUEST_LINE = Symbol('bcms-extensions.requestLine');
 
 let stdoutLines: TurnBuffer | undefined;
 
+/** Node's HTTP methods as JSON strings, made once. */
+const QUOTED_METHODS = new Map(METHODS.map((method) => [method, JSON.stringify(method)]));
+
 /**
  * The router's default logger: pino, named `bcms-extensions`, writing to stdout a turn at a time.
  * Its request line, one per request, is put together by a template rather than by pino's
@@ -129,10 +133,12 @@ export function createDefaultLogger(): Logger {
   const logger = pino({ name: 'bcms-extensions' }, out);
   // pino's own bindings, in its order: {"level","time","pid","hostname","name", fields..., "msg"}.
   const bindings = `,"pid":${process.pid},"hostname":${JSON.stringify(os.hostname())},"name":"bcms-extensions","requestId":`;
+  // The request id is the router's own (hex and base-36 digits) and the method nearly always one
+  // Node's parser knows: both need no escaping, which saves two JSON.stringify calls a line.
   const write: RequestLineWriter = (requestId, method, path, status, ms) => {
     if (!logger.isLevelEnabled('info')) return;
     out.write(
-      `{"level":30,"time":${Date.now()}${bindings}${JSON.stringify(requestId)},"method":${JSON.stringify(method)},"path":${JSON.stringify(path)},"status":${status},"ms":${ms},"msg":"request"}\n`,
+      `{"level":30,"time":${Date.now()}${bindings}"${requestId}","method":${QUOTED_METHODS.get(method) ?? JSON.stringify(method)},"path":${JSON.stringify(path)},"status":${status},"ms":${ms},"msg":"request"}\n`,
     );
   };
   return Object.defineProperty(logger, REQUEST_LINE, { value: write });

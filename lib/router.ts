@@ -12,7 +12,7 @@ import { createSdkController } from './extensions/content';
 import { createKeysController } from './extensions/keys';
 import { createAccessListServer } from './function/access-list';
 import { checkFunctionModules, loadFunctions } from './function/load';
-import { createFunctionServer, readFunctionBody } from './function/serve';
+import { createFunctionServer, readFunctionBody, writeFunctionResult } from './function/serve';
 import type { BcmsFunctionModule } from './function/types';
 import { createDispatch } from './http/dispatch';
 import { errorHandler } from './http/errors';
@@ -21,7 +21,7 @@ import { type BcmsExtensionsOptions, resolveOptions } from './options';
 import { createBcmsPlugin } from './plugin/create';
 import { setUpControllers } from './plugin/mount';
 import { PluginRouteTable } from './plugin/routes';
-import { createPluginServer } from './plugin/serve';
+import { createPluginServer, writePluginAnswer } from './plugin/serve';
 import type { BcmsPlugin } from './plugin/types';
 import { createClientSignatureVerifier } from './security/bcms-client';
 import { createCallerCheck, createPluginKeyCheck } from './security/caller';
@@ -161,6 +161,8 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     plugins: () => live.plugins,
     ownRoutes,
     servePlugin,
+    writePluginAnswer,
+    writeFunctionResult,
   });
 
   const router = express.Router() as BcmsExtensionsRouter;

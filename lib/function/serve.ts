@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import type { Request, Response } from 'express';
 import type { BcmsRepo } from '../db/repository';
 import { hasBody, isJsonType, parseJsonBody, readRawBody } from '../http/body';
@@ -37,23 +38,22 @@ export function createFunctionServer(deps: {
 }): FunctionServer {
   const { functions, identifyCaller, bodyLimit, timeoutMs, logger, errorHandler, repo } = deps;
 
-  function run(req: Request, res: Response, definition: BcmsFunction, auth: BcmsFunctionAuth | null): Promise<void> {
+  /** The function's result, which the exchange writes in its envelope (`writeFunctionResult`). */
+  function run(req: Request, definition: BcmsFunction, auth: BcmsFunctionAuth | null): Promise<unknown> {
     if (req.body === undefined) req.body = {}; // as BCMS: a call without a body, or with an empty one, reads `{}` (a JSON null stays null)
     const context: BcmsFunctionContext = { request: req, logger, errorHandler, repo, auth };
-    return withTimeout(definition, context, timeoutMs).then((result) => {
-      writeJson(res, 200, `{"success":true,"result":${JSON.stringify(result) ?? 'null'}}`);
-    });
+    return withTimeout(definition, context, timeoutMs);
   }
 
   /**
    * Runs it once its body is read. A host body parser that ran first already set `req.body`: used as
    * it is; a signed call's body was read and parsed when its signature was checked.
    */
-  function withBody(req: Request, res: Response, definition: BcmsFunction, auth: BcmsFunctionAuth | null): Promise<void> {
-    if (req.body !== undefined || auth?.type === 'signature' || !hasBody(req)) return run(req, res, definition, auth);
+  function withBody(req: Request, definition: BcmsFunction, auth: BcmsFunctionAuth | null): Promise<unknown> {
+    if (req.body !== undefined || auth?.type === 'signature' || !hasBody(req)) return run(req, definition, auth);
     return readFunctionBody(req, bodyLimit).then((raw) => {
       req.body = parseJsonBody(raw, req.headers['content-type']);
-      return run(req, res, definition, auth);
+      return run(req, definition, auth);
     });
   }
 
@@ -63,9 +63,15 @@ export function createFunctionServer(deps: {
     if (definition === undefined) throw new BcmsHttpError('FUNCTION_NOT_FOUND', `Function "${name}" not found.`);
     if (req.method === 'OPTIONS') return writePreflight(res, FUNCTION_ALLOW, req.headers['access-control-request-headers']);
     if (req.method !== 'POST') throw new BcmsHttpError('METHOD_NOT_ALLOWED', `${req.method} is not allowed here; use POST.`, { Allow: FUNCTION_ALLOW });
-    if (definition.config.public === true) return withBody(req, res, definition, null);
-    return identifyCaller(req, definition.config.name).then((auth) => withBody(req, res, definition, auth));
+    if (definition.config.public === true) return withBody(req, definition, null);
+    return identifyCaller(req, definition.config.name).then((auth) => withBody(req, definition, auth));
   };
+}
+
+/** Writes a function's result in its envelope, `{ "success": true, "result": ... }`, unless the answer went out already. */
+export function writeFunctionResult(res: ServerResponse, result: unknown): void {
+  if (res.headersSent) return;
+  writeJson(res, 200, `{"success":true,"result":${JSON.stringify(result) ?? 'null'}}`);
 }
 
 /** The handler's result, or FUNCTION_TIMEOUT once `timeoutMs` passed (the handler runs on). */

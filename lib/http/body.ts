@@ -149,6 +149,7 @@ function charsetOf(header: string | undefined): string | undefined {
 /** Whether a Content-Type names JSON (`application/json`, `application/*+json`). */
 export function isJsonType(contentType: string | undefined): boolean {
   if (contentType === undefined) return false;
+  if (contentType === 'application/json') return true; // what nearly every client sends: no split, trim or case to undo
   const type = contentType.split(';', 1)[0]!.trim().toLowerCase();
   return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
 }

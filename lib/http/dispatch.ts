@@ -3,7 +3,7 @@ import { ACCESS_LIST_PATH } from '../function/access-list';
 import { FUNCTION_PREFIX } from '../function/serve';
 import type { PluginMatch, PluginRouteTable } from '../plugin/routes';
 import type { UiTarget } from '../ui/assets';
-import type { Exchange, Work } from './exchange';
+import type { Exchange, Work, Writer } from './exchange';
 
 const API_PREFIX = '/api/';
 const PLUGIN_PREFIX = '/api/plugin/';
@@ -31,8 +31,13 @@ export function createDispatch(parts: {
   /** The package's own endpoints under /api/extensions/. */
   ownRoutes: PluginRouteTable;
   servePlugin: (req: Request, res: Response, matches: readonly PluginMatch[] | undefined) => Work;
+  /** Writes what a plugin handler's promise resolved to. */
+  writePluginAnswer: Writer;
+  /** Writes what a function's promise resolved to, in its envelope. */
+  writeFunctionResult: Writer;
 }): Dispatch {
-  const { exchange, ui, deploymentsPath, serveDeployments, serveFunction, serveAccessList, plugins, ownRoutes, servePlugin } = parts;
+  const { exchange, ui, deploymentsPath, serveDeployments, serveFunction, serveAccessList, plugins, ownRoutes, servePlugin, writePluginAnswer, writeFunctionResult } = parts;
+  const serveUi = (req: Request, res: Response, target: UiTarget): Work => ui.serve(req, res, target, req.baseUrl);
 
   return function dispatch(req, res) {
     const url = req.url;
@@ -40,23 +45,23 @@ export function createDispatch(parts: {
     let path = query === -1 ? url : url.slice(0, query);
     const target = ui.match(path);
     if (target !== undefined) {
-      exchange(req, res, 'plugin', path, () => ui.serve(req, res, target, req.baseUrl));
+      exchange(req, res, 'plugin', path, serveUi, target);
       return true;
     }
     if (!url.startsWith(API_PREFIX)) return false;
     if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
     if (path.startsWith(FUNCTION_PREFIX) || path === '/api/function') {
-      exchange(req, res, 'function', path, () => serveFunction(req, res, path));
+      exchange(req, res, 'function', path, serveFunction, path, writeFunctionResult);
       return true;
     }
     if (path.startsWith(deploymentsPath)) {
-      exchange(req, res, 'plugin', path, () => serveDeployments(req, res, path));
+      exchange(req, res, 'plugin', path, serveDeployments, path);
       return true;
     }
     const table = path.startsWith(PLUGIN_PREFIX) ? plugins() : path.startsWith(EXTENSIONS_PREFIX) ? ownRoutes : undefined;
     if (table === undefined) {
       if (path !== ACCESS_LIST_PATH) return false;
-      exchange(req, res, 'function', path, () => serveAccessList(req, res));
+      exchange(req, res, 'function', path, serveAccessList, undefined);
       return true;
     }
     let matches: readonly PluginMatch[] | undefined;
@@ -66,7 +71,7 @@ export function createDispatch(parts: {
     } catch {
       // A parameter with a malformed percent-encoding: the path is ours, the URL is not valid.
     }
-    exchange(req, res, 'plugin', path, () => servePlugin(req, res, matches));
+    exchange(req, res, 'plugin', path, servePlugin, matches, writePluginAnswer);
     return true;
   };
 }

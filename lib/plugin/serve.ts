@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import type { Request, Response } from 'express';
 import type { BcmsRepo } from '../db/repository';
 import { hasBody, isJsonType, parseJsonBody, RAW_BODY, readRawBody } from '../http/body';
@@ -29,7 +30,10 @@ export function createPluginServer(deps: {
 }): PluginServer {
   const { bodyLimit, logger, errorHandler, repo, verifyAccessToken, verifyPluginKey } = deps;
 
-  /** The handler's context, after the guard if there is one; then its answer. */
+  /**
+   * The handler's context, after the guard if there is one; then the handler's result: written now
+   * when it is a plain value, else its promise, whose value the exchange writes (`writePluginAnswer`).
+   */
   function run(req: Request, res: Response, route: PluginRoute): Work {
     const context: BcmsPluginContext = { name: route.name, request: req as BcmsPluginContext['request'], response: res, logger, errorHandler, repo };
     const { preRequestHandler, handler } = route.method;
@@ -37,7 +41,10 @@ export function createPluginServer(deps: {
     // The JWT guard with a token verified before: the same outcome as running it, without its promises.
     const check = (preRequestHandler as { [JWT_GUARD_CHECK]?: JwtGuardCheck })[JWT_GUARD_CHECK];
     const known = check === undefined ? undefined : verifyAccessToken.known?.(req);
-    if (known !== undefined) return answer(res, handler(Object.assign(context, (check as JwtGuardCheck)(known))));
+    if (known !== undefined) {
+      (context as { accessToken?: unknown }).accessToken = (check as JwtGuardCheck)(known).accessToken;
+      return answer(res, handler(context));
+    }
     // An author's own pre-request handler may call a guard with a context it built: the guard finds
     // the verifiers, and the plugin an API key must list, on the request. Set here only, past the
     // unguarded and JWT fast paths, which need none of them.
@@ -49,7 +56,7 @@ export function createPluginServer(deps: {
     }
     const guard: PreRequestContext = { ...context, verifyAccessToken: () => verifyAccessToken(req) };
     return Promise.resolve(preRequestHandler(guard)).then((yielded: unknown) =>
-      answer(res, handler(yielded !== null && typeof yielded === 'object' ? { ...context, ...yielded } : context)),
+      handler(yielded !== null && typeof yielded === 'object' ? { ...context, ...yielded } : context),
     );
   }
 
@@ -88,13 +95,18 @@ export function createPluginServer(deps: {
   };
 }
 
-/** Writes what a handler returned (200 unless it chose another status), unless it answered through `response` itself. */
+/**
+ * A handler's result: a plain value is written now; a promise (or anything `await` would wait for,
+ * a Knex query builder, say) is handed to the exchange, which writes its value.
+ */
 function answer(res: Response, result: unknown): Work {
-  if (isThenable(result)) return Promise.resolve(result).then((value: unknown) => write(res, value));
-  write(res, result);
+  if (result instanceof Promise) return result;
+  if (isThenable(result)) return Promise.resolve(result);
+  writePluginAnswer(res, result);
 }
 
-function write(res: Response, value: unknown): void {
+/** Writes what a handler returned (200 unless it chose another status), unless it answered through `response` itself. */
+export function writePluginAnswer(res: ServerResponse, value: unknown): void {
   if (res.headersSent) return;
   if (Buffer.isBuffer(value)) return writeBytes(res, res.statusCode, value);
   writeJson(res, res.statusCode, JSON.stringify(value) ?? 'null');
