@@ -1,6 +1,7 @@
 'use strict';
 // The Express app each scenario measures. Loaded by server.js only, inside the server's process.
 
+const { performance } = require('node:perf_hooks');
 const express = require('express');
 const knexFactory = require('knex');
 const {
@@ -93,6 +94,40 @@ async function signedFunctionApp(keyName, keyOptions = {}) {
   return app;
 }
 
+/**
+ * An `app.use` doing only what #12's constraints ask of every answer, and nothing else: an `async`
+ * handler, `Access-Control-Allow-Origin` and `X-Request-Id` (a request id of the router's kind), and
+ * the default logger's request line. No routing, no handler context, no error handling. `without`
+ * drops one of the three, to see what each costs against the ceiling.
+ */
+function constrainedCeiling(without) {
+  return async () => {
+    const { createDefaultLogger, REQUEST_LINE } = require('../dist/logger');
+    const { createRequestIds } = require('../dist/http/request-id');
+    const writeLine = createDefaultLogger()[REQUEST_LINE];
+    const nextRequestId = createRequestIds();
+    const handler = async () => ({ message: 'Hello' });
+    const write = (req, res, requestId, started, value) => {
+      const body = JSON.stringify(value);
+      res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
+      res.end(body);
+      if (without !== 'log') writeLine(requestId, req.method, req.url, 200, Math.round((performance.now() - started) * 1000) / 1000);
+    };
+    const app = express();
+    app.use((req, res) => {
+      const requestId = nextRequestId();
+      const started = performance.now();
+      if (without !== 'headers') {
+        res.setHeader('Access-Control-Allow-Origin', '*');
+        res.setHeader('X-Request-Id', requestId);
+      }
+      if (without === 'async') write(req, res, requestId, started, { message: 'Hello' });
+      else void handler().then((value) => write(req, res, requestId, started, value));
+    });
+    return app;
+  };
+}
+
 const builders = {
   'express-use-ceiling': async () => {
     const app = express();
@@ -109,6 +144,10 @@ const builders = {
     return app;
   },
   'baseline-get-again': () => builders['baseline-get'](),
+  'express-use-constrained': constrainedCeiling(),
+  'constrained-without-log': constrainedCeiling('log'),
+  'constrained-without-headers': constrainedCeiling('headers'),
+  'constrained-without-async': constrainedCeiling('async'),
   'plugin-get': () => withExtensions({ plugins: [benchPlugin()] }),
   'plugin-get-guarded': guardedPluginApp,
   // The same server; only the requests differ (a different token each, see scenarios.js).

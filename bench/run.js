@@ -302,6 +302,7 @@ async function main() {
   // BENCH_ONLY=plugin-get,function-post measures just those scenarios (each with its baseline).
   const only = (process.env.BENCH_ONLY ?? '').split(',').filter(Boolean);
   const runnable = scenarios.filter((scenario) => {
+    if (scenario.optional && !only.includes(scenario.name)) return false;
     if (!scenario.needsDatabase || process.env.DATABASE_URL) return true;
     console.error(`${scenario.name}: skipped, DATABASE_URL is not set (it needs the Postgres server).`);
     return false;

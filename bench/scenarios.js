@@ -55,6 +55,26 @@ const scenarios = [
     baseline: 'baseline-get',
   },
   {
+    // The ceiling doing only what every answer of the router must do (#12's constraints): an async
+    // handler, Access-Control-Allow-Origin and X-Request-Id, the default logger's line; no routing,
+    // no context, no error handling. No target: no router can be faster than this.
+    name: 'express-use-constrained',
+    method: 'GET',
+    path: '/hello',
+    expect: { message: 'Hello' },
+    baseline: 'baseline-get',
+  },
+  // What each of the three costs: the constrained app without one, against the bare ceiling. Run
+  // only when BENCH_ONLY names them (`optional`), not in a full `npm run bench`.
+  ...['log', 'headers', 'async'].map((part) => ({
+    name: `constrained-without-${part}`,
+    method: 'GET',
+    path: '/hello',
+    expect: { message: 'Hello' },
+    baseline: 'express-use-ceiling',
+    optional: true,
+  })),
+  {
     // The bare route against a second process of itself: what the bench reads when there is no
     // difference at all. No target: a ratio elsewhere that differs from 1 by less than this row's
     // spread is not a difference.
