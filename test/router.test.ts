@@ -109,6 +109,39 @@ describe('bcmsExtensions(registry, options)', () => {
     expect(await pending).toEqual({ success: true, result: 'ready now' });
   });
 
+  test('while it starts, a preflight that waited is answered once, and a handler that returns nothing answers null', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const late = createBcmsFunction(async () => {
+      await gate;
+      return { config: { name: 'late', public: true }, handler: async () => 'ready now' };
+    });
+    const silent = createBcmsPlugin({
+      name: 'silent',
+      controllers: [
+        createController({
+          name: 'Main',
+          path: '/c',
+          methods: () => ({ nothing: createControllerMethod({ path: '/nothing', type: 'get', handler: async () => undefined }) }),
+        }),
+      ],
+    });
+    const log = memoryLogger();
+    const app = express().use(bcmsExtensions({ plugins: [silent], functions: [late] }, { logger: log.logger, database: db }));
+    const answers = Promise.all([
+      request(app).options('/api/function/late').set('Access-Control-Request-Method', 'POST').then((res) => res),
+      request(app).get('/api/plugin/silent/c/nothing').then((res) => res),
+    ]);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    release();
+    const [preflight, nothing] = await answers;
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.allow).toBe('POST, OPTIONS');
+    expect(nothing.status).toBe(200);
+    expect(nothing.text).toBe('null');
+    expect(log.text()).not.toMatch(/unexpected error/);
+  });
+
   test('a function factory that throws: ready rejects naming it, requests get a bare 500', async () => {
     const log = memoryLogger();
     const broken = createBcmsFunction(async () => {

@@ -68,9 +68,8 @@ export function createFunctionServer(deps: {
   };
 }
 
-/** Writes a function's result in its envelope, `{ "success": true, "result": ... }`, unless the answer went out already. */
+/** Writes a function's result in its envelope, `{ "success": true, "result": ... }`. */
 export function writeFunctionResult(res: ServerResponse, result: unknown): void {
-  if (res.headersSent) return;
   writeJson(res, 200, `{"success":true,"result":${JSON.stringify(result) ?? 'null'}}`);
 }
 

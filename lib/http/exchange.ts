@@ -15,7 +15,7 @@ export type Work = Promise<unknown> | void;
 /** Answers a request the exchange took; `arg` is what dispatch found for it (its path, its matches). */
 export type Handle<A> = (req: Request, res: Response, arg: A) => Work;
 
-/** Writes the value a part's promise resolved to, unless the answer went out already. */
+/** Writes the value a part's promise resolved to: the answer to a handler's result. */
 export type Writer = (res: ServerResponse, value: unknown) => void;
 
 /**
@@ -24,6 +24,9 @@ export type Writer = (res: ServerResponse, value: unknown) => void;
  * whatever it throws or rejects with is rendered here.
  */
 export type Exchange = <A>(req: Request, res: Response, family: Family, path: string, handle: Handle<A>, arg: A, write?: Writer) => void;
+
+/** What a part that answered at once left, once the router's start had to be waited for: nothing to write. */
+const ANSWERED = Symbol('answered');
 
 /**
  * What every request the router owns gets (DESIGN.md "HTTP"): an id, `Access-Control-Allow-Origin`
@@ -47,7 +50,7 @@ export function createExchange(options: { logger: Logger; pending: () => Promise
     let work: Work;
     try {
       const starting = pending();
-      work = starting === undefined ? handle(req, res, arg) : starting.then(() => handle(req, res, arg));
+      work = starting === undefined ? handle(req, res, arg) : starting.then(() => handle(req, res, arg) ?? ANSWERED);
     } catch (error) {
       renderError(logger, req, res, error, family, requestId, hostHeaders);
       return logRequest(logger, writeLine, req, res, path, requestId, started);
@@ -55,7 +58,7 @@ export function createExchange(options: { logger: Logger; pending: () => Promise
     if (work === undefined) return logRequest(logger, writeLine, req, res, path, requestId, started);
     work.then(
       (value) => {
-        if (write !== undefined) {
+        if (write !== undefined && value !== ANSWERED) {
           try {
             write(res, value);
           } catch (error) {
