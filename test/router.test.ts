@@ -127,12 +127,21 @@ describe('bcmsExtensions(registry, options)', () => {
       ],
     });
     const log = memoryLogger();
-    const app = express().use(bcmsExtensions({ plugins: [silent], functions: [late] }, { logger: log.logger, database: db }));
+    // Both requests reach the router before its start ends: the gate opens only once they have.
+    let arrived = 0;
+    let bothArrived!: () => void;
+    const arrivals = new Promise<void>((resolve) => (bothArrived = resolve));
+    const app = express()
+      .use((_req, _res, next) => {
+        if (++arrived === 2) bothArrived();
+        next();
+      })
+      .use(bcmsExtensions({ plugins: [silent], functions: [late] }, { logger: log.logger, database: db }));
     const answers = Promise.all([
       request(app).options('/api/function/late').set('Access-Control-Request-Method', 'POST').then((res) => res),
       request(app).get('/api/plugin/silent/c/nothing').then((res) => res),
     ]);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await arrivals;
     release();
     const [preflight, nothing] = await answers;
     expect(preflight.status).toBe(204);

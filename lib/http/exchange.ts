@@ -47,31 +47,34 @@ export function createExchange(options: { logger: Logger; pending: () => Promise
     const hostHeaders = res.getHeaderNames();
     res.setHeader('Access-Control-Allow-Origin', '*');
     res.setHeader('X-Request-Id', requestId);
+    const failed = (error: unknown): void => {
+      renderError(logger, req, res, error, family, requestId, hostHeaders);
+      logRequest(logger, writeLine, req, res, path, requestId, started);
+    };
     let work: Work;
     try {
       const starting = pending();
       work = starting === undefined ? handle(req, res, arg) : starting.then(() => handle(req, res, arg) ?? ANSWERED);
     } catch (error) {
-      renderError(logger, req, res, error, family, requestId, hostHeaders);
-      return logRequest(logger, writeLine, req, res, path, requestId, started);
+      return failed(error);
     }
     if (work === undefined) return logRequest(logger, writeLine, req, res, path, requestId, started);
-    work.then(
-      (value) => {
-        if (write !== undefined && value !== ANSWERED) {
-          try {
-            write(res, value);
-          } catch (error) {
-            renderError(logger, req, res, error, family, requestId, hostHeaders);
-          }
+    const answered = (value: unknown): void => {
+      if (write !== undefined && value !== ANSWERED) {
+        try {
+          write(res, value);
+        } catch (error) {
+          renderError(logger, req, res, error, family, requestId, hostHeaders);
         }
-        logRequest(logger, writeLine, req, res, path, requestId, started);
-      },
-      (error: unknown) => {
-        renderError(logger, req, res, error, family, requestId, hostHeaders);
-        logRequest(logger, writeLine, req, res, path, requestId, started);
-      },
-    );
+      }
+      logRequest(logger, writeLine, req, res, path, requestId, started);
+    };
+    try {
+      work.then(answered, failed);
+    } catch (error) {
+      // A promise whose own `then` throws: its error is the request's.
+      failed(error);
+    }
   };
 }
 

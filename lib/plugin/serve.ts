@@ -100,7 +100,7 @@ export function createPluginServer(deps: {
  * a Knex query builder, say) is handed to the exchange, which writes its value.
  */
 function answer(res: Response, result: unknown): Work {
-  if (result instanceof Promise) return result;
+  // A native promise comes back as it is; a subclass or another thenable is adopted into one.
   if (isThenable(result)) return Promise.resolve(result);
   writePluginAnswer(res, result);
 }
