@@ -104,13 +104,13 @@ function constrainedCeiling(without) {
   return async () => {
     const { createDefaultLogger, REQUEST_LINE } = require('../dist/logger');
     const { createRequestIds } = require('../dist/http/request-id');
+    const { writeJson } = require('../dist/http/respond');
     const writeLine = createDefaultLogger()[REQUEST_LINE];
     const nextRequestId = createRequestIds();
     const handler = async () => ({ message: 'Hello' });
+    // The router's own JSON writer: the same content headers and write as its answers.
     const write = (req, res, requestId, started, value) => {
-      const body = JSON.stringify(value);
-      res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
-      res.end(body);
+      writeJson(res, 200, JSON.stringify(value));
       if (without !== 'log') writeLine(requestId, req.method, req.url, 200, Math.round((performance.now() - started) * 1000) / 1000);
     };
     const app = express();

@@ -64,7 +64,7 @@ export function createExchange(options: { logger: Logger; pending: () => Promise
         try {
           write(res, value);
         } catch (error) {
-          renderError(logger, req, res, error, family, requestId, hostHeaders);
+          return failed(error);
         }
       }
       logRequest(logger, writeLine, req, res, path, requestId, started);
