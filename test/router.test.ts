@@ -94,13 +94,19 @@ describe('bcmsExtensions(registry, options)', () => {
     expect((await request(app).post('/two/api/function/f').send({ long: 'enough to pass ten bytes' })).status).toBe(413);
   });
 
-  test('requests that arrive before ready wait for it', async () => {
+  /** The public function `late`, whose factory (and so the router's start) waits until `release()`. */
+  function lateFunction() {
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
     const late = createBcmsFunction(async () => {
       await gate;
       return { config: { name: 'late', public: true }, handler: async () => 'ready now' };
     });
+    return { late, release };
+  }
+
+  test('requests that arrive before ready wait for it', async () => {
+    const { late, release } = lateFunction();
     const router = bcmsExtensions({ functions: [late] }, quiet());
     const app = express().use(router);
     const pending = request(app).post('/api/function/late').then((res) => res.body);
@@ -110,12 +116,7 @@ describe('bcmsExtensions(registry, options)', () => {
   });
 
   test('while it starts, a preflight that waited is answered once, and a handler that returns nothing answers null', async () => {
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    const late = createBcmsFunction(async () => {
-      await gate;
-      return { config: { name: 'late', public: true }, handler: async () => 'ready now' };
-    });
+    const { late, release } = lateFunction();
     const silent = createBcmsPlugin({
       name: 'silent',
       controllers: [
