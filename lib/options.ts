@@ -16,8 +16,22 @@ export interface BcmsExtensionsOptions {
   signature?: { clockSkewSeconds?: number };
   /** Largest JSON body: bytes, or a size such as `'1mb'`. Default `'1mb'`. */
   bodyLimit?: number | string;
-  /** A function that runs longer is answered 504 FUNCTION_TIMEOUT. Default 30000. */
+  /** A function that runs longer is answered 504 FUNCTION_TIMEOUT (and its isolate, if it has one, ended). Default 30000. */
   functionTimeoutMs?: number;
+  /** A plugin handler that runs longer is answered 504 `{ message }` (and its isolate, if it has one, ended). Default 30000. */
+  pluginTimeoutMs?: number;
+  /**
+   * Where extension code runs: `'deployed'` (deployed bundles in isolates, the registry in the
+   * service's process), `'all'` (the registry too), `'none'` (everything in the service's process).
+   * Default `'deployed'`.
+   */
+  isolate?: 'deployed' | 'all' | 'none';
+  /** Heap limit of each isolate, in MB. Default 256. */
+  extensionMemoryMb?: number;
+  /** The whole environment extension code sees in an isolate (`process.env`). Default `{}`: none of the host's. */
+  extensionEnv?: Record<string, string>;
+  /** `'off'`: run no deployment (to recover from a bad one); also `BCMS_DEPLOYMENTS=off`. Default `'on'`. */
+  deployments?: 'on' | 'off';
   /** pino-compatible logger. Default: a pino logger named `bcms-extensions`. */
   logger?: Logger;
   /**
@@ -33,6 +47,11 @@ export interface ResolvedOptions {
   readonly signature: Readonly<{ clockSkewSeconds: number }>;
   readonly bodyLimit: number;
   readonly functionTimeoutMs: number;
+  readonly pluginTimeoutMs: number;
+  readonly isolate: 'deployed' | 'all' | 'none';
+  readonly extensionMemoryMb: number;
+  readonly extensionEnv: Readonly<Record<string, string>>;
+  readonly deployments: 'on' | 'off';
   readonly logger: Logger;
   readonly admin: Readonly<AdminSettings> | null;
 }
@@ -42,10 +61,16 @@ export const defaultOptions = Object.freeze({
   signature: Object.freeze({ clockSkewSeconds: 300 }),
   bodyLimit: '1mb',
   functionTimeoutMs: 30_000,
+  pluginTimeoutMs: 30_000,
+  isolate: 'deployed',
+  extensionMemoryMb: 256,
   admin: Object.freeze({ path: '/bcms', loginUrl: '/api/auth/login', title: 'BCMS' }),
 });
 
-const KNOWN = new Set(['jwt', 'database', 'signature', 'bodyLimit', 'functionTimeoutMs', 'logger', 'admin']);
+const KNOWN = new Set([
+  'jwt', 'database', 'signature', 'bodyLimit', 'functionTimeoutMs', 'pluginTimeoutMs', 'logger', 'admin',
+  'isolate', 'extensionMemoryMb', 'extensionEnv', 'deployments',
+]);
 
 /** A nested option is an object of known keys: a typo such as `jwt.secert` must not pass silently. */
 function checkKeys(value: unknown, name: string, known: readonly string[]): void {
@@ -59,7 +84,7 @@ function checkKeys(value: unknown, name: string, known: readonly string[]): void
  * Merges the caller's options into the frozen defaults, never mutating the caller's objects.
  * A mistake throws now, while the app is built, rather than at the first request.
  */
-export function resolveOptions(options: BcmsExtensionsOptions | undefined): ResolvedOptions {
+export function resolveOptions(options: BcmsExtensionsOptions | undefined, env: NodeJS.ProcessEnv = process.env): ResolvedOptions {
   if (options === undefined) options = {};
   if (options === null || typeof options !== 'object') throw new TypeError('argument options must be an object');
   for (const key of Object.keys(options)) {
@@ -74,10 +99,19 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined): Reso
   if (!Number.isFinite(clockSkewSeconds) || clockSkewSeconds < 0) {
     throw new TypeError(`option signature.clockSkewSeconds must be a number of seconds >= 0, got ${String(clockSkewSeconds)}`);
   }
-  const functionTimeoutMs = options.functionTimeoutMs ?? defaultOptions.functionTimeoutMs;
-  if (!Number.isInteger(functionTimeoutMs) || functionTimeoutMs <= 0) {
-    throw new TypeError(`option functionTimeoutMs must be a positive integer of milliseconds, got ${String(functionTimeoutMs)}`);
+  const functionTimeoutMs = positiveInteger(options.functionTimeoutMs ?? defaultOptions.functionTimeoutMs, 'functionTimeoutMs', 'milliseconds');
+  const pluginTimeoutMs = positiveInteger(options.pluginTimeoutMs ?? defaultOptions.pluginTimeoutMs, 'pluginTimeoutMs', 'milliseconds');
+  const extensionMemoryMb = positiveInteger(options.extensionMemoryMb ?? defaultOptions.extensionMemoryMb, 'extensionMemoryMb', 'megabytes');
+  const isolate = options.isolate ?? defaultOptions.isolate;
+  if (isolate !== 'deployed' && isolate !== 'all' && isolate !== 'none') {
+    throw new TypeError(`option isolate must be 'deployed', 'all' or 'none', got ${JSON.stringify(isolate)}`);
   }
+  const extensionEnv = options.extensionEnv ?? {};
+  if (extensionEnv === null || typeof extensionEnv !== 'object' || Array.isArray(extensionEnv) || Object.values(extensionEnv).some((value) => typeof value !== 'string')) {
+    throw new TypeError('option extensionEnv must be an object of strings (the environment variables extension code may see)');
+  }
+  const deployments = options.deployments ?? (env.BCMS_DEPLOYMENTS === 'off' ? 'off' : 'on');
+  if (deployments !== 'on' && deployments !== 'off') throw new TypeError(`option deployments must be 'on' or 'off', got ${JSON.stringify(deployments)}`);
   // pino writing to stdout once per turn of the event loop, and at once on exit and on signals.
   const logger = options.logger ?? createDefaultLogger();
   for (const level of ['info', 'warn', 'error', 'debug'] as const) {
@@ -89,9 +123,19 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined): Reso
     signature: Object.freeze({ clockSkewSeconds }),
     bodyLimit: parseByteSize(options.bodyLimit ?? defaultOptions.bodyLimit, 'bodyLimit'),
     functionTimeoutMs,
+    pluginTimeoutMs,
+    isolate,
+    extensionMemoryMb,
+    extensionEnv: Object.freeze({ ...extensionEnv }),
+    deployments,
     logger,
     admin,
   }) as ResolvedOptions;
+}
+
+function positiveInteger(value: unknown, name: string, unit: string): number {
+  if (!Number.isInteger(value) || (value as number) <= 0) throw new TypeError(`option ${name} must be a positive integer of ${unit}, got ${String(value)}`);
+  return value as number;
 }
 
 /** The shell's settings, or null for `admin: false`. Its path is a page path of its own, never under /api/. */

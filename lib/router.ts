@@ -4,10 +4,12 @@ import { bcmsContentRepoOf, bindBcmsRepo } from './db/bcms-repo';
 import { openDatabase, type DatabaseOption } from './db/connection';
 import { createRepository } from './db/repository';
 import { ContentStore } from './db/store';
-import { activeDeployments, DeployedExtensions } from './deploy/deployed';
+import { activeDeployments, DeployedExtensions, LOAD_TIMEOUT_MS, withTimeout, type RunningExtension } from './deploy/deployed';
 import { listenForDeployments } from './deploy/listen';
 import { LiveExtensions } from './deploy/live';
+import { loadExtension, type DeploymentKind } from './deploy/load';
 import { createDeployRoutes, DEPLOYMENTS_PATH } from './deploy/routes';
+import { recordLoadError } from './deploy/store';
 import { createSdkController } from './extensions/content';
 import { createKeysController } from './extensions/keys';
 import { createAccessListServer } from './function/access-list';
@@ -17,6 +19,9 @@ import type { BcmsFunctionModule } from './function/types';
 import { createDispatch } from './http/dispatch';
 import { errorHandler } from './http/errors';
 import { createExchange } from './http/exchange';
+import { DatabaseBridge } from './isolate/database-bridge';
+import { startIsolated } from './isolate/extension';
+import type { IsolateServices } from './isolate/host';
 import { type BcmsExtensionsOptions, resolveOptions } from './options';
 import { createBcmsPlugin } from './plugin/create';
 import { setUpControllers } from './plugin/mount';
@@ -95,15 +100,40 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     }
   }
 
-  // Deployments go live by swapping the live tables.
-  const deployed = new DeployedExtensions(
-    () => store.run(() => activeDeployments(store.database.knex)),
+  const verifyPluginKey = createPluginKeyCheck({ verifySignedRequest, verifyClientSignedRequest, bodyLimit, logger });
+
+  // Isolates: what deployed code (and, with `isolate: 'all'`, the registry's) runs in.
+  const isolateServices: IsolateServices = {
     logger,
-    (set) => {
+    bridge: new DatabaseBridge(store),
+    verifyAccessToken,
+    verifyPluginKey,
+    memoryMb: settings.extensionMemoryMb,
+    env: settings.extensionEnv,
+    loadTimeoutMs: LOAD_TIMEOUT_MS,
+  };
+  const callSettings = { pluginTimeoutMs: settings.pluginTimeoutMs, functionTimeoutMs: settings.functionTimeoutMs, bodyLimit };
+  const filenameOf = (kind: DeploymentKind, name: string, version: string): string => `bcms-deployment:${kind}/${name}@${version}.js`;
+  const inIsolates = (deployment: { kind: DeploymentKind; name: string; version: string; code: string }): Promise<RunningExtension> => {
+    const { kind, name, version, code } = deployment;
+    return startIsolated(kind, name, `${kind} ${name}@${version}`, { type: 'bundle', code, filename: filenameOf(kind, name, version) }, isolateServices, callSettings);
+  };
+
+  // Deployments go live by swapping the live tables.
+  const deployed = new DeployedExtensions({
+    read: () => store.run(() => activeDeployments(store.database.knex)),
+    start:
+      settings.isolate === 'none'
+        ? (deployment) => withTimeout(loadExtension(deployment.kind, deployment.name, deployment.code, filenameOf(deployment.kind, deployment.name, deployment.version)), LOAD_TIMEOUT_MS)
+        : inIsolates,
+    recordFailure: (id, message) => store.run(() => recordLoadError(store.database.knex, id, message)),
+    logger,
+    swap: (set) => {
       live.apply(set);
       ui.setDeployed(set.uis);
     },
-  );
+    enabled: settings.deployments === 'on',
+  });
   let stopListening: (() => Promise<void>) | undefined;
   let closed = false;
   // Settles only once both are done, so that a refused registry leaves no migration running behind it.
@@ -116,11 +146,16 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     .then((outcomes) => {
       for (const outcome of outcomes) if (outcome.status === 'rejected') throw outcome.reason;
     })
-    .then(async () => {
-      // A restarted instance serves what is deployed; then it hears of every later change.
-      await deployed.reload().catch((error: unknown) => logger.error({ err: error }, 'bcms-extensions: could not load the deployments (tried again on the next change)'));
+    .then(() => {
       live.open();
-      const reload = (): void => void deployed.reload().catch((error: unknown) => logger.error({ err: error }, 'bcms-extensions: could not load the deployments'));
+      if (settings.deployments === 'off') {
+        logger.warn({}, 'bcms-extensions: deployments are off (deployments: "off" or BCMS_DEPLOYMENTS=off): no deployed plugin or function runs on this instance');
+        return;
+      }
+      // A restarted instance serves what is deployed, without waiting on it: each deployment goes
+      // live once loaded, and a request for one still loading waits for it. Then it hears of every change.
+      const reload = (): void => void deployed.reload().catch((error: unknown) => logger.error({ err: error }, 'bcms-extensions: could not load the deployments (tried again on the next change)'));
+      reload();
       if (!closed) stopListening = listenForDeployments(store.database.knex, logger, reload);
     });
   // The refusal is logged even when the host never awaits `ready`, and is not an unhandled rejection.
@@ -128,12 +163,12 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
 
   // The request path.
   const exchange = createExchange({ logger, pending: () => (live.functions === undefined ? ready : undefined) });
-  const verifyPluginKey = createPluginKeyCheck({ verifySignedRequest, verifyClientSignedRequest, bodyLimit, logger });
-  const servePlugin = createPluginServer({ bodyLimit, logger: bcmsLogger, errorHandler, repo, verifyAccessToken, verifyPluginKey });
+  const servePlugin = createPluginServer({ bodyLimit, timeoutMs: settings.pluginTimeoutMs, logger: bcmsLogger, errorHandler, repo, verifyAccessToken, verifyPluginKey });
   const readBody = (req: Request): Promise<Buffer> => readFunctionBody(req, bodyLimit);
   const identifyCaller = createCallerCheck({ verifyAccessToken, verifySignedRequest, verifyClientSignedRequest, readBody, logger });
   const serveFunction = createFunctionServer({
     functions: () => live.functions ?? new Map(),
+    pending: (name) => deployed.pending('function', name),
     identifyCaller,
     bodyLimit,
     timeoutMs: settings.functionTimeoutMs,
@@ -148,6 +183,13 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     verify: verifySignedRequest,
     store,
     deployed,
+    // Always in an isolate, within the load limit; with `isolate: 'none'` the service then loads it itself.
+    check: async (deployment) => {
+      const loaded = await inIsolates(deployment);
+      if (settings.isolate !== 'none') return loaded;
+      await loaded.close?.();
+      return undefined;
+    },
     taken: (kind, name) => live.isRegistryName(kind, name),
     logger,
   });
@@ -174,17 +216,28 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     if (dispatch(req, res)) return;
     // A path of an app plugin whose controllers are being set up: routed again once they are.
     if (live.awaitsSetup(req.url)) return void ready.then(settled, settled);
+    // A path of a deployed plugin still loading: routed again once it is.
+    const loading = deployedPluginLoading(req.url);
+    if (loading !== undefined) return void loading.then(settled, settled);
     routeStack.call(router, req, res, next);
     function settled(): void {
       if (!dispatch(req, res)) routeStack.call(router, req, res, next);
     }
   };
+  function deployedPluginLoading(url: string): Promise<void> | undefined {
+    if (!url.startsWith('/api/plugin/')) return undefined;
+    const name = /^\/api\/plugin\/([^/?]+)/.exec(url)?.[1];
+    return name === undefined ? undefined : deployed.pending('plugin', name);
+  }
+
   return Object.assign(router, {
     ready,
     db: store.database.knex,
     close: async () => {
       closed = true;
       await stopListening?.();
+      // Loads under way finish, then every isolate is ended, before the database closes under them.
+      await deployed.close();
       await store.database.close();
     },
   });

@@ -28,11 +28,16 @@ export function isUnreachable(error: unknown): boolean {
  */
 export class ContentStore {
   private migrated: Promise<void> | undefined;
+  private readonly migratedElsewhere: boolean;
 
+  /** `migratedElsewhere`: another owner migrates this database (the service, for a store inside an isolate). */
   constructor(
     readonly database: Database,
     private readonly logger: Logger,
-  ) {}
+    options?: { migratedElsewhere?: boolean },
+  ) {
+    this.migratedElsewhere = options?.migratedElsewhere === true;
+  }
 
   /** The first attempt, at start: an unreachable database is logged, not fatal. */
   async start(): Promise<void> {
@@ -46,6 +51,7 @@ export class ContentStore {
 
   /** Resolves once migrated; throws DATABASE_UNAVAILABLE while the database cannot be reached. */
   ready(): Promise<void> {
+    if (this.migratedElsewhere) return Promise.resolve();
     this.migrated ??= migrate(this.database.knex).then(
       (applied) => {
         if (applied.length > 0) this.logger.info({ database: this.database.description, applied }, 'bcms-extensions: migrations applied');

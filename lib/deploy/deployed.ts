@@ -1,7 +1,7 @@
 import type { BcmsFunction } from '../function/types';
 import type { Logger } from '../logger';
 import type { BcmsPlugin } from '../plugin/types';
-import { loadExtension, type LoadedExtension } from './load';
+import type { LoadedExtension } from './load';
 import { activeDeployments, type ActiveDeployment } from './store';
 
 /** What is live from deployments: each is swapped in whole, so a request in flight keeps what it matched. */
@@ -12,24 +12,47 @@ export interface DeployedSet {
   uis: ReadonlyMap<string, ReadonlyMap<string, Buffer>>;
 }
 
+/** A loaded extension, and what ends it once it is replaced (its isolates). */
+export type RunningExtension = LoadedExtension & { close?(): Promise<void> };
+
+interface Live {
+  id: string;
+  extension: RunningExtension;
+  ui: Map<string, Buffer> | null;
+}
+
 /**
  * The deployed plugins and functions of this instance: loaded from the active deployments at start
  * and again whenever a deployment changes (on any instance), then handed to `swap` in one piece.
+ * A version that is replaced, rolled back or undeployed is ended once the swap is done.
  */
 export class DeployedExtensions {
-  private loaded = new Map<string, { id: string; extension: LoadedExtension; ui: Map<string, Buffer> | null }>();
-  private running = false;
+  private loaded = new Map<string, Live>();
+  /** Versions loaded by the deploy check, taken up by the next load rather than loaded again. */
+  private readonly adopted = new Map<string, RunningExtension>();
+  private running: Promise<void> | undefined;
+  /** `kind:name` of the active versions a running load is taking up; `undefined` while it reads which they are. */
+  private loading: Set<string> | undefined = new Set<string>();
   /** Reloads asked for, and the number the last finished load covers: a caller waits for a load that began after its call. */
   private requested = 0;
   private covered = 0;
   private waiters: { upTo: number; resolve: () => void; reject: (error: unknown) => void }[] = [];
+  private closed = false;
   /** The error of a deployment (by id) that failed to load here. */
   readonly failures = new Map<string, string>();
 
   constructor(
-    private readonly read: () => Promise<ActiveDeployment[]>,
-    private readonly logger: Logger,
-    private readonly swap: (set: DeployedSet) => void,
+    private readonly deps: {
+      read: () => Promise<ActiveDeployment[]>;
+      /** Loads a version: in isolates, or in the service's process (`isolate: 'none'`). */
+      start: (deployment: ActiveDeployment) => Promise<RunningExtension>;
+      /** Keeps why a version did not load (rollback refuses it). */
+      recordFailure: (id: string, message: string) => Promise<void>;
+      logger: Logger;
+      swap: (set: DeployedSet) => void;
+      /** `false` (`deployments: 'off'`): nothing deployed runs here. */
+      enabled: boolean;
+    },
   ) {}
 
   /** Whether a deployment (by id) is what this instance serves now. */
@@ -38,27 +61,58 @@ export class DeployedExtensions {
     return false;
   }
 
+  /** A version the deploy check loaded: the next load takes it up as it is. */
+  adopt(id: string, extension: RunningExtension): void {
+    this.adopted.set(id, extension);
+  }
+
+  /** Ends an adopted version that no load took up (another version went live first). */
+  discard(id: string): void {
+    const extension = this.adopted.get(id);
+    this.adopted.delete(id);
+    void extension?.close?.();
+  }
+
+  /** While a load takes up `kind` `name`, the promise of that load: a request for it waits rather than answering 404. */
+  pending(kind: 'plugin' | 'function', name: string): Promise<void> | undefined {
+    if (this.running === undefined) return undefined;
+    return this.loading === undefined || this.loading.has(`${kind}:${name}`) ? this.running.catch(() => {}) : undefined;
+  }
+
   /**
    * Loads what is active now. Resolves once a load that began after this call has finished: calls
    * made while one runs are folded into one more run after it.
    */
   reload(): Promise<void> {
+    if (!this.deps.enabled || this.closed) return Promise.resolve();
     const upTo = ++this.requested;
     const done = new Promise<void>((resolve, reject) => this.waiters.push({ upTo, resolve, reject }));
-    if (!this.running) void this.drain();
+    this.running ??= this.drain();
     return done;
   }
 
+  /** Waits for a load under way, then ends every version this instance runs. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.running?.catch(() => {});
+    const ending = [...this.loaded.values()].map((entry) => entry.extension.close?.());
+    ending.push(...[...this.adopted.values()].map((extension) => extension.close?.()));
+    this.loaded = new Map();
+    this.adopted.clear();
+    await Promise.all(ending);
+  }
+
   private async drain(): Promise<void> {
-    this.running = true;
-    while (this.covered < this.requested) {
+    while (this.covered < this.requested && !this.closed) {
       const upTo = this.requested;
       let failure: unknown;
       try {
-        await this.load(await this.read());
+        this.loading = undefined;
+        await this.load(await this.deps.read());
       } catch (error) {
         failure = error;
       }
+      this.loading = new Set();
       this.covered = upTo;
       const ready = this.waiters.filter((waiter) => waiter.upTo <= upTo);
       this.waiters = this.waiters.filter((waiter) => waiter.upTo > upTo);
@@ -67,32 +121,38 @@ export class DeployedExtensions {
         else waiter.reject(failure);
       }
     }
-    this.running = false;
+    for (const waiter of this.waiters.splice(0)) waiter.resolve();
+    this.running = undefined;
   }
 
   private async load(active: ActiveDeployment[]): Promise<void> {
-    const next = new Map<string, { id: string; extension: LoadedExtension; ui: Map<string, Buffer> | null }>();
-    for (const deployment of active) {
-      const key = `${deployment.kind}:${deployment.name}`;
-      const current = this.loaded.get(key);
-      if (current?.id === deployment.id) {
-        next.set(key, current);
-        continue;
-      }
-      try {
-        const filename = `bcms-deployment:${deployment.kind}/${deployment.name}@${deployment.version}.js`;
-        // Checked in a worker before it was stored; here too it must load in time, or it is not taken up.
-        const extension = await withTimeout(loadExtension(deployment.kind, deployment.name, deployment.code, filename), LOAD_TIMEOUT_MS);
-        const ui = deployment.ui === null ? null : new Map(Object.entries(deployment.ui).map(([file, base64]) => [file, Buffer.from(base64, 'base64')] as const));
-        next.set(key, { id: deployment.id, extension, ui });
-        this.logger.info({ kind: deployment.kind, name: deployment.name, version: deployment.version }, 'bcms-extensions: deployment live');
-      } catch (error) {
-        // It loaded where it was deployed; here it does not: keep what this instance had, and say so.
-        this.failures.set(deployment.id, (error as Error)?.message ?? String(error));
-        this.logger.error({ err: error, kind: deployment.kind, name: deployment.name, version: deployment.version }, 'bcms-extensions: a deployment failed to load on this instance');
-        if (current !== undefined) next.set(key, current);
-      }
-    }
+    const keyOf = (deployment: ActiveDeployment): string => `${deployment.kind}:${deployment.name}`;
+    this.loading = new Set(active.filter((deployment) => this.loaded.get(keyOf(deployment))?.id !== deployment.id).map(keyOf));
+    // Each in its own isolates: they load side by side, and one that cannot load holds up no other.
+    const entries = await Promise.all(
+      active.map(async (deployment): Promise<[string, Live] | undefined> => {
+        const key = keyOf(deployment);
+        const current = this.loaded.get(key);
+        if (current?.id === deployment.id) return [key, current];
+        try {
+          const adopted = this.adopted.get(deployment.id);
+          this.adopted.delete(deployment.id);
+          const extension = adopted ?? (await this.deps.start(deployment));
+          const ui = deployment.ui === null ? null : new Map(Object.entries(deployment.ui).map(([file, base64]) => [file, Buffer.from(base64, 'base64')] as const));
+          this.deps.logger.info({ kind: deployment.kind, name: deployment.name, version: deployment.version }, 'bcms-extensions: deployment live');
+          return [key, { id: deployment.id, extension, ui }];
+        } catch (error) {
+          // It loaded where it was deployed; here it does not: keep what this instance had, and say so.
+          const message = (error as Error)?.message ?? String(error);
+          this.failures.set(deployment.id, message);
+          this.deps.logger.error({ err: error, kind: deployment.kind, name: deployment.name, version: deployment.version }, 'bcms-extensions: a deployment failed to load on this instance');
+          await this.deps.recordFailure(deployment.id, message).catch(() => {});
+          return current === undefined ? undefined : [key, current];
+        }
+      }),
+    );
+    const next = new Map(entries.filter((entry): entry is [string, Live] => entry !== undefined));
+    const retired = [...this.loaded.values()].filter((entry) => next.get(`${entry.extension.kind}:${entry.extension.name}`) !== entry);
     this.loaded = next;
     const plugins: BcmsPlugin[] = [];
     const functions = new Map<string, BcmsFunction>();
@@ -105,14 +165,18 @@ export class DeployedExtensions {
         functions.set(extension.name, extension.definition);
       }
     }
-    this.swap({ plugins, functions, uis });
+    this.deps.swap({ plugins, functions, uis });
+    this.loading = new Set();
+    // Replaced, rolled back or undeployed: ended once its calls are answered.
+    for (const entry of retired) void entry.extension.close?.();
   }
 }
 
-/** How long a deployment may take to load in the service (its factory, say). */
+/** How long a deployment may take to load (its top-level code, a factory, a setup). */
 export const LOAD_TIMEOUT_MS = 10_000;
 
-function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+/** For a load in the service's own process (`isolate: 'none'`): stops waiting, though the code runs on. */
+export function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`it did not finish loading within ${ms} ms`)), ms);

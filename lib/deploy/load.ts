@@ -19,17 +19,17 @@ export type LoadedExtension = { kind: 'plugin'; name: string; plugin: BcmsPlugin
  * (bundles leave it external), and returns its exports. Deployed code runs with the service's
  * privileges: only keys with the deploy permission may send it.
  */
-export function runBundle(code: string, filename: string): unknown {
+export function runBundle(code: string, filename: string, self: string = SELF): unknown {
   const module = new Module(filename) as Module & { _compile(code: string, filename: string): void };
   module.filename = filename;
   const fallback = createRequire(path.join(process.cwd(), 'bcms-deployment.js'));
-  module.require = ((id: string) => (id === 'bcms-extensions' ? require(SELF) : fallback(id))) as NodeJS.Require;
+  module.require = ((id: string) => (id === 'bcms-extensions' ? require(self) : fallback(id))) as NodeJS.Require;
   module._compile(code, filename);
   return module.exports;
 }
 
 /** The default export (ES module interop) or the module itself. */
-function defaultExport(exports: unknown): unknown {
+export function defaultExport(exports: unknown): unknown {
   if (exports !== null && typeof exports === 'object' && 'default' in exports) return (exports as { default: unknown }).default;
   return exports;
 }
@@ -39,14 +39,12 @@ function defaultExport(exports: unknown): unknown {
  * renamed to the manifest's name, or a function module (createBcmsFunction) whose factory yields
  * a function of the manifest's name. Throws with what is wrong.
  */
-export async function loadExtension(
-  kind: DeploymentKind,
-  name: string,
-  code: string,
-  filename: string,
-  options: { setUp: boolean } = { setUp: true },
-): Promise<LoadedExtension> {
-  const exported = defaultExport(runBundle(code, filename));
+export async function loadExtension(kind: DeploymentKind, name: string, code: string, filename: string): Promise<LoadedExtension> {
+  return checkExtension(kind, name, defaultExport(runBundle(code, filename)));
+}
+
+/** Checks what a bundle or module exports against its kind and name; sets up a plugin's controllers. */
+export async function checkExtension(kind: DeploymentKind, name: string, exported: unknown): Promise<LoadedExtension> {
   if (kind === 'plugin') {
     const controllers = (exported as BcmsPlugin | null)?.controllers;
     if (exported === null || typeof exported !== 'object' || (controllers !== undefined && !Array.isArray(controllers))) {
@@ -54,8 +52,7 @@ export async function loadExtension(
     }
     // The deployed name is the manifest's (bcms-plugin.config.json's pluginName), whatever the code says.
     const plugin: BcmsPlugin = { ...(exported as BcmsPlugin), name, ui: undefined };
-    // Set up in the service only: the inspecting worker has no database for a setup to use.
-    if (options.setUp) await setUpControllers([plugin]);
+    await setUpControllers([plugin]);
     new PluginRouteTable([plugin]); // throws on a plugin that cannot work
     return { kind, name, plugin };
   }

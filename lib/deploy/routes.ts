@@ -9,10 +9,20 @@ import { writeJson } from '../http/respond';
 import type { Logger } from '../logger';
 import { isUrlSafe } from '../names';
 import type { VerifySignedRequest } from '../security/signature';
-import { LOAD_TIMEOUT_MS, type DeployedExtensions } from './deployed';
-import { inspectBundle } from './inspect';
+import { ExtensionLoadError } from '../isolate/host';
+import type { DeployedExtensions, RunningExtension } from './deployed';
 import type { DeploymentKind } from './load';
-import { activeVersion, listDeployments, recordDeployment, rollbackDeployment, withdrawDeployment } from './store';
+import {
+  activateDeployment,
+  activeVersion,
+  listDeployments,
+  previousDeployment,
+  recordDeployment,
+  recordLoadError,
+  undeployDeployment,
+  withdrawDeployment,
+  type ActiveDeployment,
+} from './store';
 
 export const DEPLOYMENTS_PATH = '/api/extensions/deployments';
 /** A bundle with its UI is larger than a function call's body. */
@@ -55,26 +65,49 @@ export function checkBundle(body: unknown): DeployBundle {
   return { manifest: { kind, name, version, sha256, ...(project === undefined ? {} : { project }) }, code, ...(ui === undefined ? {} : { ui }) };
 }
 
+/** Why a bundle was refused at load: 422 BUNDLE_LOAD_FAILED or BUNDLE_LOAD_TIMEOUT, with its first error line. */
+export function loadRefusal(error: unknown, what = 'The bundle'): BcmsHttpError {
+  const code = error instanceof ExtensionLoadError ? error.code : 'BUNDLE_LOAD_FAILED';
+  const message = ((error as Error)?.message ?? String(error)).split('\n')[0];
+  return new BcmsHttpError(code, `${what} did not load: ${message}`);
+}
+
 /**
- * `/api/extensions/deployments`: POST a bundle (deploy), GET the list, POST
- * `/<kind>/<name>/rollback`. Every call is signed with an API key that holds the deploy permission.
+ * `/api/extensions/deployments`: POST a bundle (deploy), GET the list; POST
+ * `/<kind>/<name>/rollback`; DELETE `/<kind>/<name>` (undeploy). Every call is signed with an API
+ * key that holds the deploy permission.
  */
 export function createDeployRoutes(deps: {
   verify: VerifySignedRequest;
   store: ContentStore;
   deployed: DeployedExtensions;
+  /**
+   * Loads a version apart, within the load limit, before it may go live; resolves to what the next
+   * load may take up as it is (its isolates), or undefined. Rejects with why it does not load.
+   */
+  check: (deployment: Pick<ActiveDeployment, 'kind' | 'name' | 'version' | 'code'>) => Promise<RunningExtension | undefined>;
   /** Names of the app's own (registry) plugins and functions: a deployment may not take them. */
   taken: (kind: DeploymentKind, name: string) => boolean;
   logger: Logger;
 }): (req: Request, res: ServerResponse, pathname: string) => Promise<void> {
-  const { verify, store, deployed, taken, logger } = deps;
+  const { verify, store, deployed, check, taken, logger } = deps;
   const knex = store.database.knex;
 
+  /** Takes up a version that is now active, with what its check loaded. */
+  async function goLive(id: string, checked: RunningExtension | undefined): Promise<void> {
+    if (checked !== undefined) deployed.adopt(id, checked);
+    try {
+      await deployed.reload();
+    } finally {
+      deployed.discard(id);
+    }
+  }
+
   return async function serveDeployments(req, res, pathname) {
-    const rollback = /^\/api\/extensions\/deployments\/(plugin|function)\/([^/]+)\/rollback$/.exec(pathname);
+    const item = /^\/api\/extensions\/deployments\/(plugin|function)\/([^/]+)(\/rollback)?$/.exec(pathname);
     const isList = pathname === DEPLOYMENTS_PATH;
-    if (!isList && rollback === null) throw new BcmsHttpError('NOT_FOUND');
-    const allow = isList ? 'GET, POST' : 'POST';
+    if (!isList && item === null) throw new BcmsHttpError('NOT_FOUND');
+    const allow = isList ? 'GET, POST' : item?.[3] === undefined ? 'DELETE' : 'POST';
     if (!allow.split(', ').includes(req.method as string)) throw new BcmsHttpError('METHOD_NOT_ALLOWED', `${req.method} is not allowed here.`, { Allow: allow });
     const { auth, body } = await verify(req as Request, { deploy: true }, () => readRawBody(req, DEPLOY_BODY_LIMIT));
 
@@ -82,8 +115,8 @@ export function createDeployRoutes(deps: {
       writeJson(res, 200, JSON.stringify({ deployments: await store.run(() => listDeployments(knex)) }));
       return;
     }
-    if (rollback !== null) {
-      const [, kind, encoded] = rollback as unknown as [string, DeploymentKind, string];
+    if (item !== null) {
+      const [, kind, encoded, rollback] = item as unknown as [string, DeploymentKind, string, string | undefined];
       let name: string;
       try {
         name = decodeURIComponent(encoded);
@@ -91,9 +124,32 @@ export function createDeployRoutes(deps: {
         name = '';
       }
       if (!isUrlSafe(name)) throw new BcmsHttpError('NOT_FOUND', `No ${kind} is named ${JSON.stringify(encoded)}.`);
-      const back = await store.run(() => rollbackDeployment(knex, kind, name));
-      if (back === null) throw new BcmsHttpError('NOT_FOUND', `No earlier version of ${kind} "${name}" to go back to.`);
-      await deployed.reload();
+      if (rollback === undefined) {
+        const gone = await store.run(() => undeployDeployment(knex, kind, name));
+        if (gone === null) throw new BcmsHttpError('NOT_FOUND', `No ${kind} named "${name}" is deployed.`);
+        await deployed.reload();
+        logger.info({ kind, name: gone.name, version: gone.version, by: auth.key.name }, 'bcms-extensions: undeployed');
+        writeJson(res, 200, JSON.stringify({ undeployed: gone }));
+        return;
+      }
+      const previous = await store.run(() => previousDeployment(knex, kind, name));
+      if (previous === undefined) throw new BcmsHttpError('NOT_FOUND', `No earlier version of ${kind} "${name}" to go back to.`);
+      const what = `Version ${previous.version} of ${kind} "${previous.name}"`;
+      if (previous.loadError !== null) throw new BcmsHttpError('BUNDLE_LOAD_FAILED', `${what} failed to load (${previous.loadError}): it is not made live again.`);
+      let checked: RunningExtension | undefined;
+      try {
+        checked = await check(previous);
+      } catch (error) {
+        const refusal = loadRefusal(error, what);
+        await store.run(() => recordLoadError(knex, previous.id, refusal.message)).catch(() => {});
+        throw refusal;
+      }
+      const back = await store.run(() => activateDeployment(knex, previous.id));
+      if (back === null) {
+        void checked?.close?.();
+        throw new BcmsHttpError('NOT_FOUND', `No earlier version of ${kind} "${name}" to go back to.`);
+      }
+      await goLive(back.id, checked);
       logger.info({ kind, name, version: back.version, by: auth.key.name }, 'bcms-extensions: rolled back');
       writeJson(res, 200, JSON.stringify({ deployment: back }));
       return;
@@ -115,25 +171,32 @@ export function createDeployRoutes(deps: {
       writeJson(res, 200, JSON.stringify({ unchanged: true }));
       return;
     }
+    // Loaded in an isolate, within the load limit, before anything is stored: a bundle that throws or spins never goes live.
+    let checked: RunningExtension | undefined;
     try {
-      await inspectBundle(kind, name, bundle.code, `bcms-deployment:${kind}/${name}@${version}.js`, LOAD_TIMEOUT_MS);
+      checked = await check({ kind, name, version, code: bundle.code });
     } catch (error) {
-      // The deployer's own code: its load error is what they need to see.
-      throw new BcmsHttpError('BUNDLE_INVALID', `The bundle did not load: ${(error as Error).message}`);
+      throw loadRefusal(error);
     }
-    const deployment = await store.run(() =>
-      recordDeployment(knex, { kind, name, project: project ?? null, version, sha256, code: bundle.code, ui: bundle.ui ?? null, deployedBy: `${auth.key.name} (${auth.key.id})` }),
-    );
+    let deployment;
+    try {
+      deployment = await store.run(() =>
+        recordDeployment(knex, { kind, name, project: project ?? null, version, sha256, code: bundle.code, ui: bundle.ui ?? null, deployedBy: `${auth.key.name} (${auth.key.id})` }),
+      );
+    } catch (error) {
+      void checked?.close?.();
+      throw error;
+    }
     // This instance takes it up before answering; the others on their notification.
-    await deployed.reload();
+    await goLive(deployment.id, checked);
     const failure = deployed.failures.get(deployment.id);
     // Not live and not failed: a later deploy of the same name (on any instance) went live between
     // storing this one and loading it. It is history now, as it would be a moment later anyway.
     if (!deployed.isLive(deployment.id) && failure !== undefined) {
-      // It loaded in the check, not here (a factory that waits too long, say): take it back.
+      // It loaded in the check, not here (a setup that waits too long, say): take it back.
       await store.run(() => withdrawDeployment(knex, deployment.id, live?.id));
       await deployed.reload();
-      throw new BcmsHttpError('BUNDLE_INVALID', `The bundle did not load in the service: ${failure}`);
+      throw new BcmsHttpError('BUNDLE_LOAD_FAILED', `The bundle did not load in the service: ${failure.split('\n')[0]}`);
     }
     logger.info({ kind, name, version, by: auth.key.name }, 'bcms-extensions: deployed');
     writeJson(res, 201, JSON.stringify({ deployment }));

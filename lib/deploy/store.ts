@@ -16,6 +16,8 @@ export interface Deployment {
   deployedBy: string;
   active: boolean;
   createdAt: number;
+  /** Why an instance could not load it (the first line), or null. */
+  loadError: string | null;
 }
 
 /** An active deployment, with what it takes to load it. */
@@ -45,11 +47,12 @@ interface DeploymentRow {
   deployed_by: string;
   active: boolean;
   created_at: Date;
+  load_error: string | null;
   code?: string;
   ui?: Record<string, string> | null;
 }
 
-const SUMMARY = ['id', 'kind', 'name', 'project', 'version', 'sha256', 'deployed_by', 'active', 'created_at'];
+const SUMMARY = ['id', 'kind', 'name', 'project', 'version', 'sha256', 'deployed_by', 'active', 'created_at', 'load_error'];
 
 function toDeployment(row: DeploymentRow): Deployment {
   return {
@@ -62,6 +65,7 @@ function toDeployment(row: DeploymentRow): Deployment {
     deployedBy: row.deployed_by,
     active: row.active,
     createdAt: new Date(row.created_at).getTime(),
+    loadError: row.load_error ?? null,
   };
 }
 
@@ -125,29 +129,57 @@ async function scopeOf(trx: Knex.Transaction, kind: DeploymentKind, name: string
 }
 
 /**
- * Makes the version before the active one live again (for a plugin, of its project, whatever the
- * name it had then); resolves to it, or null when there is none to go back to.
+ * The version `rollback` would make live: the one before the active one (for a plugin, of its
+ * project, whatever the name it had then), with its code, so that it can be loaded before it
+ * goes live; undefined when there is none to go back to.
  */
-export async function rollbackDeployment(knex: Knex, kind: DeploymentKind, name: string): Promise<Deployment | null> {
+export async function previousDeployment(knex: Knex, kind: DeploymentKind, name: string): Promise<ActiveDeployment | undefined> {
   return knex.transaction(async (trx) => {
-    await lock(trx);
     const scope = await scopeOf(trx, kind, name);
-    const current = (await trx(DEPLOYMENTS_TABLE).first('id', 'seq', 'name').where({ ...scope, active: true }).orderBy('seq', 'desc')) as
-      | { id: string; seq: string; name: string }
-      | undefined;
-    const previous = (await trx(DEPLOYMENTS_TABLE)
-      .first('id', 'name')
+    const current = (await trx(DEPLOYMENTS_TABLE).first('seq').where({ ...scope, active: true }).orderBy('seq', 'desc')) as { seq: string } | undefined;
+    const row = (await trx(DEPLOYMENTS_TABLE)
+      .first([...SUMMARY, 'code', 'ui'])
       .where(scope)
       .modify((query) => {
         if (current !== undefined) void query.andWhere('seq', '<', current.seq);
       })
-      .orderBy('seq', 'desc')) as { id: string; name: string } | undefined;
-    if (previous === undefined) return null;
-    await trx(DEPLOYMENTS_TABLE).where({ ...scope, active: true }).update({ active: false });
-    const [row] = (await trx(DEPLOYMENTS_TABLE).where({ id: previous.id }).update({ active: true }).returning(SUMMARY)) as DeploymentRow[];
-    for (const changed of new Set([previous.name, current?.name].filter((n): n is string => n !== undefined))) await notify(trx, kind, changed);
+      .orderBy('seq', 'desc')) as DeploymentRow | undefined;
+    return row === undefined ? undefined : { ...toDeployment(row), code: row.code as string, ui: row.ui ?? null };
+  });
+}
+
+/** Makes version `id` the live one of its scope (what was live there goes inactive); every instance is told. */
+export async function activateDeployment(knex: Knex, id: string): Promise<Deployment | null> {
+  return knex.transaction(async (trx) => {
+    await lock(trx);
+    const target = (await trx(DEPLOYMENTS_TABLE).first('kind', 'name').where({ id })) as { kind: DeploymentKind; name: string } | undefined;
+    if (target === undefined) return null;
+    const scope = await scopeOf(trx, target.kind, target.name);
+    const replaced = (await trx(DEPLOYMENTS_TABLE).where({ ...scope, active: true }).update({ active: false }).returning('name')) as { name: string }[];
+    const [row] = (await trx(DEPLOYMENTS_TABLE).where({ id }).update({ active: true, load_error: null }).returning(SUMMARY)) as DeploymentRow[];
+    for (const changed of new Set([target.name, ...replaced.map((each) => each.name)])) await notify(trx, target.kind, changed);
     return toDeployment(row as DeploymentRow);
   });
+}
+
+/**
+ * Takes an extension out of service: its live version (for a plugin, of its project) goes
+ * inactive, on every instance. Resolves to that version, or null when none was live.
+ */
+export async function undeployDeployment(knex: Knex, kind: DeploymentKind, name: string): Promise<Deployment | null> {
+  return knex.transaction(async (trx) => {
+    await lock(trx);
+    const scope = await scopeOf(trx, kind, name);
+    const rows = (await trx(DEPLOYMENTS_TABLE).where({ ...scope, active: true }).update({ active: false }).returning(SUMMARY)) as DeploymentRow[];
+    for (const changed of new Set(rows.map((row) => row.name))) await notify(trx, kind, changed);
+    const [row] = rows;
+    return row === undefined ? null : toDeployment(row);
+  });
+}
+
+/** An instance could not load version `id`: the reason is kept (rollback refuses it; `list` shows it). */
+export async function recordLoadError(knex: Knex, id: string, message: string): Promise<void> {
+  await knex(DEPLOYMENTS_TABLE).where({ id }).update({ load_error: message.slice(0, 2000) });
 }
 
 /**

@@ -3,6 +3,7 @@ import type { Request, Response } from 'express';
 import type { BcmsRepo } from '../db/repository';
 import { hasBody, isJsonType, parseJsonBody, readRawBody } from '../http/body';
 import { BcmsHttpError, type ErrorHandler } from '../http/errors';
+import { IsolateAnswer, ISOLATED } from '../isolate/answer';
 import type { Work } from '../http/exchange';
 import { writeJson, writePreflight } from '../http/respond';
 import type { BcmsLogger } from '../use-logger';
@@ -28,6 +29,8 @@ export function readFunctionBody(req: Request, limit: number): Promise<Buffer> {
 export function createFunctionServer(deps: {
   /** The functions live now (the app's own and the deployed), looked up on every call. */
   functions: () => ReadonlyMap<string, BcmsFunction>;
+  /** While a deployed function of this name is loading, the load: the call waits for it rather than answering 404. */
+  pending?: (name: string) => Promise<void> | undefined;
   /** Who calls a private function (lib/security/caller.ts). */
   identifyCaller: (req: Request, name: string) => Promise<BcmsFunctionAuth>;
   bodyLimit: number;
@@ -36,12 +39,14 @@ export function createFunctionServer(deps: {
   errorHandler: ErrorHandler;
   repo: BcmsRepo;
 }): FunctionServer {
-  const { functions, identifyCaller, bodyLimit, timeoutMs, logger, errorHandler, repo } = deps;
+  const { functions, pending, identifyCaller, bodyLimit, timeoutMs, logger, errorHandler, repo } = deps;
 
   /** The function's result, which the exchange writes in its envelope (`writeFunctionResult`). */
   function run(req: Request, definition: BcmsFunction, auth: BcmsFunctionAuth | null): Promise<unknown> {
     if (req.body === undefined) req.body = {}; // as BCMS: a call without a body, or with an empty one, reads `{}` (a JSON null stays null)
     const context: BcmsFunctionContext = { request: req, logger, errorHandler, repo, auth };
+    // An isolated function's pool enforces its time-out, and ends the isolate that ran past it.
+    if ((definition.handler as { [ISOLATED]?: true })[ISOLATED]) return definition.handler(context) as Promise<unknown>;
     return withTimeout(definition, context, timeoutMs);
   }
 
@@ -57,10 +62,14 @@ export function createFunctionServer(deps: {
     });
   }
 
-  return function serveFunction(req, res, path) {
+  return function serveFunction(req, res, path): Work {
     const name = path.length > FUNCTION_PREFIX.length ? path.slice(FUNCTION_PREFIX.length) : '';
     const definition = functions().get(name);
-    if (definition === undefined) throw new BcmsHttpError('FUNCTION_NOT_FOUND', `Function "${name}" not found.`);
+    if (definition === undefined) {
+      const loading = pending?.(name);
+      if (loading !== undefined) return loading.then((): Work => (functions().has(name) ? serveFunction(req, res, path) : notFound(name)));
+      notFound(name);
+    }
     if (req.method === 'OPTIONS') return writePreflight(res, FUNCTION_ALLOW, req.headers['access-control-request-headers']);
     if (req.method !== 'POST') throw new BcmsHttpError('METHOD_NOT_ALLOWED', `${req.method} is not allowed here; use POST.`, { Allow: FUNCTION_ALLOW });
     if (definition.config.public === true) return withBody(req, definition, null);
@@ -68,8 +77,13 @@ export function createFunctionServer(deps: {
   };
 }
 
+function notFound(name: string): never {
+  throw new BcmsHttpError('FUNCTION_NOT_FOUND', `Function "${name}" not found.`);
+}
+
 /** Writes a function's result in its envelope, `{ "success": true, "result": ... }`. */
 export function writeFunctionResult(res: ServerResponse, result: unknown): void {
+  if (result instanceof IsolateAnswer) return result.writeResult(res);
   writeJson(res, 200, `{"success":true,"result":${JSON.stringify(result) ?? 'null'}}`);
 }
 

@@ -14,6 +14,10 @@ export const errorCodes = {
   KEY_NOT_FOUND: { status: 404, message: 'No API key has this id.' },
   /** A deployment whose bundle does not load, or does not export what its manifest says. */
   BUNDLE_INVALID: { status: 422, message: 'The bundle does not load, or does not export what its manifest says.' },
+  /** A bundle whose code throws while loading (top-level code, a factory, a setup), or ends its isolate. */
+  BUNDLE_LOAD_FAILED: { status: 422, message: 'The bundle did not load.' },
+  /** A bundle whose loading ran past its wall-clock limit (10 s): its isolate was ended. */
+  BUNDLE_LOAD_TIMEOUT: { status: 422, message: 'The bundle did not finish loading in time.' },
   /** A deployment named as a plugin or function of the registry (the code in the app wins). */
   NAME_TAKEN: { status: 409, message: 'A plugin or function of the app already has this name.' },
   /** A file of a plugin's UI, a template or an entry that is not there. */
@@ -36,6 +40,10 @@ export const errorCodes = {
   HANDLER_ERROR: { status: 500, message: 'Handler error.' },
   INTERNAL_ERROR: { status: 500, message: 'Internal error.' },
   FUNCTION_TIMEOUT: { status: 504, message: 'Function ran past its time-out.' },
+  /** A plugin handler past `pluginTimeoutMs` (plugins answer `{ message }`). */
+  PLUGIN_TIMEOUT: { status: 504, message: 'The handler ran past its time-out.' },
+  /** The isolate running the handler died (heap limit, uncaught exception, process.exit) or was ended; it is replaced. */
+  EXTENSION_CRASHED: { status: 500, message: 'The extension crashed while answering; it is being restarted.' },
   DATABASE_UNAVAILABLE: { status: 503, message: 'Database is unavailable; try again shortly.' },
 } as const satisfies Record<string, { status: number; message: string }>;
 

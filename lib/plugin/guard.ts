@@ -15,6 +15,17 @@ export const JWT_GUARD_CHECK = Symbol('bcms-extensions.jwtGuardCheck');
 export type JwtGuardCheck = (accessToken: JWT) => JWTPreRequestHandlerResult;
 
 /**
+ * The roles and permission of such a guard: an isolate tells the service, which then checks a
+ * deployed method's token itself, as it does for its own, rather than in a round trip.
+ */
+export const JWT_GUARD_RULE = Symbol('bcms-extensions.jwtGuardRule');
+
+export interface JwtGuardRule {
+  roles: readonly JWTRoleName[];
+  permission: JWTPermissionName;
+}
+
+/**
  * The router's verifier, left on a request whose pre-request handler is the author's own: a guard
  * that handler calls with a context it built itself (BCMS's `{ name, request, response, ... }`)
  * finds it there.
@@ -90,7 +101,8 @@ export function createJwtGuard<Props>(where: string, roleNames: JWTRoleName[], p
     return { accessToken };
   };
   const guard = (async (context: GuardContext) => check(await verifyFromContext(context))) as Guard<JWTPreRequestHandlerResult<Props>>;
-  // Not enumerable: a guard of the author's own made with Object.assign(…, guard) must not inherit it.
+  // Not enumerable: a guard of the author's own made with Object.assign(…, guard) must not inherit them.
+  Object.defineProperty(guard, JWT_GUARD_RULE, { value: Object.freeze({ roles, permission: permissionName }) satisfies JwtGuardRule });
   return Object.defineProperty(guard, JWT_GUARD_CHECK, { value: check });
 }
 

@@ -3,6 +3,7 @@ import type { Request, Response } from 'express';
 import type { BcmsRepo } from '../db/repository';
 import { hasBody, isJsonType, parseJsonBody, RAW_BODY, readRawBody } from '../http/body';
 import { BcmsHttpError, type ErrorHandler } from '../http/errors';
+import { IsolateAnswer, ISOLATED } from '../isolate/answer';
 import type { Work } from '../http/exchange';
 import { writeBytes, writeJson, writePreflight } from '../http/respond';
 import type { IdentifyPluginKey } from '../security/caller';
@@ -21,6 +22,8 @@ export type PluginServer = (req: Request, res: Response, matches: readonly Plugi
  */
 export function createPluginServer(deps: {
   bodyLimit: number;
+  /** A handler still running after this is answered 504 (an isolated one: by its pool, which ends its isolate). */
+  timeoutMs: number;
   logger: BcmsLogger;
   errorHandler: ErrorHandler;
   repo: BcmsRepo;
@@ -28,7 +31,18 @@ export function createPluginServer(deps: {
   /** The API key of a signed request, for `BCMSRouteProtection.createJwtApiPreRequestHandler`. */
   verifyPluginKey: IdentifyPluginKey;
 }): PluginServer {
-  const { bodyLimit, logger, errorHandler, repo, verifyAccessToken, verifyPluginKey } = deps;
+  const { bodyLimit, timeoutMs, logger, errorHandler, repo, verifyAccessToken, verifyPluginKey } = deps;
+
+  /**
+   * A handler's result: a plain value is written now; a promise (or anything `await` would wait
+   * for, a Knex query builder, say) is handed to the exchange, which writes its value, or answers
+   * 504 once the handler ran past its time-out.
+   */
+  function answer(res: Response, route: PluginRoute, result: unknown): Work {
+    // A native promise comes back as it is; a subclass or another thenable is adopted into one.
+    if (isThenable(result)) return (route.method.handler as { [ISOLATED]?: true })[ISOLATED] ? Promise.resolve(result) : withTimeout(Promise.resolve(result), timeoutMs);
+    writePluginAnswer(res, result);
+  }
 
   /**
    * The handler's context, after the guard if there is one; then the handler's result: written now
@@ -37,13 +51,13 @@ export function createPluginServer(deps: {
   function run(req: Request, res: Response, route: PluginRoute): Work {
     const context: BcmsPluginContext = { name: route.name, request: req as BcmsPluginContext['request'], response: res, logger, errorHandler, repo };
     const { preRequestHandler, handler } = route.method;
-    if (preRequestHandler === undefined) return answer(res, handler(context));
+    if (preRequestHandler === undefined) return answer(res, route, handler(context));
     // The JWT guard with a token verified before: the same outcome as running it, without its promises.
     const check = (preRequestHandler as { [JWT_GUARD_CHECK]?: JwtGuardCheck })[JWT_GUARD_CHECK];
     const known = check === undefined ? undefined : verifyAccessToken.known?.(req);
     if (known !== undefined) {
       (context as { accessToken?: unknown }).accessToken = (check as JwtGuardCheck)(known).accessToken;
-      return answer(res, handler(context));
+      return answer(res, route, handler(context));
     }
     // An author's own pre-request handler may call a guard with a context it built: the guard finds
     // the verifiers, and the plugin an API key must list, on the request. Set here only, past the
@@ -55,9 +69,10 @@ export function createPluginServer(deps: {
       guarded[REQUEST_PLUGIN] = route.plugin;
     }
     const guard: PreRequestContext = { ...context, verifyAccessToken: () => verifyAccessToken(req) };
-    return Promise.resolve(preRequestHandler(guard)).then((yielded: unknown) =>
+    const guarded = Promise.resolve(preRequestHandler(guard)).then((yielded: unknown) =>
       handler(yielded !== null && typeof yielded === 'object' ? { ...context, ...yielded } : context),
     );
+    return (handler as { [ISOLATED]?: true })[ISOLATED] ? guarded : withTimeout(guarded, timeoutMs);
   }
 
   /**
@@ -95,19 +110,21 @@ export function createPluginServer(deps: {
   };
 }
 
-/**
- * A handler's result: a plain value is written now; a promise (or anything `await` would wait for,
- * a Knex query builder, say) is handed to the exchange, which writes its value.
- */
-function answer(res: Response, result: unknown): Work {
-  // A native promise comes back as it is; a subclass or another thenable is adopted into one.
-  if (isThenable(result)) return Promise.resolve(result);
-  writePluginAnswer(res, result);
+/** The handler's value, or PLUGIN_TIMEOUT once `timeoutMs` passed (an in-process handler runs on: it cannot be stopped). */
+function withTimeout(work: Promise<unknown>, timeoutMs: number): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new BcmsHttpError('PLUGIN_TIMEOUT')), timeoutMs);
+    work.then(
+      (value) => (clearTimeout(timer), resolve(value)),
+      (error: unknown) => (clearTimeout(timer), reject(error)),
+    );
+  });
 }
 
 /** Writes what a handler returned (200 unless it chose another status), unless it answered through `response` itself. */
 export function writePluginAnswer(res: ServerResponse, value: unknown): void {
   if (res.headersSent) return;
+  if (value instanceof IsolateAnswer) return value.write(res);
   if (Buffer.isBuffer(value)) return writeBytes(res, res.statusCode, value);
   writeJson(res, res.statusCode, JSON.stringify(value) ?? 'null');
 }

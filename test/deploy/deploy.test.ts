@@ -127,7 +127,9 @@ exports.default = createBcmsFunction(async () => ({ config: { name: 'slow', publ
   test.each([
     ['not a function module', `module.exports = { hello: 1 };`, /^The bundle did not load: registry\.functions\[0\] is not a function module/],
     ['another name than its manifest', functionCode('other-name', 'x'), /^The bundle did not load: the bundle's function is named "other-name", its manifest "greet"/],
-    ['a loop at its top level', `while (true) {}`, /^The bundle did not load: the bundle did not finish loading within 10000 ms$/],
+    ['a loop at its top level', `while (true) {}`, /^The bundle did not load: it did not finish loading within 10000 ms \(its top-level code, a factory or a setup runs too long\)$/],
+    ['process.exit at its top level', `process.exit(3)`, /^The bundle did not load: its isolate ended while loading: it exited with code 3$/],
+    ['a factory that never settles', `const { createBcmsFunction } = require('bcms-extensions'); exports.default = createBcmsFunction(() => new Promise(() => {}));`, /^The bundle did not load: it did not finish loading within 10000 ms/],
   ])('refused: %s', async (_name, code, message) => {
     const res = await signed(app, 'POST', '/api/extensions/deployments', deployer, bundle('function', 'greet', code, { version: '9.9.9' }));
     expect(res.status).toBe(422);
@@ -191,16 +193,22 @@ exports.default = createBcmsFunction(async () => ({ config: { name: 'slow', publ
     await other.close();
   }, 60_000);
 
-  test('a bundle that loads in the check but not in the service is taken back, and the old version stays', async () => {
-    const sly = `const { isMainThread } = require('node:worker_threads');
-const { createBcmsFunction } = require('bcms-extensions');
-exports.default = createBcmsFunction(() => (isMainThread ? new Promise(() => {}) : Promise.resolve({ config: { name: 'greet', public: true }, handler: async () => 'never' })));`;
-    const res = await signed(app, 'POST', '/api/extensions/deployments', deployer, bundle('function', 'greet', sly, { version: '6.6.6' }));
+  test('isolate: none: a bundle that loads in its isolate but not in the service is taken back, and the old version stays', async () => {
+    const inProcess = bcmsExtensions({}, { database: db.knex, isolate: 'none', logger: memoryLogger().logger });
+    await inProcess.ready;
+    const local = express().use(inProcess);
+    // The isolate's environment is empty; the service's has PATH.
+    const sly = (answer: string) => `const { createBcmsFunction } = require('bcms-extensions');
+exports.default = createBcmsFunction(() => (process.env.PATH !== undefined && ${JSON.stringify(answer)} === 'sly' ? new Promise(() => {}) : Promise.resolve({ config: { name: 'sly', public: true }, handler: async () => ${JSON.stringify(answer)} })));`;
+    expect((await signed(local, 'POST', '/api/extensions/deployments', deployer, bundle('function', 'sly', sly('fine')))).status).toBe(201);
+    expect((await request(local).post('/api/function/sly')).body.result).toBe('fine');
+    const res = await signed(local, 'POST', '/api/extensions/deployments', deployer, bundle('function', 'sly', sly('sly'), { version: '6.6.6' }));
     expect(res.status).toBe(422);
     expect(res.body).toEqual({ message: 'The bundle did not load in the service: it did not finish loading within 10000 ms' });
-    expect((await request(app).post('/api/function/greet')).body.result.answer).toBe('v1');
-    expect(await db.knex('bcms_deployments').where({ name: 'greet', version: '6.6.6' })).toEqual([]);
-  }, 30_000);
+    expect((await request(local).post('/api/function/sly')).body.result).toBe('fine');
+    expect(await db.knex('bcms_deployments').where({ name: 'sly', version: '6.6.6' })).toEqual([]);
+    await inProcess.close();
+  }, 60_000);
 
   test('a restarted instance serves what is active', async () => {
     const again = bcmsExtensions({ functions: [own], plugins: [ownPlugin] }, { database: db.knex, logger: memoryLogger().logger });

@@ -1,0 +1,38 @@
+import type { ServerResponse } from 'node:http';
+import { writeBytes, writeJson } from '../http/respond';
+import type { WireAnswer } from './protocol';
+
+/** Marks a stand-in of an isolated extension: its pool enforces its time-out (and ends the isolate), not the router's servers. */
+export const ISOLATED = Symbol('bcms-extensions.isolated');
+
+/** Headers the service writes itself (the body's length, the connection): an isolate's are dropped. */
+const SERVICE_HEADERS = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive']);
+
+/**
+ * What an isolated handler answered, as the service writes it: the plugin server and the function
+ * server hand it to their writers like any handler's value. Its JSON was made in the isolate, so
+ * the service's thread only copies it out.
+ */
+export class IsolateAnswer {
+  constructor(private readonly answer: WireAnswer) {}
+
+  /** A plugin method's answer: its status, the headers it set, then its JSON or bytes. */
+  write(res: ServerResponse): void {
+    if (res.headersSent) return;
+    const { status, headers, json, bytes, sent } = this.answer;
+    if (Array.isArray(headers)) {
+      for (const [name, value] of headers) if (!SERVICE_HEADERS.has(String(name).toLowerCase())) res.setHeader(name, value);
+    }
+    if (typeof json === 'string') return writeJson(res, status, json);
+    const body = Buffer.from(typeof bytes === 'string' ? bytes : '', 'base64');
+    if (sent !== true) return writeBytes(res, status, body);
+    res.writeHead(status, { 'Content-Length': body.length });
+    res.end(body);
+  }
+
+  /** A function's result, in its envelope. */
+  writeResult(res: ServerResponse): void {
+    const { json } = this.answer;
+    writeJson(res, 200, `{"success":true,"result":${typeof json === 'string' ? json : 'null'}}`);
+  }
+}

@@ -1,0 +1,182 @@
+/**
+ * An isolate: a child process the service forks (lib/isolate/host.ts) to run one extension. It
+ * loads the extension's code, then answers the calls the service routes to it. Everything the
+ * code may reach of the service goes through `ask` (the capabilities listed in protocol.ts): its
+ * database, its logger, its verdict on a token or a signature. Its environment is what the host
+ * put in `extensionEnv`, nothing more.
+ */
+import path from 'node:path';
+import { bindBcmsRepo } from '../db/bcms-repo';
+import { createRepository } from '../db/repository';
+import { ContentStore } from '../db/store';
+import { checkExtension, defaultExport, runBundle, type LoadedExtension } from '../deploy/load';
+import { BcmsHttpError, errorHandler, type ErrorCode } from '../http/errors';
+import type { Logger } from '../logger';
+import { JWT_GUARD_RULE, REQUEST_KEY_VERIFIER, REQUEST_PLUGIN, REQUEST_VERIFIER, type GuardedRequest, type JwtGuardRule } from '../plugin/guard';
+import { methodsOf } from '../plugin/mount';
+import type { BcmsControllerMethod, BcmsPlugin } from '../plugin/types';
+import type { JWT } from '../security/token';
+import { bindLogger, toBcmsLogger } from '../use-logger';
+import { createBridgeKnex } from './bridge-knex';
+import { IsolateResponse, makeRequest } from './child-http';
+import type { Ask, ExtensionKind, ExtensionSource, FromIsolate, ToIsolate, WireExtension, WireRoute } from './protocol';
+import { errorToWire, toWire, type WireError } from './wire';
+
+/** What `require('bcms-extensions')` gives code in an isolate: the package without its router. */
+const API = path.resolve(__dirname, '..', 'api');
+
+function send(message: FromIsolate): void {
+  process.send?.(message);
+}
+
+// The service's end of the channel is gone (it stopped, or ended this isolate): so is the isolate.
+process.on('disconnect', () => process.exit(0));
+
+let nextAsk = 0;
+const asking = new Map<number, { resolve(value: unknown): void; reject(error: unknown): void }>();
+
+function ask(question: Ask): Promise<unknown> {
+  const id = ++nextAsk;
+  return new Promise((resolve, reject) => {
+    asking.set(id, { resolve, reject });
+    send({ t: 'ask', id, ask: question });
+  });
+}
+
+/** An error the service sent back: a BcmsHttpError again when it was one, so guards and handlers can tell. */
+function fromService(wired: WireError): Error {
+  if (wired.http !== undefined && wired.code !== undefined) {
+    return new BcmsHttpError(wired.code as ErrorCode, wired.message, wired.http.headers, wired.http.status, wired.http.body);
+  }
+  const error = new Error(wired.message) as Error & Record<string, unknown>;
+  error.name = wired.name;
+  if (wired.code !== undefined) error.code = wired.code;
+  if (wired.fields !== undefined) Object.assign(error, wired.fields);
+  return error;
+}
+
+/** The service's logger, line by line; errors in a line's object cross as their message and stack. */
+const logger: Logger = {
+  info: (object, message) => log('info', object, message),
+  warn: (object, message) => log('warn', object, message),
+  error: (object, message) => log('error', object, message),
+  debug: (object, message) => log('debug', object, message),
+};
+
+function log(level: 'info' | 'warn' | 'error' | 'debug', object: object, message?: string): void {
+  let fields: unknown = object;
+  if (object instanceof Error) fields = { err: errorToWire(object) };
+  else if (object !== null && typeof object === 'object') {
+    fields = Object.fromEntries(Object.entries(object).map(([key, value]) => [key, value instanceof Error ? errorToWire(value) : value]));
+  }
+  try {
+    send({ t: 'log', level, object: toWire(fields), message });
+  } catch {
+    // A circular or otherwise unsendable object: the line still goes, without it.
+    send({ t: 'log', level, object: { fields: '(could not be sent from the isolate)' }, message });
+  }
+}
+
+const store = new ContentStore({ knex: createBridgeKnex(ask), description: "the service's database", close: async () => {} }, logger, { migratedElsewhere: true });
+const repo = createRepository(store);
+bindBcmsRepo(store);
+bindLogger(logger);
+const bcmsLogger = toBcmsLogger(logger);
+
+let extension: LoadedExtension | undefined;
+/** A plugin's methods and their keys, in the order the service numbered them. */
+let methods: { key: string; method: BcmsControllerMethod<unknown, unknown> }[] = [];
+
+/** The export of a host module file that is the plugin or function module (`isolate: 'all'`). */
+function moduleExport(file: string, key: string): unknown {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const exports = require(file) as Record<string, unknown>;
+  return key === '' ? exports : exports[key];
+}
+
+async function load(kind: ExtensionKind, name: string, source: ExtensionSource): Promise<WireExtension> {
+  const exported = source.type === 'bundle' ? defaultExport(runBundle(source.code, source.filename, API)) : moduleExport(source.file, source.key);
+  extension = await checkExtension(kind, name, exported);
+  if (extension.kind === 'function') return { kind: 'function', name, public: extension.definition.config.public === true };
+  const plugin = extension.plugin;
+  const routes: WireRoute[] = [];
+  methods = [];
+  for (const controller of plugin.controllers ?? []) {
+    const made = methodsOf(controller, `plugin "${plugin.name}", controller "${controller.name}"`) ?? {};
+    for (const [key, method] of Object.entries(made)) {
+      methods.push({ key, method });
+      routes.push({ controller: { name: controller.name, path: controller.path }, key, path: method.path, type: method.type, guard: guardOf(method) });
+    }
+  }
+  const policies = typeof plugin.policy === 'function' ? await plugin.policy() : null;
+  return { kind: 'plugin', name, routes, policies: policies === null ? null : (toWire(policies) as unknown[]) };
+}
+
+function guardOf(method: BcmsControllerMethod<unknown, unknown>): WireRoute['guard'] {
+  if (method.preRequestHandler === undefined) return { type: 'none' };
+  const rule = (method.preRequestHandler as { [JWT_GUARD_RULE]?: JwtGuardRule })[JWT_GUARD_RULE];
+  if (rule !== undefined) return { type: 'jwt', roles: [...rule.roles], permission: rule.permission };
+  return { type: 'custom' };
+}
+
+async function servePlugin(message: Extract<ToIsolate, { t: 'plugin' }>): Promise<void> {
+  const route = methods[message.route];
+  const plugin = (extension as { plugin?: BcmsPlugin }).plugin;
+  if (route === undefined || plugin === undefined) throw new Error(`no method ${message.route} in this isolate`);
+  const { key, method } = route;
+  const request = makeRequest(message.request);
+  const response = new IsolateResponse();
+  const context: Record<string, unknown> = { name: key, request, response, logger: bcmsLogger, errorHandler, repo };
+  if (message.accessToken !== undefined) context.accessToken = message.accessToken;
+  let result: unknown;
+  if (message.runGuard && method.preRequestHandler !== undefined) {
+    // A guard the author's own pre-request handler calls finds the service's verdicts on the request.
+    const verifyAccessToken = (): Promise<JWT> => ask({ op: 'token', call: message.id }) as Promise<JWT>;
+    const guarded = request as unknown as GuardedRequest;
+    guarded[REQUEST_VERIFIER] = verifyAccessToken;
+    guarded[REQUEST_KEY_VERIFIER] = () => ask({ op: 'key', call: message.id }) as never;
+    guarded[REQUEST_PLUGIN] = plugin.name;
+    const yielded: unknown = await method.preRequestHandler({ ...context, verifyAccessToken } as never);
+    result = await method.handler((yielded !== null && typeof yielded === 'object' ? { ...context, ...yielded } : context) as never);
+  } else {
+    result = await method.handler(context as never);
+  }
+  // A handler that began its own answer and returned: its answer is what it ends.
+  if (response.started && !response.finished) await response.done;
+  send({ t: 'done', id: message.id, answer: response.answer(result) });
+}
+
+async function serveFunction(message: Extract<ToIsolate, { t: 'function' }>): Promise<void> {
+  if (extension?.kind !== 'function') throw new Error('this isolate runs no function');
+  const request = makeRequest(message.request);
+  const value = await extension.definition.handler({ request: request as never, logger: bcmsLogger, errorHandler, repo, auth: message.auth });
+  send({ t: 'done', id: message.id, answer: { status: 200, headers: [], json: JSON.stringify(value) ?? 'null' } });
+}
+
+process.on('message', (message: ToIsolate) => {
+  switch (message.t) {
+    case 'reply': {
+      const waiting = asking.get(message.id);
+      asking.delete(message.id);
+      if (message.error !== undefined) waiting?.reject(fromService(message.error));
+      else waiting?.resolve(message.value);
+      return;
+    }
+    case 'plugin':
+    case 'function':
+      (message.t === 'plugin' ? servePlugin(message) : serveFunction(message)).catch((error: unknown) => send({ t: 'failed', id: message.id, error: errorToWire(error) }));
+      return;
+    case 'load':
+      load(message.kind, message.name, message.source).then(
+        (loaded) => send({ t: 'loaded', extension: loaded }),
+        (error: unknown) => send({ t: 'load-failed', message: firstLine(error) }),
+      );
+      return;
+  }
+});
+
+/** The first line of an error's message: what the deployer reads first. */
+function firstLine(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  return text.split('\n')[0] ?? text;
+}

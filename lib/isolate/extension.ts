@@ -1,0 +1,127 @@
+/**
+ * An extension that runs in isolates, as the router sees it: a plugin whose methods and a function
+ * whose handler are stand-ins that send each call to the extension's pool. The router routes,
+ * reads bodies and checks the package's own JWT guard itself, as for any plugin; the code of the
+ * extension runs only in its isolates.
+ */
+import type { Request } from 'express';
+import type { DeploymentKind, LoadedExtension } from '../deploy/load';
+import type { BcmsFunction, BcmsFunctionContext } from '../function/types';
+import { hasBody, readRawBody } from '../http/body';
+import { BcmsHttpError } from '../http/errors';
+import { createJwtGuard } from '../plugin/guard';
+import type { BcmsController, BcmsControllerMethod, BcmsPlugin, BcmsPluginContext, HttpVerb } from '../plugin/types';
+import type { JWT, JWTPermissionName, JWTRoleName } from '../security/token';
+import { ISOLATED, type IsolateAnswer } from './answer';
+import { IsolatePool, type IsolateServices } from './host';
+import type { ExtensionSource, WireExtension, WireRequest, WireRoute } from './protocol';
+
+export interface IsolatedCallSettings {
+  pluginTimeoutMs: number;
+  functionTimeoutMs: number;
+  bodyLimit: number;
+}
+
+/** A loaded extension whose code runs in isolates; `close()` ends them once their calls are answered. */
+export type IsolatedExtension = LoadedExtension & { close(): Promise<void> };
+
+/**
+ * Loads an extension in a first isolate (the check that it works) and returns its stand-in.
+ * Rejects with an ExtensionLoadError (422 BUNDLE_LOAD_FAILED / BUNDLE_LOAD_TIMEOUT).
+ */
+export async function startIsolated(
+  kind: DeploymentKind,
+  name: string,
+  label: string,
+  source: ExtensionSource,
+  services: IsolateServices,
+  settings: IsolatedCallSettings,
+): Promise<IsolatedExtension> {
+  const pool = await IsolatePool.start(label, kind, name, source, services);
+  const close = (): Promise<void> => pool.close();
+  try {
+    const extension = pool.extension;
+    if (extension.kind === 'function') return { kind: 'function', name, definition: functionStandIn(pool, extension, settings), close };
+    return { kind: 'plugin', name, plugin: pluginStandIn(pool, extension, settings), close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
+/** A request as plain data: what an isolate's handler reads of it. */
+export function toWireRequest(req: Request, raw?: Buffer): WireRequest {
+  const url = req.url;
+  const query = url.indexOf('?');
+  return {
+    method: req.method,
+    url,
+    originalUrl: req.originalUrl,
+    baseUrl: req.baseUrl,
+    path: query === -1 ? url : url.slice(0, query),
+    params: (req.params ?? {}) as Record<string, string>,
+    query: query === -1 ? {} : req.query,
+    headers: req.headers,
+    ...(req.body === undefined ? {} : { body: req.body }),
+    ...(raw === undefined ? {} : { raw: raw.toString('base64') }),
+    ip: req.ip,
+    protocol: req.protocol,
+    hostname: req.hostname,
+    secure: req.secure,
+  };
+}
+
+function functionStandIn(pool: IsolatePool, extension: Extract<WireExtension, { kind: 'function' }>, settings: IsolatedCallSettings): BcmsFunction {
+  const { name } = extension;
+  const timeout = (): BcmsHttpError => new BcmsHttpError('FUNCTION_TIMEOUT', `Function "${name}" ran past its time-out of ${settings.functionTimeoutMs} ms.`);
+  const handler = (context: BcmsFunctionContext): Promise<IsolateAnswer> =>
+    pool.call({ t: 'function', request: toWireRequest(context.request), auth: context.auth }, context.request, settings.functionTimeoutMs, timeout);
+  return { config: { name, public: extension.public === true }, handler: Object.defineProperty(handler, ISOLATED, { value: true }) };
+}
+
+/** A pre-request handler that runs in the isolate: here it only keeps the body's bytes for a signature check. */
+const inIsolate = Object.defineProperty(() => undefined, ISOLATED, { value: true });
+
+function pluginStandIn(pool: IsolatePool, extension: Extract<WireExtension, { kind: 'plugin' }>, settings: IsolatedCallSettings): BcmsPlugin {
+  const controllers: BcmsController[] = [];
+  const byController = new Map<string, { controller: WireRoute['controller']; methods: [string, BcmsControllerMethod<unknown, unknown>][] }>();
+  extension.routes.forEach((route, index) => {
+    const id = `${route.controller.name}\u0000${route.controller.path}`;
+    let group = byController.get(id);
+    if (group === undefined) byController.set(id, (group = { controller: route.controller, methods: [] }));
+    group.methods.push([String(route.key), methodStandIn(pool, route, index, settings)]);
+  });
+  for (const { controller, methods } of byController.values()) {
+    const made = Object.fromEntries(methods);
+    controllers.push({ name: String(controller.name), path: String(controller.path), methods: () => made });
+  }
+  const policies = extension.policies;
+  return { name: extension.name, controllers, ...(Array.isArray(policies) ? { policy: () => policies as never } : {}) };
+}
+
+function methodStandIn(pool: IsolatePool, route: WireRoute, index: number, settings: IsolatedCallSettings): BcmsControllerMethod<unknown, unknown> {
+  const timeout = (): BcmsHttpError => new BcmsHttpError('PLUGIN_TIMEOUT');
+  const runGuard = route.guard.type === 'custom';
+  const call = (req: Request, accessToken: JWT | undefined, raw?: Buffer): Promise<IsolateAnswer> =>
+    pool.call({ t: 'plugin', route: index, request: toWireRequest(req, raw), ...(accessToken === undefined ? {} : { accessToken }), runGuard }, req, settings.pluginTimeoutMs, timeout);
+  const handler = (context: BcmsPluginContext & { accessToken?: JWT }): Promise<IsolateAnswer> => {
+    const req = context.request as unknown as Request;
+    // A body of a type the router leaves unread (not JSON) crosses as bytes.
+    if (req.body === undefined && req.method !== 'GET' && req.method !== 'HEAD' && hasBody(req)) {
+      return readRawBody(req, settings.bodyLimit).then((raw) => call(req, context.accessToken, raw));
+    }
+    return call(req, context.accessToken);
+  };
+  const guard =
+    route.guard.type === 'jwt'
+      ? createJwtGuard('a deployed plugin', route.guard.roles as JWTRoleName[], route.guard.permission as JWTPermissionName)
+      : route.guard.type === 'custom'
+        ? inIsolate
+        : undefined;
+  return {
+    ...(route.path === undefined ? {} : { path: String(route.path) }),
+    type: String(route.type) as HttpVerb,
+    ...(guard === undefined ? {} : { preRequestHandler: guard as never }),
+    handler: Object.defineProperty(handler, ISOLATED, { value: true }) as never,
+  };
+}

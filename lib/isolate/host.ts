@@ -1,0 +1,409 @@
+/**
+ * The service's side of isolation: each isolate is a child process of its own (lib/isolate/child.ts)
+ * running one extension, with its own heap limit, its own globals and only `extensionEnv` for an
+ * environment. A pool holds an extension's isolates: a call goes to the least busy one, a second
+ * is started while every one is busy (a CPU-bound handler then uses another core), and one that
+ * dies, or runs a call past its time-out, is ended and replaced.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import os from 'node:os';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import type { Request } from 'express';
+import { BcmsHttpError, errorCodes, type ErrorCode } from '../http/errors';
+import type { Logger } from '../logger';
+import type { IdentifyPluginKey } from '../security/caller';
+import type { AccessTokenVerifier } from '../security/jwt';
+import { IsolateAnswer } from './answer';
+import type { DatabaseBridge } from './database-bridge';
+import type { Ask, ExtensionKind, ExtensionSource, FromIsolate, ToIsolate, WireExtension } from './protocol';
+import { fromWire, toWire, errorToWire, type WireError } from './wire';
+
+/** The compiled child (dist/isolate), from dist or lib alike: a child process runs JavaScript only. */
+const CHILD = path.resolve(__dirname, '..', '..', 'dist', 'isolate', 'child.js');
+
+/** What isolates need of the service; one per router. */
+export interface IsolateServices {
+  logger: Logger;
+  bridge: DatabaseBridge;
+  verifyAccessToken: AccessTokenVerifier;
+  verifyPluginKey: IdentifyPluginKey;
+  /** Heap limit of each isolate (`extensionMemoryMb`). */
+  memoryMb: number;
+  /** The whole environment of extension code (`extensionEnv`). */
+  env: Readonly<Record<string, string>>;
+  /** Wall-clock limit of loading an extension, its top-level code and setups included. */
+  loadTimeoutMs: number;
+}
+
+/** Why a bundle or module could not be taken up: 422 BUNDLE_LOAD_FAILED or BUNDLE_LOAD_TIMEOUT. */
+export class ExtensionLoadError extends Error {
+  constructor(
+    readonly code: 'BUNDLE_LOAD_FAILED' | 'BUNDLE_LOAD_TIMEOUT',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ExtensionLoadError';
+  }
+}
+
+type CallMessage = Extract<ToIsolate, { t: 'plugin' | 'function' }>;
+/** A call as its caller writes it: the isolate numbers it. */
+export type NewCall = Omit<Extract<CallMessage, { t: 'plugin' }>, 'id'> | Omit<Extract<CallMessage, { t: 'function' }>, 'id'>;
+
+interface PendingCall {
+  resolve(answer: IsolateAnswer): void;
+  reject(error: unknown): void;
+  request: Request;
+  plugin: string | undefined;
+  timer: NodeJS.Timeout;
+}
+
+const LEVELS = new Set(['info', 'warn', 'error', 'debug']);
+
+/** One child process running one extension. */
+class Isolate {
+  private readonly child: ChildProcess;
+  private readonly calls = new Map<number, PendingCall>();
+  private nextCall = 0;
+  private alive = true;
+  private loading: { resolve(extension: WireExtension): void; reject(error: unknown): void } | undefined;
+  /** The last lines it wrote to stderr: the reason it died, often. */
+  private readonly stderr: string[] = [];
+  /** Settles once the process is gone. */
+  readonly gone: Promise<string>;
+
+  constructor(
+    private readonly label: string,
+    private readonly services: IsolateServices,
+    private readonly onGone: (isolate: Isolate, reason: string) => void,
+  ) {
+    this.child = fork(CHILD, [], {
+      env: { ...services.env },
+      execArgv: [`--max-old-space-size=${services.memoryMb}`],
+      serialization: 'json',
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+      // Its own process group: ending it ends whatever it started.
+      detached: true,
+    });
+    // Never what keeps the service's process alive: its requests and timers do that.
+    this.child.unref();
+    (this.child.channel as { unref?(): void } | undefined)?.unref?.();
+    this.forward(this.child.stdout, 'info', false);
+    this.forward(this.child.stderr, 'warn', true);
+    this.child.on('message', (message: FromIsolate) => this.receive(message));
+    this.gone = new Promise((resolve) => {
+      this.child.once('error', (error) => {
+        this.stderr.push(error.message);
+        this.end();
+      });
+      this.child.once('exit', (code, signal) => {
+        // stderr may still hold the last words: a moment for them.
+        setTimeout(() => resolve(this.died(code, signal)), 50).unref();
+      });
+    });
+  }
+
+  get inFlight(): number {
+    return this.calls.size;
+  }
+  get isAlive(): boolean {
+    return this.alive;
+  }
+
+  /** Loads the extension; rejects with an ExtensionLoadError, and the isolate is ended. */
+  load(kind: ExtensionKind, name: string, source: ExtensionSource): Promise<WireExtension> {
+    return new Promise<WireExtension>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.loading = undefined;
+        reject(new ExtensionLoadError('BUNDLE_LOAD_TIMEOUT', `it did not finish loading within ${this.services.loadTimeoutMs} ms (its top-level code, a factory or a setup runs too long)`));
+        this.end();
+      }, this.services.loadTimeoutMs);
+      this.loading = {
+        resolve: (extension) => (clearTimeout(timer), resolve(extension)),
+        reject: (error) => (clearTimeout(timer), reject(error)),
+      };
+      this.post({ t: 'load', kind, name, source });
+    }).catch((error: unknown) => {
+      this.end();
+      throw error;
+    });
+  }
+
+  /** Runs a call; rejects with `timeout()` past `timeoutMs` (and the isolate is ended), or EXTENSION_CRASHED. */
+  call(message: NewCall, request: Request, plugin: string | undefined, timeoutMs: number, timeout: () => BcmsHttpError): Promise<IsolateAnswer> {
+    if (!this.alive) return Promise.reject(crashed('The extension is not running.'));
+    const id = ++this.nextCall;
+    return new Promise<IsolateAnswer>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.calls.delete(id);
+        reject(timeout());
+        this.services.logger.warn({ extension: this.label, timeoutMs }, 'bcms-extensions: a call ran past its time-out; its isolate is ended and replaced');
+        this.end();
+      }, timeoutMs);
+      this.calls.set(id, { resolve, reject, request, plugin, timer });
+      this.post({ ...message, id } as CallMessage);
+    });
+  }
+
+  /** Ends the process and everything it started. */
+  end(): void {
+    if (!this.alive) return;
+    this.alive = false;
+    try {
+      process.kill(-(this.child.pid as number), 'SIGKILL');
+    } catch {
+      this.child.kill('SIGKILL');
+    }
+  }
+
+  private post(message: ToIsolate): void {
+    try {
+      this.child.send(message);
+    } catch (error) {
+      this.stderr.push(`could not send to the isolate: ${(error as Error).message}`);
+      this.end();
+    }
+  }
+
+  private died(code: number | null, signal: NodeJS.Signals | null): string {
+    this.alive = false;
+    const tail = this.stderr.join('\n');
+    const reason = /heap limit|heap out of memory/i.test(tail)
+      ? `it passed its heap limit of ${this.services.memoryMb} MB`
+      : signal !== null
+        ? `it was ended (${signal})`
+        : `it exited with code ${code ?? 'unknown'}`;
+    // Node writes an uncaught error as `TypeError: message` after the source line that threw.
+    const firstError = this.stderr.find((line) => /^[A-Z]\w*(Error|Exception)\b[^:]*:/.test(line)) ?? '';
+    for (const [id, call] of this.calls) {
+      clearTimeout(call.timer);
+      this.calls.delete(id);
+      call.reject(crashed());
+    }
+    if (this.loading !== undefined) {
+      const loading = this.loading;
+      this.loading = undefined;
+      loading.reject(new ExtensionLoadError('BUNDLE_LOAD_FAILED', `its isolate ended while loading: ${reason}${firstError === '' ? '' : ` (${firstError.trim()})`}`));
+    }
+    void this.services.bridge.releaseAll(this);
+    this.onGone(this, reason);
+    return reason;
+  }
+
+  private receive(message: FromIsolate): void {
+    if (message === null || typeof message !== 'object') return;
+    switch (message.t) {
+      case 'done': {
+        const call = this.take(message.id);
+        call?.resolve(new IsolateAnswer(message.answer));
+        return;
+      }
+      case 'failed': {
+        const call = this.take(message.id);
+        call?.reject(fromIsolate(message.error, this.label));
+        return;
+      }
+      case 'ask':
+        void this.answer(message.id, message.ask);
+        return;
+      case 'log': {
+        if (!LEVELS.has(message.level)) return;
+        const fields = fromWire(message.object);
+        const object = fields !== null && typeof fields === 'object' ? { ...(fields as object), extension: this.label } : { data: fields, extension: this.label };
+        this.services.logger[message.level](object, typeof message.message === 'string' ? message.message : undefined);
+        return;
+      }
+      case 'loaded':
+        this.loading?.resolve(message.extension);
+        this.loading = undefined;
+        return;
+      case 'load-failed':
+        this.loading?.reject(new ExtensionLoadError('BUNDLE_LOAD_FAILED', String(message.message)));
+        this.loading = undefined;
+        return;
+    }
+  }
+
+  private take(id: number): PendingCall | undefined {
+    const call = this.calls.get(id);
+    if (call === undefined) return undefined;
+    this.calls.delete(id);
+    clearTimeout(call.timer);
+    return call;
+  }
+
+  /** One capability of protocol.ts's `Ask`, answered by the service. */
+  private async answer(id: number, ask: Ask): Promise<void> {
+    let reply: ToIsolate;
+    try {
+      reply = { t: 'reply', id, value: await this.serve(ask) };
+    } catch (error) {
+      reply = { t: 'reply', id, error: errorToWire(error) };
+    }
+    if (this.alive) this.post(reply);
+  }
+
+  private serve(ask: Ask): Promise<unknown> {
+    const { bridge, verifyAccessToken, verifyPluginKey } = this.services;
+    switch (ask?.op) {
+      case 'query':
+        return bridge.query(this, ask.conn, String(ask.sql), ask.bindings, ask.options);
+      case 'release':
+        return bridge.release(this, ask.conn);
+      case 'token':
+      case 'key': {
+        // Only about a request this isolate is answering now.
+        const call = this.calls.get(ask.call);
+        if (call === undefined) return Promise.reject(new Error('no such request in this isolate'));
+        if (ask.op === 'token') return verifyAccessToken(call.request).then((token) => toWire(token));
+        return verifyPluginKey(call.request, call.plugin as string).then((key) => toWire(key ?? null));
+      }
+      default:
+        return Promise.reject(new Error('unknown capability'));
+    }
+  }
+
+  /** Lines the child writes, to the service's log under the extension's name. */
+  private forward(stream: Readable | null, level: 'info' | 'warn', keep: boolean): void {
+    if (stream === null) return;
+    (stream as Readable & { unref?(): void }).unref?.();
+    let rest = '';
+    stream.setEncoding('utf8');
+    stream.on('data', (chunk: string) => {
+      const lines = (rest + chunk).split('\n');
+      rest = lines.pop() ?? '';
+      for (const line of lines) this.line(line, level, keep);
+    });
+    stream.on('end', () => rest !== '' && this.line(rest, level, keep));
+  }
+
+  private line(line: string, level: 'info' | 'warn', keep: boolean): void {
+    if (line === '') return;
+    if (keep) {
+      this.stderr.push(line.slice(0, 1000));
+      if (this.stderr.length > 40) this.stderr.shift();
+    }
+    this.services.logger[level]({ extension: this.label, output: level === 'info' ? 'stdout' : 'stderr' }, line.slice(0, 10_000));
+  }
+}
+
+function crashed(message = 'The extension crashed while answering; it is being restarted.'): BcmsHttpError {
+  return new BcmsHttpError('EXTENSION_CRASHED', message);
+}
+
+/**
+ * What a handler threw, back in the service: its own HTTP answer (errorHandler.occurred, a guard's
+ * 401), checked, since an isolate's word is not trusted; anything else is an unexpected error,
+ * logged and answered 500 without its message.
+ */
+function fromIsolate(wired: WireError, label: string): Error {
+  if (wired?.http !== undefined && typeof wired.code === 'string' && wired.code in errorCodes) {
+    const { status, headers, body } = wired.http;
+    if (Number.isInteger(status) && status >= 400 && status <= 599) {
+      const safeHeaders = headers !== null && typeof headers === 'object' ? Object.fromEntries(Object.entries(headers).filter(([, value]) => typeof value === 'string')) : undefined;
+      const safeBody = body !== null && typeof body === 'object' ? (fromWire(body) as object) : undefined;
+      return new BcmsHttpError(wired.code as ErrorCode, String(wired.message), safeHeaders, status, safeBody);
+    }
+  }
+  const error = new Error(`${String(wired?.message)} (in extension ${label})`);
+  error.name = typeof wired?.name === 'string' ? wired.name : 'Error';
+  if (typeof wired?.stack === 'string') error.stack = `${error.name}: ${error.message}\n${wired.stack.split('\n').slice(1).join('\n')}`;
+  return error;
+}
+
+/** How many isolates one extension may use: one per core (at most four), so a CPU-bound one uses them all. */
+export const MAX_ISOLATES_PER_EXTENSION = Math.max(1, Math.min(4, os.availableParallelism?.() ?? os.cpus().length));
+
+/**
+ * The isolates of one loaded extension. Made once its first isolate loaded (`IsolatePool.start`):
+ * that load is the check that a bundle works.
+ */
+export class IsolatePool {
+  private isolates: Isolate[] = [];
+  private starting: Promise<Isolate> | undefined;
+  private closed = false;
+
+  private constructor(
+    readonly label: string,
+    readonly kind: ExtensionKind,
+    readonly name: string,
+    private readonly source: ExtensionSource,
+    private readonly services: IsolateServices,
+    readonly extension: WireExtension,
+  ) {}
+
+  /** Loads the extension in a first isolate; rejects with an ExtensionLoadError. */
+  static async start(label: string, kind: ExtensionKind, name: string, source: ExtensionSource, services: IsolateServices): Promise<IsolatePool> {
+    let pool: IsolatePool | undefined;
+    const first = new Isolate(label, services, (isolate, reason) => pool?.lost(isolate, reason));
+    const extension = await first.load(kind, name, source);
+    if (extension?.kind !== kind || extension.name !== name) {
+      first.end();
+      throw new ExtensionLoadError('BUNDLE_LOAD_FAILED', 'the isolate answered for another extension');
+    }
+    pool = new IsolatePool(label, kind, name, source, services, extension);
+    pool.isolates.push(first);
+    return pool;
+  }
+
+  /** Runs a call on the least busy isolate, starting another while every one is busy. */
+  call(message: NewCall, request: Request, timeoutMs: number, timeout: () => BcmsHttpError): Promise<IsolateAnswer> {
+    let chosen: Isolate | undefined;
+    for (const isolate of this.isolates) {
+      if (isolate.isAlive && (chosen === undefined || isolate.inFlight < chosen.inFlight)) chosen = isolate;
+    }
+    const plugin = this.kind === 'plugin' ? this.name : undefined;
+    if (chosen === undefined) {
+      if (this.closed) return Promise.reject(crashed('The extension was replaced.'));
+      return this.spawn().then((isolate) => isolate.call(message, request, plugin, timeoutMs, timeout), () => Promise.reject(crashed('The extension could not be restarted.')));
+    }
+    if (chosen.inFlight > 0 && this.starting === undefined && this.isolates.length < MAX_ISOLATES_PER_EXTENSION && !this.closed) {
+      this.spawn().catch(() => {});
+    }
+    return chosen.call(message, request, plugin, timeoutMs, timeout);
+  }
+
+  /** Another isolate, loaded; one at a time. */
+  private spawn(): Promise<Isolate> {
+    this.starting ??= (async () => {
+      const isolate = new Isolate(this.label, this.services, (gone, reason) => this.lost(gone, reason));
+      try {
+        await isolate.load(this.kind, this.name, this.source);
+      } catch (error) {
+        this.services.logger.error({ extension: this.label, err: error }, 'bcms-extensions: an isolate could not load the extension');
+        throw error;
+      }
+      if (this.closed) {
+        isolate.end();
+        throw crashed('The extension was replaced.');
+      }
+      this.isolates.push(isolate);
+      return isolate;
+    })().finally(() => (this.starting = undefined));
+    return this.starting;
+  }
+
+  private lost(isolate: Isolate, reason: string): void {
+    const known = this.isolates.includes(isolate);
+    this.isolates = this.isolates.filter((each) => each !== isolate);
+    if (this.closed || !known) return;
+    this.services.logger.error({ extension: this.label, reason }, `bcms-extensions: an isolate of ${this.label} ended (${reason}); it is replaced`);
+    if (this.isolates.length === 0) this.spawn().catch(() => {});
+  }
+
+  /**
+   * Ends every isolate once its calls are answered (each is bounded by its time-out): nothing the
+   * extension started keeps running. New calls are refused.
+   */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.starting?.catch(() => {});
+    const ending = this.isolates.map(async (isolate) => {
+      while (isolate.isAlive && isolate.inFlight > 0) await new Promise((resolve) => setTimeout(resolve, 20));
+      isolate.end();
+      await isolate.gone;
+    });
+    await Promise.all(ending);
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * What crosses between the service and an isolate. Messages go as JSON (Node's IPC in `json`
+ * mode, measured as cheap as a worker's `postMessage` on the service's side), so the few values
+ * JSON cannot carry are tagged on the way: a `Date` (rows of timestamp columns), a `Buffer` (bytea,
+ * a handler's bytes) and `undefined` inside arrays. Plain objects and arrays are copied only where
+ * they hold such a value.
+ */
+
+const DATE = '\u0000date';
+const BYTES = '\u0000bytes';
+
+/** A value with its Dates and Buffers tagged, fit for JSON. */
+export function toWire(value: unknown): unknown {
+  if (value === null || typeof value !== 'object') return value;
+  if (value instanceof Date) return { [DATE]: value.getTime() };
+  if (Buffer.isBuffer(value) || value instanceof Uint8Array) return { [BYTES]: Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('base64') };
+  if (Array.isArray(value)) {
+    let copy: unknown[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      const item = value[i] as unknown;
+      const wired = item === undefined ? null : toWire(item);
+      if (wired !== item && copy === undefined) copy = value.slice(0, i);
+      if (copy !== undefined) copy.push(wired);
+    }
+    return copy ?? value;
+  }
+  if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return value;
+  let copy: Record<string, unknown> | undefined;
+  for (const key of Object.keys(value)) {
+    const item = (value as Record<string, unknown>)[key];
+    const wired = toWire(item);
+    if (wired !== item) copy ??= { ...(value as Record<string, unknown>) };
+    if (copy !== undefined) copy[key] = wired;
+  }
+  return copy ?? value;
+}
+
+/** The value `toWire` tagged, with its Dates and Buffers back. */
+export function fromWire(value: unknown): unknown {
+  if (value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) value[i] = fromWire(value[i]);
+    return value;
+  }
+  const record = value as Record<string, unknown>;
+  if (DATE in record && typeof record[DATE] === 'number') return new Date(record[DATE]);
+  if (BYTES in record && typeof record[BYTES] === 'string') return Buffer.from(record[BYTES], 'base64');
+  for (const key of Object.keys(record)) record[key] = fromWire(record[key]);
+  return record;
+}
+
+/** An error as it crosses: what `instanceof` checks, `code` tests and messages need on the other side. */
+export interface WireError {
+  name: string;
+  message: string;
+  stack?: string;
+  /** Node's or Postgres's code (`ECONNREFUSED`, `23505`), or a BcmsHttpError's. */
+  code?: string;
+  /** A BcmsHttpError's answer. */
+  http?: { status: number; headers?: Record<string, string>; body?: object };
+  /** Postgres's fields that callers read (`constraint`, `detail`...). */
+  fields?: Record<string, string>;
+}
+
+const PG_FIELDS = ['detail', 'hint', 'constraint', 'table', 'column', 'schema', 'severity'] as const;
+
+/** Any thrown value, as a WireError. */
+export function errorToWire(error: unknown): WireError {
+  if (error === null || typeof error !== 'object') return { name: 'Error', message: String(error) };
+  const { name, message, stack, code, status, headers, body } = error as Record<string, unknown>;
+  const wired: WireError = { name: typeof name === 'string' ? name : 'Error', message: typeof message === 'string' ? message : String(message) };
+  if (typeof stack === 'string') wired.stack = stack;
+  if (typeof code === 'string') wired.code = code;
+  if (wired.name === 'BcmsHttpError' && typeof status === 'number') {
+    wired.http = { status };
+    if (headers !== null && typeof headers === 'object') wired.http.headers = headers as Record<string, string>;
+    if (body !== null && typeof body === 'object') wired.http.body = toWire(body) as object;
+  }
+  const fields: Record<string, string> = {};
+  for (const field of PG_FIELDS) {
+    const value = (error as Record<string, unknown>)[field];
+    if (typeof value === 'string') fields[field] = value;
+  }
+  if (Object.keys(fields).length > 0) wired.fields = fields;
+  return wired;
+}
+
+/** A plain Error carrying what crossed (the BcmsHttpError case is the caller's, who knows its class). */
+export function errorFromWire(wired: WireError): Error {
+  const error = new Error(wired.message) as Error & Record<string, unknown>;
+  error.name = wired.name;
+  if (wired.stack !== undefined) error.stack = wired.stack;
+  if (wired.code !== undefined) error.code = wired.code;
+  if (wired.fields !== undefined) Object.assign(error, wired.fields);
+  return error;
+}
