@@ -1,3 +1,4 @@
+import { Module } from 'node:module';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { Knex } from 'knex';
 import { bcmsContentRepoOf, bindBcmsRepo } from './db/bcms-repo';
@@ -15,13 +16,14 @@ import { createKeysController } from './extensions/keys';
 import { createAccessListServer } from './function/access-list';
 import { checkFunctionModules, loadFunctions } from './function/load';
 import { createFunctionServer, readFunctionBody, writeFunctionResult } from './function/serve';
-import type { BcmsFunctionModule } from './function/types';
+import type { BcmsFunction, BcmsFunctionModule } from './function/types';
 import { createDispatch } from './http/dispatch';
 import { errorHandler } from './http/errors';
 import { createExchange } from './http/exchange';
 import { DatabaseBridge } from './isolate/database-bridge';
 import { startIsolated } from './isolate/extension';
 import type { IsolateServices } from './isolate/host';
+import type { ExtensionSource } from './isolate/protocol';
 import { type BcmsExtensionsOptions, resolveOptions } from './options';
 import { createBcmsPlugin } from './plugin/create';
 import { setUpControllers } from './plugin/mount';
@@ -75,10 +77,19 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
 
   // The registry, checked now where a mistake can be seen at once.
   const registryPlugins = registry.plugins ?? [];
-  const live = new LiveExtensions(registryPlugins);
+  if (!Array.isArray(registryPlugins)) throw new TypeError('registry.plugins must be an array of plugins (createBcmsPlugin)');
+  const isolateAll = settings.isolate === 'all';
+  const live = new LiveExtensions(registryPlugins, { isolated: isolateAll });
   const ui = new UiRoutes(checkPluginUis(registryPlugins), settings.admin);
   const modules = registry.functions ?? [];
   checkFunctionModules(modules);
+  // isolate: 'all': each plugin and function module of the registry is loaded in isolates from its module file.
+  const registrySources = isolateAll
+    ? {
+        plugins: registryPlugins.map((plugin, index) => registryModuleSource(plugin, `registry.plugins[${index}] ("${plugin.name}")`)),
+        functions: modules.map((module, index) => registryModuleSource(module, `registry.functions[${index}]`)),
+      }
+    : undefined;
   const verifyAccessToken = createAccessTokenVerifier(settings.jwt);
 
   // Content, once nothing above refused the options: a refused router leaves no database open.
@@ -138,11 +149,40 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   let closed = false;
   // Settles only once both are done, so that a refused registry leaves no migration running behind it.
   const started = store.start();
-  const ready = Promise.allSettled([
-    loadFunctions(modules).then((loaded) => live.setRegistryFunctions(loaded)),
-    // After the database: a setup may build a repository and read it.
-    started.then(() => setUpControllers(registryPlugins)).then(() => live.setUpDone()),
-  ])
+  const isolatedRegistry: RunningExtension[] = [];
+  const inRegistryIsolates = async (kind: DeploymentKind, name: string, source: ExtensionSource): Promise<RunningExtension> => {
+    let loaded: RunningExtension;
+    try {
+      loaded = await startIsolated(kind, name, `${kind} ${name || (source as { file: string }).file}`, source, isolateServices, callSettings);
+    } catch (error) {
+      throw new Error(`registry ${kind} ${name || (source as { file: string }).file}: it did not load in its isolate: ${(error as Error).message}`, { cause: error });
+    }
+    isolatedRegistry.push(loaded);
+    if (closed) void loaded.close?.();
+    return loaded;
+  };
+  const ready = Promise.allSettled(
+    registrySources === undefined
+      ? [
+          loadFunctions(modules).then((loaded) => live.setRegistryFunctions(loaded)),
+          // After the database: a setup may build a repository and read it.
+          started.then(() => setUpControllers(registryPlugins)).then(() => live.setUpDone()),
+        ]
+      : [
+          Promise.all(registrySources.functions.map((source) => inRegistryIsolates('function', '', source))).then((loaded) => {
+            const byName = new Map<string, BcmsFunction>();
+            for (const extension of loaded) {
+              if (extension.kind !== 'function') continue;
+              if (byName.has(extension.name)) throw new Error(`duplicate function name "${extension.name}" in registry.functions`);
+              byName.set(extension.name, extension.definition);
+            }
+            live.setRegistryFunctions(byName);
+          }),
+          started
+            .then(() => Promise.all(registrySources.plugins.map((source, index) => inRegistryIsolates('plugin', (registryPlugins[index] as BcmsPlugin).name, source))))
+            .then((loaded) => live.setIsolatedRegistry(loaded.flatMap((extension) => (extension.kind === 'plugin' ? [extension.plugin] : [])))),
+        ],
+  )
     .then((outcomes) => {
       for (const outcome of outcomes) if (outcome.status === 'rejected') throw outcome.reason;
     })
@@ -238,7 +278,28 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
       await stopListening?.();
       // Loads under way finish, then every isolate is ended, before the database closes under them.
       await deployed.close();
+      await ready.catch(() => {});
+      await Promise.all(isolatedRegistry.map((extension) => extension.close?.()));
       await store.database.close();
     },
   });
+}
+
+/**
+ * Where a registry entry's code comes from, for `isolate: 'all'`: the CommonJS module file that
+ * exports it (as `module.exports`, or one of its exports), which its isolates load again.
+ */
+function registryModuleSource(value: unknown, what: string): ExtensionSource {
+  const cache = (Module as unknown as { _cache: Record<string, { exports?: unknown } | undefined> })._cache;
+  for (const [file, loaded] of Object.entries(cache)) {
+    const exports = loaded?.exports;
+    if (exports === value) return { type: 'module', file, key: '' };
+    if (exports === null || typeof exports !== 'object') continue;
+    for (const key of Object.keys(exports)) {
+      if ((exports as Record<string, unknown>)[key] === value) return { type: 'module', file, key };
+    }
+  }
+  throw new TypeError(
+    `${what}: with isolate: 'all' each plugin and function module is loaded again in isolates from the CommonJS file that exports it, and none of the loaded modules exports this one: export it from a file of its own and require() it`,
+  );
 }

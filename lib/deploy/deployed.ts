@@ -31,8 +31,8 @@ export class DeployedExtensions {
   /** Versions loaded by the deploy check, taken up by the next load rather than loaded again. */
   private readonly adopted = new Map<string, RunningExtension>();
   private running: Promise<void> | undefined;
-  /** `kind:name` of the active versions a running load is taking up; `undefined` while it reads which they are. */
-  private loading: Set<string> | undefined = new Set<string>();
+  /** While a load runs: once it has read what is active, each version it takes up (`kind:name`) → its load. */
+  private loading: Promise<ReadonlyMap<string, Promise<void>>> | undefined;
   /** Reloads asked for, and the number the last finished load covers: a caller waits for a load that began after its call. */
   private requested = 0;
   private covered = 0;
@@ -73,10 +73,12 @@ export class DeployedExtensions {
     void extension?.close?.();
   }
 
-  /** While a load takes up `kind` `name`, the promise of that load: a request for it waits rather than answering 404. */
+  /**
+   * While a load runs, a promise that settles once `kind` `name` is live (or failed), if that load
+   * takes it up: a request for it waits rather than answering 404. Others never wait on it.
+   */
   pending(kind: 'plugin' | 'function', name: string): Promise<void> | undefined {
-    if (this.running === undefined) return undefined;
-    return this.loading === undefined || this.loading.has(`${kind}:${name}`) ? this.running.catch(() => {}) : undefined;
+    return this.loading?.then((loads) => loads.get(`${kind}:${name}`));
   }
 
   /**
@@ -106,13 +108,15 @@ export class DeployedExtensions {
     while (this.covered < this.requested && !this.closed) {
       const upTo = this.requested;
       let failure: unknown;
+      let read: (loads: ReadonlyMap<string, Promise<void>>) => void = () => {};
+      this.loading = new Promise((resolve) => (read = resolve));
       try {
-        this.loading = undefined;
-        await this.load(await this.deps.read());
+        await this.load(await this.deps.read(), read);
       } catch (error) {
         failure = error;
       }
-      this.loading = new Set();
+      read(new Map());
+      this.loading = undefined;
       this.covered = upTo;
       const ready = this.waiters.filter((waiter) => waiter.upTo <= upTo);
       this.waiters = this.waiters.filter((waiter) => waiter.upTo > upTo);
@@ -125,50 +129,68 @@ export class DeployedExtensions {
     this.running = undefined;
   }
 
-  private async load(active: ActiveDeployment[]): Promise<void> {
-    const keyOf = (deployment: ActiveDeployment): string => `${deployment.kind}:${deployment.name}`;
-    this.loading = new Set(active.filter((deployment) => this.loaded.get(keyOf(deployment))?.id !== deployment.id).map(keyOf));
-    // Each in its own isolates: they load side by side, and one that cannot load holds up no other.
-    const entries = await Promise.all(
-      active.map(async (deployment): Promise<[string, Live] | undefined> => {
-        const key = keyOf(deployment);
-        const current = this.loaded.get(key);
-        if (current?.id === deployment.id) return [key, current];
-        try {
-          const adopted = this.adopted.get(deployment.id);
-          this.adopted.delete(deployment.id);
-          const extension = adopted ?? (await this.deps.start(deployment));
-          const ui = deployment.ui === null ? null : new Map(Object.entries(deployment.ui).map(([file, base64]) => [file, Buffer.from(base64, 'base64')] as const));
-          this.deps.logger.info({ kind: deployment.kind, name: deployment.name, version: deployment.version }, 'bcms-extensions: deployment live');
-          return [key, { id: deployment.id, extension, ui }];
-        } catch (error) {
-          // It loaded where it was deployed; here it does not: keep what this instance had, and say so.
-          const message = (error as Error)?.message ?? String(error);
-          this.failures.set(deployment.id, message);
-          this.deps.logger.error({ err: error, kind: deployment.kind, name: deployment.name, version: deployment.version }, 'bcms-extensions: a deployment failed to load on this instance');
-          await this.deps.recordFailure(deployment.id, message).catch(() => {});
-          return current === undefined ? undefined : [key, current];
-        }
-      }),
-    );
-    const next = new Map(entries.filter((entry): entry is [string, Live] => entry !== undefined));
-    const retired = [...this.loaded.values()].filter((entry) => next.get(`${entry.extension.kind}:${entry.extension.name}`) !== entry);
-    this.loaded = next;
-    const plugins: BcmsPlugin[] = [];
-    const functions = new Map<string, BcmsFunction>();
-    const uis = new Map<string, ReadonlyMap<string, Buffer>>();
-    for (const { extension, ui } of next.values()) {
-      if (extension.kind === 'plugin') {
-        plugins.push(extension.plugin);
-        if (ui !== null) uis.set(extension.name, ui);
-      } else {
-        functions.set(extension.name, extension.definition);
-      }
+  /**
+   * Takes up what is active: each new version in its own isolates, side by side, so one that cannot
+   * load holds up no other. Each goes live as soon as it has loaded (the tables are swapped whole
+   * each time); what it replaces serves until then, and is ended after.
+   */
+  private async load(active: ActiveDeployment[], announce: (loads: ReadonlyMap<string, Promise<void>>) => void): Promise<void> {
+    const keyOf = (deployment: { kind: string; name: string }): string => `${deployment.kind}:${deployment.name}`;
+    const next = new Map<string, Live>();
+    for (const deployment of active) {
+      const current = this.loaded.get(keyOf(deployment));
+      if (current !== undefined) next.set(keyOf(deployment), current);
     }
-    this.deps.swap({ plugins, functions, uis });
-    this.loading = new Set();
+    const publish = (): void => {
+      const plugins: BcmsPlugin[] = [];
+      const functions = new Map<string, BcmsFunction>();
+      const uis = new Map<string, ReadonlyMap<string, Buffer>>();
+      for (const { extension, ui } of next.values()) {
+        if (extension.kind === 'plugin') {
+          plugins.push(extension.plugin);
+          if (ui !== null) uis.set(extension.name, ui);
+        } else {
+          functions.set(extension.name, extension.definition);
+        }
+      }
+      this.deps.swap({ plugins, functions, uis });
+    };
+    const loads = new Map<string, Promise<void>>();
+    for (const deployment of active) {
+      const key = keyOf(deployment);
+      if (this.loaded.get(key)?.id === deployment.id) continue;
+      loads.set(key, this.takeUp(deployment).then((live) => {
+        if (live === undefined) return;
+        next.set(key, live);
+        publish();
+      }));
+    }
+    announce(loads);
+    await Promise.all(loads.values());
+    publish();
+    const retired = [...this.loaded.values()].filter((entry) => next.get(keyOf(entry.extension)) !== entry);
+    this.loaded = next;
     // Replaced, rolled back or undeployed: ended once its calls are answered.
     for (const entry of retired) void entry.extension.close?.();
+  }
+
+  /** One version, loaded (or the one the deploy check loaded); undefined when it does not load here. */
+  private async takeUp(deployment: ActiveDeployment): Promise<Live | undefined> {
+    try {
+      const adopted = this.adopted.get(deployment.id);
+      this.adopted.delete(deployment.id);
+      const extension = adopted ?? (await this.deps.start(deployment));
+      const ui = deployment.ui === null ? null : new Map(Object.entries(deployment.ui).map(([file, base64]) => [file, Buffer.from(base64, 'base64')] as const));
+      this.deps.logger.info({ kind: deployment.kind, name: deployment.name, version: deployment.version }, 'bcms-extensions: deployment live');
+      return { id: deployment.id, extension, ui };
+    } catch (error) {
+      // It loaded where it was deployed; here it does not: what this instance had keeps serving, and it says so.
+      const message = (error as Error)?.message ?? String(error);
+      this.failures.set(deployment.id, message);
+      this.deps.logger.error({ err: error, kind: deployment.kind, name: deployment.name, version: deployment.version }, 'bcms-extensions: a deployment failed to load on this instance');
+      await this.deps.recordFailure(deployment.id, message).catch(() => {});
+      return undefined;
+    }
   }
 }
 

@@ -22,14 +22,40 @@ export class LiveExtensions {
   /** `/api/plugin/<name>/` of each app plugin with a controller whose `setup` has not run; empty once it ran. */
   private awaitingSetup: readonly string[];
 
-  /** Throws, naming the offender, for a registry whose plugins cannot work together. */
-  constructor(private readonly registryPlugins: readonly BcmsPlugin[]) {
+  /** The deployed plugins live now (those whose names the app's own do not take). */
+  private deployedPlugins: readonly BcmsPlugin[] = [];
+
+  /**
+   * Throws, naming the offender, for a registry whose plugins cannot work together. `isolated`
+   * (`isolate: 'all'`): their code runs in isolates only, so the table waits for their stand-ins
+   * (`setIsolatedRegistry`), and requests for them wait too.
+   */
+  constructor(
+    private registryPlugins: readonly BcmsPlugin[],
+    options: { isolated?: boolean } = {},
+  ) {
+    this.registryPluginNames = new Set(registryPlugins.map((plugin) => plugin.name));
+    if (options.isolated === true) {
+      new PluginRouteTable(registryPlugins.map((plugin) => ({ name: plugin.name }))); // the names alone: URL-safe, no duplicate
+      this.registryPlugins = [];
+      this.plugins = new PluginRouteTable([]);
+      this.allPlugins = [];
+      this.awaitingSetup = [...this.registryPluginNames].map((name) => `/api/plugin/${name}/`);
+      return;
+    }
     this.plugins = new PluginRouteTable(registryPlugins);
     this.allPlugins = registryPlugins;
-    this.registryPluginNames = new Set(registryPlugins.map((plugin) => plugin.name));
     this.awaitingSetup = registryPlugins
       .filter((plugin) => (plugin.controllers ?? []).some((controller) => awaitsSetup(controller)))
       .map((plugin) => `/api/plugin/${plugin.name}/`);
+  }
+
+  /** `isolate: 'all'`: the app's own plugins, as the stand-ins of their isolates, now loaded. */
+  setIsolatedRegistry(plugins: readonly BcmsPlugin[]): void {
+    this.registryPlugins = plugins;
+    this.allPlugins = [...plugins, ...this.deployedPlugins];
+    this.plugins = new PluginRouteTable(this.allPlugins);
+    this.awaitingSetup = [];
   }
 
   /**
@@ -67,6 +93,7 @@ export class LiveExtensions {
   /** Swaps in a deployed set. */
   apply(set: DeployedSet): void {
     const added = set.plugins.filter((plugin) => !this.registryPluginNames.has(plugin.name));
+    this.deployedPlugins = added;
     this.allPlugins = [...this.registryPlugins, ...added];
     this.plugins = new PluginRouteTable(this.allPlugins);
     this.functions = new Map([...[...set.functions].filter(([name]) => !this.registryFunctions.has(name)), ...this.registryFunctions]);

@@ -58,6 +58,8 @@ export async function checkExtension(kind: DeploymentKind, name: string, exporte
   }
   checkFunctionModules([exported]);
   const definition = (await loadFunctions([exported as never])).values().next().value as BcmsFunction;
+  // No name asked for (a registry module loaded in an isolate): the factory's name is the function's.
+  if (name === '') return { kind, name: definition.config.name, definition };
   if (definition.config.name !== name) {
     throw new Error(`the bundle's function is named "${definition.config.name}", its manifest "${name}": they must agree`);
   }

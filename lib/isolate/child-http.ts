@@ -116,7 +116,10 @@ export class IsolateResponse {
       return this.end(body);
     }
     if (typeof body === 'object' || typeof body === 'number' || typeof body === 'boolean') return this.json(body);
-    if (!this.headers.has('content-type')) this.setHeader('Content-Type', 'text/html; charset=utf-8');
+    // As Express: text goes out as UTF-8, and says so.
+    const type = this.getHeader('content-type');
+    if (type === undefined) this.setHeader('Content-Type', 'text/html; charset=utf-8');
+    else if (typeof type === 'string' && !/;\s*charset=/i.test(type)) this.setHeader('Content-Type', `${type}; charset=utf-8`);
     return this.end(String(body));
   }
   writeHead(status: number, headers?: Record<string, string | number | string[]>): this {

@@ -338,30 +338,30 @@ export class IsolatePool {
     let pool: IsolatePool | undefined;
     const first = new Isolate(label, services, (isolate, reason) => pool?.lost(isolate, reason));
     const extension = await first.load(kind, name, source);
-    if (extension?.kind !== kind || extension.name !== name) {
+    if (extension?.kind !== kind || (name !== '' && extension.name !== name)) {
       first.end();
       throw new ExtensionLoadError('BUNDLE_LOAD_FAILED', 'the isolate answered for another extension');
     }
-    pool = new IsolatePool(label, kind, name, source, services, extension);
+    pool = new IsolatePool(label, kind, extension.name, source, services, extension);
     pool.isolates.push(first);
     return pool;
   }
 
-  /** Runs a call on the least busy isolate, starting another while every one is busy. */
+  /**
+   * Runs a call on an idle isolate, else on a new one while the pool may grow (a CPU-bound or
+   * spinning call does not hold up the next), else on the least busy.
+   */
   call(message: NewCall, request: Request, timeoutMs: number, timeout: () => BcmsHttpError): Promise<IsolateAnswer> {
     let chosen: Isolate | undefined;
     for (const isolate of this.isolates) {
       if (isolate.isAlive && (chosen === undefined || isolate.inFlight < chosen.inFlight)) chosen = isolate;
     }
     const plugin = this.kind === 'plugin' ? this.name : undefined;
-    if (chosen === undefined) {
-      if (this.closed) return Promise.reject(crashed('The extension was replaced.'));
-      return this.spawn().then((isolate) => isolate.call(message, request, plugin, timeoutMs, timeout), () => Promise.reject(crashed('The extension could not be restarted.')));
-    }
-    if (chosen.inFlight > 0 && this.starting === undefined && this.isolates.length < MAX_ISOLATES_PER_EXTENSION && !this.closed) {
-      this.spawn().catch(() => {});
-    }
-    return chosen.call(message, request, plugin, timeoutMs, timeout);
+    const run = (isolate: Isolate): Promise<IsolateAnswer> => isolate.call(message, request, plugin, timeoutMs, timeout);
+    if (chosen !== undefined && (chosen.inFlight === 0 || this.isolates.length >= MAX_ISOLATES_PER_EXTENSION || this.closed)) return run(chosen);
+    if (this.closed) return Promise.reject(crashed('The extension was replaced.'));
+    const busy = chosen;
+    return this.spawn().then(run, (error: unknown) => (busy?.isAlive ? run(busy) : Promise.reject(error instanceof BcmsHttpError ? error : crashed('The extension could not be restarted.'))));
   }
 
   /** Another isolate, loaded; one at a time. */

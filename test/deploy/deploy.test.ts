@@ -1,11 +1,10 @@
-import { createHash } from 'node:crypto';
 import express from 'express';
 import request from 'supertest';
 import { bcmsExtensions, createBcmsFunction, createBcmsPlugin, type BcmsExtensionsRouter } from '../../lib';
-import { signRequest } from '../../lib/client';
 import { memoryLogger } from '../support/app';
 import { backends, openTestDatabase, serverSchema, type TestDatabase } from '../support/database';
 import { hmacKey } from '../support/signature';
+import { bundle, signed, type DeployKey } from '../support/deploy';
 
 /** A function bundle as `bcms-ext bundle` writes one: CommonJS, bcms-extensions left external. */
 const functionCode = (name: string, answer: string) => `"use strict";
@@ -24,20 +23,6 @@ module.exports = createBcmsPlugin({
   }) })],
 });`;
 
-function bundle(kind: 'plugin' | 'function', name: string, code: string, extra: Record<string, unknown> = {}) {
-  return { manifest: { kind, name, version: '1.0.0', sha256: createHash('sha256').update(code).digest('hex'), ...extra }, code };
-}
-
-type Key = { keyId: string; secret: string };
-
-function signed(app: express.Express, method: 'GET' | 'POST', url: string, key: Key, body?: unknown) {
-  const payload = body === undefined ? '' : JSON.stringify(body);
-  const headers = signRequest({ ...key, method, url, body: payload });
-  const test = method === 'GET' ? request(app).get(url) : request(app).post(url);
-  test.set(headers);
-  return payload === '' ? test : test.set('Content-Type', 'application/json').send(payload);
-}
-
 const own = createBcmsFunction(async () => ({ config: { name: 'own-function', public: true }, handler: async () => 'own' }));
 const ownPlugin = createBcmsPlugin({ name: 'own-plugin', controllers: [] });
 
@@ -45,7 +30,7 @@ describe.each(backends())('deploying to a running service (%s)', (backend) => {
   let db: TestDatabase;
   let router: BcmsExtensionsRouter;
   let app: express.Express;
-  let deployer: Key;
+  let deployer: DeployKey;
 
   beforeAll(async () => {
     db = await openTestDatabase(backend);

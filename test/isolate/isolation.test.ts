@@ -1,0 +1,359 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import express from 'express';
+import request from 'supertest';
+import { bcmsExtensions, createBcmsPlugin, createController, createControllerMethod, type BcmsExtensionsRouter } from '../../lib';
+import { recordDeployment } from '../../lib/deploy/store';
+import { JWT_SECRET, memoryLogger, role, signToken } from '../support/app';
+import { backends, openTestDatabase, type TestDatabase } from '../support/database';
+import { deploy, functionSource, isRunning, signed, type DeployKey } from '../support/deploy';
+import { hmacKey } from '../support/signature';
+
+// Deployed code runs in isolates (child processes): a loop, a leak, a crash or a hook in an
+// extension costs only that extension. Every test goes through real HTTP to a router whose
+// deployments run in isolates, on PGlite and on the Postgres server.
+
+const open = createBcmsPlugin({
+  name: 'host-open',
+  controllers: [
+    createController({
+      name: 'Open',
+      path: '/open',
+      methods: () => ({ ping: createControllerMethod({ type: 'get', handler: async () => ({ pong: true, pid: process.pid }) }) }),
+    }),
+  ],
+});
+
+/** A deployed plugin with one GET method `/<path>` whose handler is `handler` (JavaScript source). */
+const pluginSource = (name: string, handler: string, top = ''): string => `"use strict";
+const { createBcmsPlugin, createController, createControllerMethod } = require('bcms-extensions');
+${top}
+module.exports = createBcmsPlugin({ name: ${JSON.stringify(name)}, controllers: [createController({ name: 'Main', path: '/main', methods: () => ({
+  run: createControllerMethod({ path: '/run', type: 'get', handler: ${handler} }),
+}) })] });`;
+
+const errorCode = (res: request.Response): unknown => res.body?.error?.code;
+
+describe.each(backends())('deployed code runs isolated (%s)', (backend) => {
+  let db: TestDatabase;
+  let router: BcmsExtensionsRouter;
+  let app: express.Express;
+  let deployer: DeployKey;
+  let log: ReturnType<typeof memoryLogger>;
+  const seenByHost: string[] = [];
+
+  beforeAll(async () => {
+    db = await openTestDatabase(backend);
+    log = memoryLogger();
+    router = bcmsExtensions(
+      { plugins: [open] },
+      {
+        database: db.knex,
+        jwt: { secret: JWT_SECRET },
+        logger: log.logger,
+        functionTimeoutMs: 1500,
+        pluginTimeoutMs: 1500,
+        extensionMemoryMb: 96,
+        extensionEnv: { GREETING: 'hello from the host' },
+      },
+    );
+    app = express();
+    app.use(router);
+    // The host's own route: what a hook in extension code would try to reach.
+    app.get('/host/echo', (req, res) => {
+      seenByHost.push(String(req.headers.authorization));
+      res.json({ host: true, polluted: ({} as Record<string, unknown>).polluted ?? null, hooked: res.getHeader('x-hooked') ?? null });
+    });
+    await router.ready;
+    deployer = await hmacKey(db.knex, [], { deploy: true, name: 'deployer' });
+  });
+  afterAll(async () => {
+    await router.close();
+    await db.close();
+  });
+
+  test("the registry runs in the service's process, deployed code in a process of its own", async () => {
+    await deploy(app, deployer, 'function', 'where', functionSource('where', 'async () => ({ pid: process.pid, ppid: process.ppid })'));
+    const deployed = (await request(app).post('/api/function/where')).body.result;
+    expect(deployed.pid).not.toBe(process.pid);
+    expect(deployed.ppid).toBe(process.pid);
+    expect((await request(app).get('/api/plugin/host-open/open')).body).toEqual({ pong: true, pid: process.pid });
+  });
+
+  test('a function that spins past its time-out: 504 FUNCTION_TIMEOUT, the instance answers meanwhile, its isolate is ended and replaced', async () => {
+    await deploy(app, deployer, 'function', 'spin', functionSource('spin', 'async ({ request }) => { if (request.body.spin) { for (;;) {} } return process.pid; }'));
+    const before = (await request(app).post('/api/function/spin').send({ spin: false })).body.result as number;
+    let settled = false;
+    const spinning = request(app)
+      .post('/api/function/spin')
+      .send({ spin: true })
+      .then((res) => ((settled = true), res));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The service's thread is free: its own routes, and the same function in another isolate, answer.
+    const ping = await request(app).get('/api/plugin/host-open/open');
+    expect(ping.status).toBe(200);
+    const other = await request(app).post('/api/function/spin').send({ spin: false });
+    expect(other.status).toBe(200);
+    expect(settled).toBe(false);
+    const res = await spinning;
+    expect(res.status).toBe(504);
+    expect(res.body).toEqual({ success: false, error: { code: 'FUNCTION_TIMEOUT', message: 'Function "spin" ran past its time-out of 1500 ms.' } });
+    for (let waited = 0; isRunning(before) && waited < 3000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(isRunning(before)).toBe(false);
+    const after = await request(app).post('/api/function/spin').send({ spin: false });
+    expect(after.status).toBe(200);
+    expect(after.body.result).not.toBe(before);
+  });
+
+  test("a plugin handler past pluginTimeoutMs: 504 { message }, and the plugin's next request is answered", async () => {
+    await deploy(app, deployer, 'plugin', 'spinner', pluginSource('spinner', `async ({ request }) => { if (request.query.spin === 'yes') { for (;;) {} } return { ok: true }; }`));
+    const res = await request(app).get('/api/plugin/spinner/main/run?spin=yes');
+    expect(res.status).toBe(504);
+    expect(res.body).toEqual({ message: 'The handler ran past its time-out.' });
+    expect((await request(app).get('/api/plugin/spinner/main/run')).body).toEqual({ ok: true });
+  });
+
+  test('a leak past extensionMemoryMb fails only its own request (500 EXTENSION_CRASHED); the isolate is replaced', async () => {
+    await deploy(app, deployer, 'function', 'leak', functionSource('leak', 'async ({ request }) => { if (request.body.leak) { const kept = []; for (;;) kept.push(new Array(100000).fill(Math.random())); } return process.pid; }'));
+    const before = (await request(app).post('/api/function/leak').send({})).body.result as number;
+    const res = await request(app).post('/api/function/leak').send({ leak: true });
+    expect(res.status).toBe(500);
+    expect(res.body).toEqual({ success: false, error: { code: 'EXTENSION_CRASHED', message: 'The extension crashed while answering; it is being restarted.' } });
+    expect(log.lines.some((line) => line.extension === 'function leak@1.0.0' && String(line.reason).includes('heap limit of 96 MB'))).toBe(true);
+    const after = await request(app).post('/api/function/leak').send({});
+    expect(after.status).toBe(200);
+    expect(after.body.result).not.toBe(before);
+    expect((await request(app).get('/api/plugin/host-open/open')).status).toBe(200);
+  }, 30_000);
+
+  test('process.exit() and an uncaught exception in extension code: 500 EXTENSION_CRASHED (plugins: { message }), then served again', async () => {
+    await deploy(app, deployer, 'function', 'quits', functionSource('quits', 'async ({ request }) => { if (request.body.how === "exit") process.exit(7); if (request.body.how === "throw") { setTimeout(() => { throw new Error("boom"); }); return new Promise(() => {}); } return "fine"; }'));
+    for (const how of ['exit', 'throw']) {
+      const res = await request(app).post('/api/function/quits').send({ how });
+      expect([res.status, errorCode(res)]).toEqual([500, 'EXTENSION_CRASHED']);
+      expect((await request(app).post('/api/function/quits').send({})).body.result).toBe('fine');
+    }
+    await deploy(app, deployer, 'plugin', 'quitter', pluginSource('quitter', `async ({ request }) => { if (request.query.exit) process.exit(1); return { ok: true }; }`));
+    const res = await request(app).get('/api/plugin/quitter/main/run?exit=1');
+    expect(res.status).toBe(500);
+    expect(res.body).toEqual({ message: 'The extension crashed while answering; it is being restarted.' });
+    expect((await request(app).get('/api/plugin/quitter/main/run')).body).toEqual({ ok: true });
+  });
+
+  test("process.env holds extensionEnv only: no DATABASE_URL, none of the host's variables", async () => {
+    process.env.BCMS_TEST_HOST_SECRET = 'not for extensions';
+    try {
+      await deploy(app, deployer, 'function', 'env', functionSource('env', 'async () => ({ env: { ...process.env }, database: process.env.DATABASE_URL ?? null })'));
+      const { result } = (await request(app).post('/api/function/env')).body;
+      expect(result).toEqual({ env: { GREETING: 'hello from the host' }, database: null });
+    } finally {
+      delete process.env.BCMS_TEST_HOST_SECRET;
+    }
+  });
+
+  test("a hook on http.Server.prototype and Object.prototype in extension code never reaches the host's objects", async () => {
+    const hook = `const http = require('node:http');
+const emit = http.Server.prototype.emit;
+http.Server.prototype.emit = function (event, req, res) {
+  if (event === 'request') { globalThis.captured = req.headers.authorization; res.setHeader('x-hooked', 'yes'); }
+  return emit.apply(this, arguments);
+};
+Object.prototype.polluted = 'yes';`;
+    await deploy(app, deployer, 'plugin', 'hooker', pluginSource('hooker', 'async () => ({ captured: globalThis.captured ?? null, polluted: ({}).polluted })', hook));
+    expect((await request(app).get('/api/plugin/hooker/main/run')).body).toEqual({ captured: null, polluted: 'yes' });
+    const host = await request(app).get('/host/echo').set('Authorization', 'Bearer host-secret-token');
+    expect(host.body).toEqual({ host: true, polluted: null, hooked: null });
+    expect(host.headers['x-hooked']).toBeUndefined();
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    // The host's requests never pass through the isolate's http: nothing was captured there.
+    expect((await request(app).get('/api/plugin/hooker/main/run')).body.captured).toBeNull();
+  });
+
+  test('the same API inside: repo, BCMSRepo, createFSDBRepository (with a transaction), useLogger, errorHandler, guards, Buffer answers and headers', async () => {
+    const code = `"use strict";
+const { createBcmsPlugin, createController, createControllerMethod, createJwtProtectionPreRequestHandler, BCMSRouteProtection, JWTRoleName, JWTPermissionName, BCMSRepo, createFSDBRepository, useLogger, HTTPStatus } = require('bcms-extensions');
+const logger = useLogger({ name: 'Inside' });
+const notes = createFSDBRepository({ name: 'notes', collection: 'inside_notes', schema: { text: { __type: 'string', __required: true }, done: { __type: 'boolean', __required: false } } });
+module.exports = createBcmsPlugin({ name: 'inside', controllers: [createController({ name: 'Inside', path: '/inside', methods: () => ({
+  content: createControllerMethod({ path: '/content', type: 'post', handler: async ({ repo, request }) => {
+    const template = await repo.template.add({ name: request.body.template, label: 'Inside' });
+    await BCMSRepo.entry.add({ templateId: template._id, meta: [{ lng: 'en', props: [{ id: 'title', data: ['one'] }] }] });
+    const entries = await BCMSRepo.entry.methods.findAllByTemplateId(template._id);
+    logger.info('content', 'made a template and an entry');
+    return { template: template.name, entries: entries.length, count: await repo.entry.countByTemplateId(template._id) };
+  } }),
+  notes: createControllerMethod({ path: '/notes', type: 'post', handler: async () => {
+    await notes.addMany([{ text: 'a' }, { text: 'b' }, { text: 'c', done: true }]);
+    await notes.updateMany((note) => note.done !== true, (note) => ({ ...note, done: true }));
+    return { done: (await notes.findAllBy((note) => note.done === true)).length, all: await notes.count() };
+  } }),
+  teapot: createControllerMethod({ path: '/teapot', type: 'get', handler: async ({ errorHandler }) => { throw errorHandler.occurred(418, 'I am a teapot.'); } }),
+  bytes: createControllerMethod({ path: '/bytes', type: 'get', handler: async ({ response }) => { response.setHeader('Cache-Control', 'max-age=60'); response.status(201); return Buffer.from([1, 2, 3]); } }),
+  sent: createControllerMethod({ path: '/sent', type: 'get', handler: async ({ response }) => { response.type('text/plain').send('sent by hand'); } }),
+  me: createControllerMethod({ path: '/me', type: 'get', preRequestHandler: createJwtProtectionPreRequestHandler([JWTRoleName.ADMIN], JWTPermissionName.READ), handler: async ({ accessToken }) => ({ userId: accessToken.payload.userId }) }),
+  checked: createControllerMethod({ path: '/checked', type: 'post', preRequestHandler: BCMSRouteProtection.createJwtAndBodyCheckPreRequestHandler({ roleNames: [JWTRoleName.ADMIN], permissionName: JWTPermissionName.WRITE, bodySchema: { title: { __type: 'string', __required: true } } }), handler: async ({ body, accessToken }) => ({ title: body.title, userId: accessToken.payload.userId }) }),
+  keyed: createControllerMethod({ path: '/keyed', type: 'post', preRequestHandler: BCMSRouteProtection.createJwtApiPreRequestHandler({ roleNames: [JWTRoleName.ADMIN], permissionName: JWTPermissionName.READ }), handler: async ({ key, token, request }) => ({ key: key ? key.name : null, token: token ? token.payload.userId : null, body: request.body }) }),
+  own: createControllerMethod({ path: '/own', type: 'get', preRequestHandler: async (context) => { const { accessToken } = await createJwtProtectionPreRequestHandler([JWTRoleName.USER], JWTPermissionName.READ)(context); return { who: accessToken.payload.userId }; }, handler: async ({ who, name }) => ({ who, name }) }),
+}) })] });`;
+    await deploy(app, deployer, 'plugin', 'inside', code);
+
+    const content = await request(app).post('/api/plugin/inside/inside/content').send({ template: `inside-${backend}` });
+    expect(content.body).toEqual({ template: `inside-${backend}`, entries: 1, count: 1 });
+    // Written through the service's pool: the host's database has it.
+    expect(Number(((await db.knex('bcms_templates').where({ name: `inside-${backend}` }).count({ n: '*' })) as { n: unknown }[])[0]?.n)).toBe(1);
+    expect(log.lines.some((line) => line.component === 'Inside' && line.place === 'content' && line.extension === 'plugin inside@1.0.0')).toBe(true);
+
+    expect((await request(app).post('/api/plugin/inside/inside/notes')).body).toEqual({ done: 3, all: 3 });
+
+    const teapot = await request(app).get('/api/plugin/inside/inside/teapot');
+    expect([teapot.status, teapot.body]).toEqual([418, { message: 'I am a teapot.' }]);
+
+    const bytes = await request(app).get('/api/plugin/inside/inside/bytes').buffer(true);
+    expect(bytes.status).toBe(201);
+    expect(bytes.headers['content-type']).toBe('application/octet-stream');
+    expect(bytes.headers['cache-control']).toBe('max-age=60');
+    expect([...(bytes.body as Buffer)]).toEqual([1, 2, 3]);
+    expect(bytes.headers['x-request-id']).toEqual(expect.any(String));
+
+    const sent = await request(app).get('/api/plugin/inside/inside/sent');
+    expect([sent.status, sent.headers['content-type'], sent.text]).toEqual([200, 'text/plain; charset=utf-8', 'sent by hand']);
+
+    const admin = `Bearer ${signToken([role('ADMIN', 'READ', 'WRITE')], { payload: { userId: 'admin-1' } })}`;
+    expect((await request(app).get('/api/plugin/inside/inside/me').set('Authorization', admin)).body).toEqual({ userId: 'admin-1' });
+    const none = await request(app).get('/api/plugin/inside/inside/me');
+    expect([none.status, none.body, none.headers['www-authenticate']]).toEqual([401, { message: 'Token is `undefined`.' }, 'Bearer']);
+    const user = `Bearer ${signToken([role('USER', 'READ')], { payload: { userId: 'user-9' } })}`;
+    expect((await request(app).get('/api/plugin/inside/inside/me').set('Authorization', user)).status).toBe(403);
+
+    expect((await request(app).post('/api/plugin/inside/inside/checked').set('Authorization', admin).send({ title: 'T' })).body).toEqual({ title: 'T', userId: 'admin-1' });
+    const bad = await request(app).post('/api/plugin/inside/inside/checked').set('Authorization', admin).send({ title: 5 });
+    expect([bad.status, bad.body]).toEqual([400, { message: 'body.title must be a string, got a number.' }]);
+    expect((await request(app).post('/api/plugin/inside/inside/checked').send({ title: 'T' })).status).toBe(401);
+
+    expect((await request(app).post('/api/plugin/inside/inside/keyed').set('Authorization', admin).send({ n: 1 })).body).toEqual({ key: null, token: 'admin-1', body: { n: 1 } });
+    const caller = await hmacKey(db.knex, [], { name: 'plugin caller', plugins: ['inside'] });
+    const keyed = await signed(app, 'POST', '/api/plugin/inside/inside/keyed', caller, { n: 2 });
+    expect(keyed.body).toEqual({ key: 'plugin caller', token: null, body: { n: 2 } });
+
+    expect((await request(app).get('/api/plugin/inside/inside/own').set('Authorization', user)).body).toEqual({ who: 'user-9', name: 'own' });
+    expect((await request(app).get('/api/plugin/inside/inside/own').set('Authorization', admin)).status).toBe(403);
+  });
+
+  test('a transaction left open by an isolate that dies is rolled back, and its connection given back', async () => {
+    const code = functionSource(
+      'half-done',
+      `async ({ request }) => {
+        const knex = require(${JSON.stringify(path.resolve(__dirname, '..', '..', 'dist', 'db', 'bcms-repo.js'))}).boundStore('test').database.knex;
+        if (request.body.die) {
+          await knex.transaction(async (trx) => { await trx('bcms_templates').insert({ id: 'half-${backend}', name: 'half-${backend}', label: 'Half', props: '[]' }); process.exit(2); });
+        }
+        return (await knex('bcms_templates').where({ name: 'half-${backend}' })).length;
+      }`,
+    );
+    await deploy(app, deployer, 'function', 'half-done', code);
+    expect(errorCode(await request(app).post('/api/function/half-done').send({ die: true }))).toBe('EXTENSION_CRASHED');
+    expect((await request(app).post('/api/function/half-done').send({})).body.result).toBe(0);
+    // The pool still has every connection: the service's own queries run.
+    expect(await Promise.all([1, 2, 3, 4, 5, 6].map(() => db.knex.raw('select 1 as one')))).toHaveLength(6);
+  });
+
+  test('undeploy: the extension is gone, and so is its isolate, with the processes it started', async () => {
+    const code = functionSource('leaving', `async () => ({ pid: process.pid, child: started.pid })`, `const started = require('node:child_process').spawn('/bin/sleep', ['600'], { stdio: 'ignore' });`);
+    await deploy(app, deployer, 'function', 'leaving', code);
+    const { pid, child } = (await request(app).post('/api/function/leaving')).body.result as { pid: number; child: number };
+    expect([isRunning(pid), isRunning(child)]).toEqual([true, true]);
+    const gone = await signed(app, 'DELETE', '/api/extensions/deployments/function/leaving', deployer);
+    expect(gone.status).toBe(200);
+    expect(gone.body.undeployed).toMatchObject({ kind: 'function', name: 'leaving', version: '1.0.0', active: false });
+    expect(errorCode(await request(app).post('/api/function/leaving'))).toBe('FUNCTION_NOT_FOUND');
+    for (let waited = 0; (isRunning(pid) || isRunning(child)) && waited < 3000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect([isRunning(pid), isRunning(child)]).toEqual([false, false]);
+    const again = await signed(app, 'DELETE', '/api/extensions/deployments/function/leaving', deployer);
+    expect([again.status, again.body]).toEqual([404, { message: 'No function named "leaving" is deployed.' }]);
+    expect((await request(app).delete('/api/extensions/deployments/function/leaving')).status).toBe(401);
+    // Rollback brings the last version back.
+    expect((await signed(app, 'POST', '/api/extensions/deployments/function/leaving/rollback', deployer)).status).toBe(200);
+    expect((await request(app).post('/api/function/leaving')).status).toBe(200);
+  });
+
+  test('a redeploy ends the old version’s isolate once its calls are answered', async () => {
+    await deploy(app, deployer, 'function', 'replaced', functionSource('replaced', 'async () => process.pid'));
+    const old = (await request(app).post('/api/function/replaced')).body.result as number;
+    await deploy(app, deployer, 'function', 'replaced', functionSource('replaced', 'async () => -process.pid'), { version: '2.0.0' });
+    expect((await request(app).post('/api/function/replaced')).body.result).toBeLessThan(0);
+    for (let waited = 0; isRunning(old) && waited < 3000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(isRunning(old)).toBe(false);
+  });
+
+  test('rollback refuses a version that no longer loads, and the live one stays', async () => {
+    const flag = path.join(os.tmpdir(), `bcms-broken-${process.pid}-${backend}`);
+    fs.rmSync(flag, { force: true });
+    await deploy(app, deployer, 'function', 'fragile', functionSource('fragile', 'async () => "v1"', `if (require('node:fs').existsSync(${JSON.stringify(flag)})) throw new Error('v1 needs what is gone');`));
+    await deploy(app, deployer, 'function', 'fragile', functionSource('fragile', 'async () => "v2"'), { version: '2.0.0' });
+    fs.writeFileSync(flag, '');
+    try {
+      const refused = await signed(app, 'POST', '/api/extensions/deployments/function/fragile/rollback', deployer);
+      expect([refused.status, refused.body]).toEqual([422, { message: 'Version 1.0.0 of function "fragile" did not load: v1 needs what is gone' }]);
+      expect((await request(app).post('/api/function/fragile')).body.result).toBe('v2');
+      // Remembered: refused again without loading it, and `list` says why.
+      fs.rmSync(flag);
+      const again = await signed(app, 'POST', '/api/extensions/deployments/function/fragile/rollback', deployer);
+      expect(again.status).toBe(422);
+      expect(again.body.message).toMatch(/^Version 1\.0\.0 of function "fragile" failed to load \(.*v1 needs what is gone\): it is not made live again\.$/);
+      const list = await signed(app, 'GET', '/api/extensions/deployments', deployer);
+      const v1 = (list.body.deployments as { name: string; version: string; loadError: string | null }[]).find((d) => d.name === 'fragile' && d.version === '1.0.0');
+      expect(v1?.loadError).toMatch(/v1 needs what is gone/);
+    } finally {
+      fs.rmSync(flag, { force: true });
+    }
+  });
+
+  test('an instance that starts while a deployment cannot load: ready at once, everything else served, the failure logged and kept', async () => {
+    const spinning = functionSource('stuck', 'async () => 1', 'for (;;) {}');
+    await recordDeployment(db.knex, { kind: 'function', name: 'stuck', project: null, version: '1.0.0', sha256: 'x', code: spinning, ui: null, deployedBy: 'test' });
+    const startLog = memoryLogger();
+    const again = bcmsExtensions({ plugins: [open] }, { database: db.knex, logger: startLog.logger });
+    try {
+      let loaded = false;
+      const started = Date.now();
+      await again.ready;
+      const restarted = express().use(again);
+      // Served before the stuck deployment's load gives up (10 s).
+      expect((await request(restarted).get('/api/plugin/host-open/open')).status).toBe(200);
+      expect((await request(restarted).post('/api/function/where')).status).toBe(200);
+      expect(Date.now() - started).toBeLessThan(9000);
+      const stuck = await request(restarted).post('/api/function/stuck');
+      loaded = true;
+      expect(errorCode(stuck)).toBe('FUNCTION_NOT_FOUND');
+      expect(loaded).toBe(true);
+      expect(startLog.lines.some((line) => line.msg === 'bcms-extensions: a deployment failed to load on this instance' && line.name === 'stuck')).toBe(true);
+      const row = (await db.knex('bcms_deployments').where({ name: 'stuck' }).first('load_error')) as { load_error: string };
+      expect(row.load_error).toMatch(/did not finish loading within 10000 ms/);
+    } finally {
+      await again.close();
+      await db.knex('bcms_deployments').where({ name: 'stuck' }).delete();
+    }
+  }, 30_000);
+
+  test("deployments: 'off' (or BCMS_DEPLOYMENTS=off) starts a service that runs no deployment", async () => {
+    for (const how of ['option', 'environment'] as const) {
+      if (how === 'environment') process.env.BCMS_DEPLOYMENTS = 'off';
+      const offLog = memoryLogger();
+      const off = bcmsExtensions({ plugins: [open] }, { database: db.knex, logger: offLog.logger, ...(how === 'option' ? { deployments: 'off' as const } : {}) });
+      delete process.env.BCMS_DEPLOYMENTS;
+      try {
+        await off.ready;
+        const recovery = express().use(off);
+        expect(errorCode(await request(recovery).post('/api/function/where'))).toBe('FUNCTION_NOT_FOUND');
+        expect((await request(recovery).get('/api/plugin/inside/inside/teapot')).status).toBe(404);
+        expect((await request(recovery).get('/api/plugin/host-open/open')).status).toBe(200);
+        expect(offLog.text()).toContain('deployments are off');
+        // The deploy routes still answer: an operator can undeploy what broke the others.
+        expect((await signed(recovery, 'GET', '/api/extensions/deployments', deployer)).status).toBe(200);
+      } finally {
+        await off.close();
+      }
+    }
+  });
+});

@@ -1,0 +1,42 @@
+import { createHash } from 'node:crypto';
+import request from 'supertest';
+import type { App } from 'supertest/types';
+import { signRequest } from '../../lib/client';
+
+export type DeployKey = { keyId: string; secret: string };
+
+/** A bundle as `bcms-ext bundle` writes one: CommonJS code with bcms-extensions left external. */
+export function bundle(kind: 'plugin' | 'function', name: string, code: string, extra: Record<string, unknown> = {}) {
+  return { manifest: { kind, name, version: '1.0.0', sha256: createHash('sha256').update(code).digest('hex'), ...extra }, code };
+}
+
+/** A request to the deploy routes, signed with a deploy key (as `bcms-ext deploy` signs it). */
+export function signed(app: App, method: 'GET' | 'POST' | 'DELETE', url: string, key: DeployKey, body?: unknown): request.Test {
+  const payload = body === undefined ? '' : JSON.stringify(body);
+  const headers = signRequest({ ...key, method, url, body: payload });
+  const test = method === 'GET' ? request(app).get(url) : method === 'DELETE' ? request(app).delete(url) : request(app).post(url);
+  test.set(headers);
+  return payload === '' ? test : test.set('Content-Type', 'application/json').send(payload);
+}
+
+/** Deploys a bundle of `code` and expects it live (201). */
+export async function deploy(app: App, key: DeployKey, kind: 'plugin' | 'function', name: string, code: string, extra: Record<string, unknown> = {}): Promise<void> {
+  const res = await signed(app, 'POST', '/api/extensions/deployments', key, bundle(kind, name, code, extra));
+  if (res.status !== 201) throw new Error(`deploying ${kind} ${name} answered ${res.status}: ${res.text}`);
+}
+
+/** A public function bundle whose handler is `handler` (JavaScript source of `async (context) => ...`). */
+export const functionSource = (name: string, handler: string, top = ''): string => `"use strict";
+const { createBcmsFunction } = require('bcms-extensions');
+${top}
+exports.default = createBcmsFunction(async () => ({ config: { name: ${JSON.stringify(name)}, public: true }, handler: ${handler} }));`;
+
+/** Whether a process of this id is running. */
+export function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
