@@ -296,7 +296,11 @@ function registryModuleSource(value: unknown, what: string): ExtensionSource {
     if (exports === value) return { type: 'module', file, key: '' };
     if (exports === null || typeof exports !== 'object') continue;
     for (const key of Object.keys(exports)) {
-      if ((exports as Record<string, unknown>)[key] === value) return { type: 'module', file, key };
+      try {
+        if ((exports as Record<string, unknown>)[key] === value) return { type: 'module', file, key };
+      } catch {
+        // An export whose getter throws (a lazy export of some module): not ours.
+      }
     }
   }
   throw new TypeError(

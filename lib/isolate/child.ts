@@ -97,7 +97,7 @@ function moduleExport(file: string, key: string): unknown {
 async function load(kind: ExtensionKind, name: string, source: ExtensionSource): Promise<WireExtension> {
   const exported = source.type === 'bundle' ? defaultExport(runBundle(source.code, source.filename, API)) : moduleExport(source.file, source.key);
   extension = await checkExtension(kind, name, exported);
-  if (extension.kind === 'function') return { kind: 'function', name, public: extension.definition.config.public === true };
+  if (extension.kind === 'function') return { kind: 'function', name: extension.name, public: extension.definition.config.public === true };
   const plugin = extension.plugin;
   const routes: WireRoute[] = [];
   methods = [];

@@ -41,8 +41,9 @@ export async function startIsolated(
   const close = (): Promise<void> => pool.close();
   try {
     const extension = pool.extension;
-    if (extension.kind === 'function') return { kind: 'function', name, definition: functionStandIn(pool, extension, settings), close };
-    return { kind: 'plugin', name, plugin: pluginStandIn(pool, extension, settings), close };
+    // The extension's own name: a registry function's is its factory's.
+    if (extension.kind === 'function') return { kind: 'function', name: extension.name, definition: functionStandIn(pool, extension, settings), close };
+    return { kind: 'plugin', name: extension.name, plugin: pluginStandIn(pool, extension, settings), close };
   } catch (error) {
     await close();
     throw error;
