@@ -86,6 +86,11 @@ async function bundleBackend(vite: Vite, root: string, entry: string): Promise<s
   return chunk.code;
 }
 
+/** One entry bundled as `bcms-ext bundle` bundles a back end or a function, with the project's vite. */
+export async function bundleEntry(root: string, entry: string): Promise<string> {
+  return bundleBackend(await projectVite(root), root, entry);
+}
+
 /** Files of a built UI whose text may carry the plugin-name placeholder. */
 const UI_TEXT = /\.(?:html|m?js|css|json|svg|map|txt)$/;
 

@@ -6,11 +6,15 @@ import { parseArgs, UsageError, type Io } from './_io';
 
 export const DEPLOY_USAGE = `  deploy [FILE ...]                         Send bundles (default: every file in bcms-bundle/) to
                                             the service, signed with a key that may deploy.
-  list                                      List deployed versions (* = active).
-  rollback NAME [--kind plugin|function]    Make the version before the active one live again.
-      deploy, list and rollback reach BCMS_URL (default http://localhost:8080), signed with
-      BCMS_KEY_ID and BCMS_KEY_SECRET (bcms-ext keys create --deploy), from the environment or
-      a .env file in the working directory.
+  list [--json]                             List deployed versions (* = active), and why a version
+                                            failed to load, if one did.
+  rollback NAME [--kind plugin|function]    Make the version before the active one live again
+                                            (after an undeploy: the last version).
+  undeploy NAME [--kind plugin|function]    Take a plugin or function out of service, on every
+                                            instance; its versions stay listed for rollback.
+      deploy, list, rollback and undeploy reach BCMS_URL (default http://localhost:8080),
+      signed with BCMS_KEY_ID and BCMS_KEY_SECRET (bcms-ext keys create --deploy), from the
+      environment or a .env file in the working directory.
 `;
 
 export const BUNDLE_DIR = 'bcms-bundle';
@@ -23,6 +27,8 @@ interface DeploymentSummary {
   deployedBy: string;
   active: boolean;
   createdAt: number;
+  /** Why an instance could not load this version (first line), or null. */
+  loadError?: string | null;
 }
 
 /** KEY=VALUE lines of a .env file (quotes stripped); the environment wins over it. */
@@ -50,8 +56,17 @@ function target(io: Io, cwd: string): { baseUrl: string; keyId: string; secret: 
   return { baseUrl, keyId: env.BCMS_KEY_ID, secret: env.BCMS_KEY_SECRET };
 }
 
-/** A signed call to the service's deployments routes; resolves to the answer, or throws with what to do. */
-async function call(to: ReturnType<typeof target>, method: 'GET' | 'POST', route: string, body?: string): Promise<{ status: number; answer: Record<string, unknown> }> {
+/**
+ * A signed call to the service's deployments routes; resolves to the answer, or throws with what to
+ * do. `hints`: what to do next after a refusal of that status, where the command knows better.
+ */
+async function call(
+  to: ReturnType<typeof target>,
+  method: 'GET' | 'POST' | 'DELETE',
+  route: string,
+  body?: string,
+  hints: Readonly<Partial<Record<number, string>>> = {},
+): Promise<{ status: number; answer: Record<string, unknown> }> {
   const url = `${to.baseUrl}/api/extensions/deployments${route}`;
   const headers = signRequest({ keyId: to.keyId, secret: to.secret, method, url, body: body ?? '' });
   let response: Response;
@@ -69,12 +84,15 @@ async function call(to: ReturnType<typeof target>, method: 'GET' | 'POST', route
   }
   if (response.ok) return { status: response.status, answer };
   const message = String(answer.message ?? (answer.error as { message?: string } | undefined)?.message ?? text);
+  const hint = hints[response.status];
   const next =
-    response.status === 403
-      ? ' Deploy with a key that may: bcms-ext keys create --name deployer --deploy.'
-      : response.status === 401
-        ? ' Check BCMS_KEY_ID and BCMS_KEY_SECRET, and this machine\'s clock.'
-        : '';
+    hint !== undefined
+      ? ` ${hint}`
+      : response.status === 403
+        ? ' Deploy with a key that may: bcms-ext keys create --name deployer --deploy.'
+        : response.status === 401
+          ? ' Check BCMS_KEY_ID and BCMS_KEY_SECRET, and this machine\'s clock.'
+          : '';
   throw new UsageError(`the service answered ${response.status}: ${message}${next}`);
 }
 
@@ -124,8 +142,33 @@ export async function runList(args: readonly string[], io: Io, cwd = process.cwd
   }
   const rows = [['', 'KIND', 'NAME', 'VERSION', 'DEPLOYED', 'BY'], ...deployments.map((d) => [d.active ? '*' : '', d.kind, d.name, d.version, new Date(d.createdAt).toISOString(), d.deployedBy])];
   const widths = (rows[0] as string[]).map((_, column) => Math.max(...rows.map((row) => (row[column] as string).length)));
-  io.out(`${rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column] as number)).join('  ').trimEnd()).join('\n')}\n`);
+  const line = (row: string[]) => row.map((cell, column) => cell.padEnd(widths[column] as number)).join('  ').trimEnd();
+  // A version an instance could not load: why (its first line), on the line under it, below KIND.
+  const indent = ' '.repeat((widths[0] as number) + 2);
+  const lines = [line(rows[0] as string[])];
+  deployments.forEach((d, i) => {
+    lines.push(line(rows[i + 1] as string[]));
+    const why = d.loadError?.split('\n')[0]?.trim();
+    if (why) lines.push(`${indent}load error: ${why}`);
+  });
+  io.out(`${lines.join('\n')}\n`);
   return 0;
+}
+
+/**
+ * The kind NAME is deployed as: --kind, else the one the service lists under that name (an active
+ * version's first: an undeploy is of what is live). Refuses a name nothing was deployed under, and
+ * one that both a plugin and a function go by.
+ */
+async function kindOf(to: ReturnType<typeof target>, name: string, flag: string | true | undefined, activeFirst: boolean): Promise<'plugin' | 'function'> {
+  if (flag !== undefined && flag !== 'plugin' && flag !== 'function') throw new UsageError('--kind is plugin or function');
+  if (flag !== undefined) return flag;
+  const named = ((await call(to, 'GET', '')).answer.deployments as DeploymentSummary[]).filter((d) => d.name === name);
+  const active = named.filter((d) => d.active);
+  const kinds = [...new Set((activeFirst && active.length > 0 ? active : named).map((d) => d.kind))];
+  if (kinds.length === 0) throw new UsageError(`nothing named "${name}" is deployed (see bcms-ext list)`);
+  if (kinds.length > 1) throw new UsageError(`both a plugin and a function are named "${name}": add --kind plugin or --kind function`);
+  return kinds[0] as 'plugin' | 'function';
 }
 
 export async function runRollback(args: readonly string[], io: Io, cwd = process.cwd()): Promise<number> {
@@ -133,17 +176,21 @@ export async function runRollback(args: readonly string[], io: Io, cwd = process
   if (positionals.length !== 1) throw new UsageError('rollback takes one name: bcms-ext rollback NAME [--kind plugin|function]');
   const name = positionals[0] as string;
   const to = target(io, cwd);
-  let kind = flags.kind as string | undefined;
-  if (kind !== undefined && kind !== 'plugin' && kind !== 'function') throw new UsageError('--kind is plugin or function');
-  if (kind === undefined) {
-    const deployments = (await call(to, 'GET', '')).answer.deployments as DeploymentSummary[];
-    const kinds = [...new Set(deployments.filter((d) => d.name === name).map((d) => d.kind))];
-    if (kinds.length === 0) throw new UsageError(`nothing named "${name}" is deployed (see bcms-ext list)`);
-    if (kinds.length > 1) throw new UsageError(`both a plugin and a function are named "${name}": add --kind plugin or --kind function`);
-    kind = kinds[0];
-  }
+  const kind = await kindOf(to, name, flags.kind, false);
   const { answer } = await call(to, 'POST', `/${kind}/${encodeURIComponent(name)}/rollback`);
   const back = answer.deployment as DeploymentSummary;
   io.out(`Rolled back: ${back.kind} ${back.name} ${back.version} is live again.\n`);
+  return 0;
+}
+
+export async function runUndeploy(args: readonly string[], io: Io, cwd = process.cwd()): Promise<number> {
+  const { positionals, flags } = parseArgs(args, { kind: 'string' });
+  if (positionals.length !== 1) throw new UsageError('undeploy takes one name: bcms-ext undeploy NAME [--kind plugin|function]');
+  const name = positionals[0] as string;
+  const to = target(io, cwd);
+  const kind = await kindOf(to, name, flags.kind, true);
+  const { answer } = await call(to, 'DELETE', `/${kind}/${encodeURIComponent(name)}`, undefined, { 404: 'See what is deployed: bcms-ext list.' });
+  const gone = answer.undeployed as DeploymentSummary;
+  io.out(`Undeployed: ${gone.kind} ${gone.name} ${gone.version} is no longer served.\n`);
   return 0;
 }

@@ -5,7 +5,7 @@ import { defaultIo, parseArgs, UsageError, type Io } from './_io';
 import { CALL_USAGE, runCall } from './call';
 import { BUNDLE_USAGE, runBundle } from './bundle';
 import { CREATE_USAGE, runCreate } from './create';
-import { DEPLOY_USAGE, runDeploy, runList, runRollback } from './deploy';
+import { DEPLOY_USAGE, runDeploy, runList, runRollback, runUndeploy } from './deploy';
 import { DEV_USAGE, runDev } from './dev';
 import { KEYS_USAGE, runKeys } from './keys';
 import { PORT_USAGE, runPort } from './port';
@@ -38,6 +38,7 @@ export async function main(argv: readonly string[], io: Io = defaultIo()): Promi
     if (command === 'deploy') return await runDeploy(rest, io, io.cwd);
     if (command === 'list') return await runList(rest, io, io.cwd);
     if (command === 'rollback') return await runRollback(rest, io, io.cwd);
+    if (command === 'undeploy') return await runUndeploy(rest, io, io.cwd);
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     io.err(`bcms-ext ${command}: ${error.message}\n`);

@@ -10,14 +10,23 @@ import { buildApp, type TestApp } from '../support/app';
 import { sharedTestDatabase } from '../support/database';
 import { hmacKey } from '../support/signature';
 
-const code = (answer: string) =>
-  `const { createBcmsFunction } = require('bcms-extensions');\nexports.default = createBcmsFunction(async () => ({ config: { name: 'cli-fn', public: true }, handler: async () => ${JSON.stringify(answer)} }));`;
+const code = (answer: string, name: string, prelude: string) =>
+  `${prelude}\nconst { createBcmsFunction } = require('bcms-extensions');\nexports.default = createBcmsFunction(async () => ({ config: { name: ${JSON.stringify(name)}, public: true }, handler: async () => ${JSON.stringify(answer)} }));`;
 
-function writeBundle(dir: string, answer: string, version: string): void {
+/** bcms-bundle/function-NAME.json, a public function answering `answer`; `prelude` runs when it loads. */
+function writeBundle(dir: string, answer: string, version: string, name = 'cli-fn', prelude = ''): void {
   fs.mkdirSync(path.join(dir, 'bcms-bundle'), { recursive: true });
-  const source = code(answer);
-  const bundle = { manifest: { kind: 'function', name: 'cli-fn', version, sha256: createHash('sha256').update(source).digest('hex') }, code: source };
-  fs.writeFileSync(path.join(dir, 'bcms-bundle', 'function-cli-fn.json'), JSON.stringify(bundle));
+  const source = code(answer, name, prelude);
+  const bundle = { manifest: { kind: 'function', name, version, sha256: createHash('sha256').update(source).digest('hex') }, code: source };
+  fs.writeFileSync(path.join(dir, 'bcms-bundle', `function-${name}.json`), JSON.stringify(bundle));
+}
+
+/** A project folder whose .env holds the service's URL and a new deploy key. */
+async function deployProject(): Promise<string> {
+  const project = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-deploy-cli-'));
+  const key = await hmacKey((await sharedTestDatabase()).knex, [], { deploy: true, name: 'cli deployer' });
+  fs.writeFileSync(path.join(project, '.env'), `BCMS_URL=${url}\nBCMS_KEY_ID=${key.keyId}\nBCMS_KEY_SECRET="${key.secret}"\n`);
+  return project;
 }
 
 async function run(args: string[], env: NodeJS.ProcessEnv, cwd: string) {
@@ -38,11 +47,9 @@ beforeAll(async () => {
 });
 afterAll(() => new Promise((resolve) => server.close(resolve)));
 
-describe('bcms-ext deploy, list, rollback', () => {
+describe('bcms-ext deploy, list, rollback, undeploy', () => {
   test('deploy the bundles of bcms-bundle/ with the key of .env, list them, roll back', async () => {
-    const project = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-deploy-cli-'));
-    const key = await hmacKey((await sharedTestDatabase()).knex, [], { deploy: true, name: 'cli deployer' });
-    fs.writeFileSync(path.join(project, '.env'), `BCMS_URL=${url}\nBCMS_KEY_ID=${key.keyId}\nBCMS_KEY_SECRET="${key.secret}"\n`);
+    const project = await deployProject();
     writeBundle(project, 'one', '1.0.0');
     const first = await run(['deploy'], {}, project);
     expect(first).toMatchObject({ status: 0, err: '' });
@@ -59,6 +66,76 @@ describe('bcms-ext deploy, list, rollback', () => {
     expect(list.out).toMatch(/\n\*\s+function\s+cli-fn\s+2\.0\.0/);
     expect(await run(['rollback', 'cli-fn'], {}, project)).toMatchObject({ status: 0, out: 'Rolled back: function cli-fn 1.0.0 is live again.\n' });
     expect((await request(t.app).post('/api/function/cli-fn')).body.result).toBe('one');
+  });
+
+  test('undeploy takes a function out of service; list shows it inactive; rollback brings its last version back', async () => {
+    const project = await deployProject();
+    writeBundle(project, 'kept', '1.0.0', 'cli-gone');
+    expect((await run(['deploy'], {}, project)).status).toBe(0);
+    writeBundle(project, 'last', '2.0.0', 'cli-gone');
+    expect((await run(['deploy'], {}, project)).status).toBe(0);
+    expect((await request(t.app).post('/api/function/cli-gone')).body.result).toBe('last');
+
+    // The kind is found as rollback finds it: from what the service lists under the name.
+    expect(await run(['undeploy', 'cli-gone'], {}, project)).toEqual({ status: 0, out: 'Undeployed: function cli-gone 2.0.0 is no longer served.\n', err: '' });
+    const gone = await request(t.app).post('/api/function/cli-gone');
+    expect([gone.status, gone.body.error?.code]).toEqual([404, 'FUNCTION_NOT_FOUND']);
+    const list = await run(['list'], {}, project);
+    expect(list.out).toMatch(/\n\s+function\s+cli-gone\s+1\.0\.0\s/);
+    expect(list.out).toMatch(/\n\s+function\s+cli-gone\s+2\.0\.0\s/);
+    expect(list.out).not.toMatch(/\n\*\s+function\s+cli-gone\s/);
+    const listed = JSON.parse((await run(['list', '--json'], {}, project)).out) as { name: string; active: boolean }[];
+    expect(listed.filter((d) => d.name === 'cli-gone').map((d) => d.active)).toEqual([false, false]);
+
+    // Again: nothing of that name is live; the service says so, and the CLI what to do.
+    const again = await run(['undeploy', 'cli-gone', '--kind', 'function'], {}, project);
+    expect(again).toEqual({
+      status: 1,
+      out: '',
+      err: 'bcms-ext undeploy: the service answered 404: No function named "cli-gone" is deployed. See what is deployed: bcms-ext list.\n',
+    });
+    expect((await run(['undeploy', 'cli-gone'], {}, project)).status).toBe(1);
+
+    expect(await run(['rollback', 'cli-gone'], {}, project)).toMatchObject({ status: 0, out: 'Rolled back: function cli-gone 2.0.0 is live again.\n' });
+    expect((await request(t.app).post('/api/function/cli-gone')).body.result).toBe('last');
+    expect((await run(['list'], {}, project)).out).toMatch(/\n\*\s+function\s+cli-gone\s+2\.0\.0\s/);
+  });
+
+  test('undeploy refuses an unknown name, a wrong --kind and a missing name, exit 1', async () => {
+    const project = await deployProject();
+    expect(await run(['undeploy', 'cli-never-deployed'], {}, project)).toEqual({
+      status: 1,
+      out: '',
+      err: 'bcms-ext undeploy: nothing named "cli-never-deployed" is deployed (see bcms-ext list)\n',
+    });
+    expect(await run(['undeploy', 'cli-never-deployed', '--kind', 'plugin'], {}, project)).toEqual({
+      status: 1,
+      out: '',
+      err: 'bcms-ext undeploy: the service answered 404: No plugin named "cli-never-deployed" is deployed. See what is deployed: bcms-ext list.\n',
+    });
+    expect((await run(['undeploy', 'x', '--kind', 'widget'], {}, project)).err).toBe('bcms-ext undeploy: --kind is plugin or function\n');
+    expect((await run(['undeploy'], {}, project)).err).toBe('bcms-ext undeploy: undeploy takes one name: bcms-ext undeploy NAME [--kind plugin|function]\n');
+  });
+
+  test('list shows why a version failed to load', async () => {
+    const project = await deployProject();
+    const flag = path.join(os.tmpdir(), `bcms-cli-fragile-${process.pid}`);
+    fs.rmSync(flag, { force: true });
+    writeBundle(project, 'v1', '1.0.0', 'cli-fragile', `if (require('node:fs').existsSync(${JSON.stringify(flag)})) throw new Error('v1 needs what is gone');`);
+    expect((await run(['deploy'], {}, project)).status).toBe(0);
+    writeBundle(project, 'v2', '2.0.0', 'cli-fragile');
+    expect((await run(['deploy'], {}, project)).status).toBe(0);
+    fs.writeFileSync(flag, '');
+    try {
+      const refused = await run(['rollback', 'cli-fragile'], {}, project);
+      expect(refused.status).toBe(1);
+      expect(refused.err).toMatch(/^bcms-ext rollback: the service answered 422: Version 1\.0\.0 of function "cli-fragile" did not load: .*v1 needs what is gone/);
+    } finally {
+      fs.rmSync(flag, { force: true });
+    }
+    const list = (await run(['list'], {}, project)).out;
+    expect(list).toMatch(/\n\s+function\s+cli-fragile\s+1\.0\.0\s+.*\n {3}load error: .*v1 needs what is gone\n/);
+    expect(list).toMatch(/\n\*\s+function\s+cli-fragile\s+2\.0\.0\s+.*\n(?! {3}load error)/);
   });
 
   test('refusals exit 1 with the reason and what to do', async () => {

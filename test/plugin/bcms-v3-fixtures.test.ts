@@ -5,7 +5,9 @@ import { bcmsExtensions, BCMSRepo, createApiKey, type BcmsExtensionsRouter, type
 import { signRequest } from '../../lib/client';
 import { JWT_SECRET, memoryLogger, role, signToken } from '../support/app';
 import { portBcmsV3Fixture } from '../support/bcms-v3';
-import { backends, openTestDatabase, type TestDatabase } from '../support/database';
+import { backends, openTestDatabase, type Backend, type TestDatabase } from '../support/database';
+import { bundleFile, deploy } from '../support/deploy';
+import { hmacKey } from '../support/signature';
 
 // The BCMS v3 fixtures (test/fixtures/bcms-v3: a plugin and a functions project written as BCMS
 // users write them, with BCMS's own import lines), ported with `bcms-ext port`'s own code into a
@@ -13,27 +15,49 @@ import { backends, openTestDatabase, type TestDatabase } from '../support/databa
 // covers (the book repository's round trip).
 const DIR = path.join(__dirname, '..', '..', 'test-output', 'plugin-bcms-v3');
 
+const readingListProject = portBcmsV3Fixture('reading-list', { parent: DIR });
+const functionsProject = portBcmsV3Fixture('blog-functions', { parent: DIR });
 /* eslint-disable @typescript-eslint/no-require-imports */
-const readingList = (require(portBcmsV3Fixture('reading-list', { parent: DIR }).backendMain as string) as { default: BcmsPlugin }).default;
-const functions = portBcmsV3Fixture('blog-functions', { parent: DIR }).functionFiles.map(
-  (file) => (require(file) as { default: BcmsFunctionModule }).default,
-);
+const readingList = (require(readingListProject.backendMain as string) as { default: BcmsPlugin }).default;
+const functions = functionsProject.functionFiles.map((file) => (require(file) as { default: BcmsFunctionModule }).default);
 /* eslint-enable @typescript-eslint/no-require-imports */
+
+/**
+ * `registry`: the ported code in the router's registry, in the service's process. `deployed`: the
+ * same projects bundled as `bcms-ext bundle` bundles them and deployed, so that they run isolated.
+ */
+type Mode = 'registry' | 'deployed';
+const modes = backends().flatMap((backend) => (['registry', 'deployed'] as const).map((mode): [string, Mode] => [backend, mode]));
+
+/** The deployed mode's bundles, made once for every backend. */
+let bundled: { kind: 'plugin' | 'function'; name: string; code: string }[] | undefined;
+function bundles(): { kind: 'plugin' | 'function'; name: string; code: string }[] {
+  bundled ??= [
+    { kind: 'plugin', name: 'reading-list', code: bundleFile(readingListProject.dir, readingListProject.backendMain as string) },
+    ...functionsProject.functionFiles.map((file) => ({ kind: 'function' as const, name: path.basename(file, '.ts'), code: bundleFile(functionsProject.dir, file) })),
+  ];
+  return bundled;
+}
 
 const reader = `Bearer ${signToken([role('USER', 'READ')], { payload: { userId: 'reader-1' } })}`;
 const writer = `Bearer ${signToken([role('ADMIN', 'READ', 'WRITE')])}`;
 
-describe.each(backends())('the BCMS v3 fixtures, ported, over HTTP on %s', (backend) => {
+describe.each(modes)('the BCMS v3 fixtures, ported, over HTTP on %s (%s)', (backend, mode) => {
   let database: TestDatabase;
   let router: BcmsExtensionsRouter;
   let app: express.Express;
 
   beforeAll(async () => {
-    database = await openTestDatabase(backend);
-    router = bcmsExtensions({ plugins: [readingList], functions }, { database: database.knex, jwt: { secret: JWT_SECRET }, logger: memoryLogger().logger });
+    database = await openTestDatabase(backend as Backend);
+    const registry = mode === 'registry' ? { plugins: [readingList], functions } : {};
+    router = bcmsExtensions(registry, { database: database.knex, jwt: { secret: JWT_SECRET }, logger: memoryLogger().logger });
     app = express().use(router);
     await router.ready;
-  });
+    if (mode === 'deployed') {
+      const deployer = await hmacKey(database.knex, [], { deploy: true });
+      for (const { kind, name, code } of bundles()) await deploy(app, deployer, kind, name, code);
+    }
+  }, 60_000);
   afterAll(async () => {
     await router.close();
     await database.close();

@@ -1,4 +1,6 @@
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import path from 'node:path';
 import request from 'supertest';
 import type { App } from 'supertest/types';
 import { signRequest } from '../../lib/client';
@@ -39,4 +41,17 @@ export function isRunning(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * The code `bcms-ext bundle` would deploy for one entry file (a plugin's backend/main.ts, a
+ * function's file), bundled by the built CLI's own bundler in a process of its own: CommonJS,
+ * bcms-extensions left external. Run `npm run build` first.
+ */
+export function bundleFile(root: string, entry: string): string {
+  const bundler = path.resolve(__dirname, '..', '..', 'dist', 'cli', 'bundle.js');
+  const script = `require(${JSON.stringify(bundler)}).bundleEntry(${JSON.stringify(root)}, ${JSON.stringify(entry)}).then((code) => process.stdout.write(code), (error) => { process.stderr.write(String(error.message)); process.exit(1); })`;
+  const result = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  if (result.status !== 0) throw new Error(`bundling ${entry} failed: ${result.stderr}`);
+  return result.stdout;
 }
