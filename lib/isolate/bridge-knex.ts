@@ -4,7 +4,7 @@
  * the rows come back. Connections are the isolate's own numbers: the service gives a transaction
  * one real connection from BEGIN to COMMIT, and any other query whichever connection is free.
  */
-import knexFactory, { type Knex } from 'knex';
+import type { Knex } from 'knex';
 import type { Ask, WireQueryResult } from './protocol';
 import { fromWire, toWire } from './wire';
 
@@ -22,12 +22,13 @@ interface QueryObject {
   response?: unknown;
 }
 
-// Knex's Postgres dialect, extended below; Knex has no public class for it.
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const PostgresClient = require('knex/lib/dialects/postgres') as new (config: Knex.Config) => object;
-
-/** A Knex on the service's database, through `ask`. */
+/** A Knex on the service's database, through `ask`. Knex is loaded now, not with the isolate: most handlers never query. */
 export function createBridgeKnex(ask: AskService): Knex {
+  /* eslint-disable @typescript-eslint/no-require-imports */
+  const knexFactory = require('knex') as (config: Knex.Config) => Knex;
+  // Knex's Postgres dialect, extended below; Knex has no public class for it.
+  const PostgresClient = require('knex/lib/dialects/postgres') as new (config: Knex.Config) => object;
+  /* eslint-enable @typescript-eslint/no-require-imports */
   let next = 0;
   class BridgeClient extends PostgresClient {
     // No driver in the isolate: nothing here connects to a database.

@@ -6,6 +6,7 @@
  * put in `extensionEnv`, nothing more.
  */
 import path from 'node:path';
+import type { Knex } from 'knex';
 import { bindBcmsRepo } from '../db/bcms-repo';
 import { createRepository } from '../db/repository';
 import { ContentStore } from '../db/store';
@@ -77,7 +78,16 @@ function log(level: 'info' | 'warn' | 'error' | 'debug', object: object, message
   }
 }
 
-const store = new ContentStore({ knex: createBridgeKnex(ask), description: "the service's database", close: async () => {} }, logger, { migratedElsewhere: true });
+// Its Knex is made at the first query: an extension that never queries never loads Knex.
+let bridged: Knex | undefined;
+const database = {
+  get knex(): Knex {
+    return (bridged ??= createBridgeKnex(ask));
+  },
+  description: "the service's database",
+  close: async () => {},
+};
+const store = new ContentStore(database, logger, { migratedElsewhere: true });
 const repo = createRepository(store);
 bindBcmsRepo(store);
 bindLogger(logger);
