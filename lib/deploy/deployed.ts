@@ -1,7 +1,7 @@
 import type { BcmsFunction } from '../function/types';
 import type { Logger } from '../logger';
 import type { BcmsPlugin } from '../plugin/types';
-import type { LoadedExtension } from './load';
+import { loadExtension, type LoadedExtension } from './load';
 import { activeDeployments, type ActiveDeployment } from './store';
 
 /** What is live from deployments: each is swapped in whole, so a request in flight keeps what it matched. */
@@ -197,8 +197,16 @@ export class DeployedExtensions {
 /** How long a deployment may take to load (its top-level code, a factory, a setup). */
 export const LOAD_TIMEOUT_MS = 10_000;
 
-/** For a load in the service's own process (`isolate: 'none'`): stops waiting, though the code runs on. */
-export function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+/**
+ * `isolate: 'none'`: a version loaded in the service's own process, within LOAD_TIMEOUT_MS (past it
+ * the service stops waiting, though the code runs on: it cannot be stopped there).
+ */
+export function loadInProcess(deployment: ActiveDeployment): Promise<RunningExtension> {
+  const { kind, name, version, code } = deployment;
+  return withTimeout(loadExtension(kind, name, code, `bcms-deployment:${kind}/${name}@${version}.js`), LOAD_TIMEOUT_MS);
+}
+
+function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`it did not finish loading within ${ms} ms`)), ms);

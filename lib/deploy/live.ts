@@ -1,5 +1,6 @@
-import type { BcmsFunction } from '../function/types';
-import { awaitsSetup } from '../plugin/mount';
+import { loadFunctions } from '../function/load';
+import type { BcmsFunction, BcmsFunctionModule } from '../function/types';
+import { awaitsSetup, setUpControllers } from '../plugin/mount';
 import { PluginRouteTable } from '../plugin/routes';
 import type { BcmsPlugin } from '../plugin/types';
 import type { DeployedSet } from './deployed';
@@ -34,6 +35,7 @@ export class LiveExtensions {
     private registryPlugins: readonly BcmsPlugin[],
     options: { isolated?: boolean } = {},
   ) {
+    if (!Array.isArray(registryPlugins as unknown)) throw new TypeError('registry.plugins must be an array of plugins (createBcmsPlugin)');
     this.registryPluginNames = new Set(registryPlugins.map((plugin) => plugin.name));
     if (options.isolated === true) {
       new PluginRouteTable(registryPlugins.map((plugin) => ({ name: plugin.name }))); // the names alone: URL-safe, no duplicate
@@ -48,6 +50,17 @@ export class LiveExtensions {
     this.awaitingSetup = registryPlugins
       .filter((plugin) => (plugin.controllers ?? []).some((controller) => awaitsSetup(controller)))
       .map((plugin) => `/api/plugin/${plugin.name}/`);
+  }
+
+  /**
+   * The app's own functions (their factories run) and plugins (their setups run, once `database`
+   * is ready: a setup may build a repository and read it), in the service's process.
+   */
+  loadRegistry(modules: readonly BcmsFunctionModule[], database: Promise<void>): Promise<void>[] {
+    return [
+      loadFunctions(modules).then((loaded) => this.setRegistryFunctions(loaded)),
+      database.then(() => setUpControllers(this.registryPlugins)).then(() => this.setUpDone()),
+    ];
   }
 
   /** `isolate: 'all'`: the app's own plugins, as the stand-ins of their isolates, now loaded. */

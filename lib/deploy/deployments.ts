@@ -1,0 +1,76 @@
+import type { ContentStore } from '../db/store';
+import type { Logger } from '../logger';
+import type { UiRoutes } from '../ui/assets';
+import { activeDeployments, DeployedExtensions, loadInProcess, type RunningExtension } from './deployed';
+import { listenForDeployments } from './listen';
+import type { LiveExtensions } from './live';
+import { recordLoadError, type ActiveDeployment } from './store';
+
+/** Starts a deployed version: in isolates, or (`isolate: 'none'`) in the service's process. */
+export type StartDeployment = (deployment: ActiveDeployment) => Promise<RunningExtension>;
+
+/**
+ * What is deployed, on this instance: the versions it runs (swapped into the live tables), kept
+ * up to date by the database's notifications from its start to its close.
+ */
+export class Deployments {
+  readonly deployed: DeployedExtensions;
+  private stopListening: (() => Promise<void>) | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly deps: {
+      store: ContentStore;
+      live: LiveExtensions;
+      ui: UiRoutes;
+      logger: Logger;
+      /** Isolates, or undefined for `isolate: 'none'`. */
+      start: StartDeployment | undefined;
+      /** `deployments: 'off'`: run none. */
+      enabled: boolean;
+    },
+  ) {
+    const { store, live, ui, logger, start, enabled } = deps;
+    this.deployed = new DeployedExtensions({
+      read: () => store.run(() => activeDeployments(store.database.knex)),
+      start: start ?? loadInProcess,
+      recordFailure: (id, message) => store.run(() => recordLoadError(store.database.knex, id, message)),
+      logger,
+      swap: (set) => {
+        live.apply(set);
+        ui.setDeployed(set.uis);
+      },
+      enabled,
+    });
+  }
+
+  /**
+   * Once the router started: a restarted instance serves what is deployed, without waiting on it
+   * (each deployment goes live once loaded, and a request for one still loading waits for it);
+   * then it hears of every change.
+   */
+  start(): void {
+    const { store, logger, enabled } = this.deps;
+    if (!enabled) {
+      logger.warn({}, 'bcms-extensions: deployments are off (deployments: "off" or BCMS_DEPLOYMENTS=off): no deployed plugin or function runs on this instance');
+      return;
+    }
+    const reload = (): void => void this.deployed.reload().catch((error: unknown) => logger.error({ err: error }, 'bcms-extensions: could not load the deployments (tried again on the next change)'));
+    reload();
+    if (!this.closed) this.stopListening = listenForDeployments(store.database.knex, logger, reload);
+  }
+
+  /** While the deployed plugin a request path names is loading: its load. */
+  pluginLoading(url: string): Promise<void> | undefined {
+    if (!url.startsWith('/api/plugin/')) return undefined;
+    const name = /^\/api\/plugin\/([^/?]+)/.exec(url)?.[1];
+    return name === undefined ? undefined : this.deployed.pending('plugin', name);
+  }
+
+  /** Stops listening; loads under way finish, then every deployed version is ended. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.stopListening?.();
+    await this.deployed.close();
+  }
+}

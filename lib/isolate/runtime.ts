@@ -1,0 +1,135 @@
+import { Module } from 'node:module';
+import type { ContentStore } from '../db/store';
+import { LOAD_TIMEOUT_MS, type RunningExtension } from '../deploy/deployed';
+import type { LiveExtensions } from '../deploy/live';
+import type { DeploymentKind } from '../deploy/load';
+import type { BcmsFunction, BcmsFunctionModule } from '../function/types';
+import type { ResolvedOptions } from '../options';
+import type { BcmsPlugin } from '../plugin/types';
+import type { IdentifyPluginKey } from '../security/caller';
+import type { AccessTokenVerifier } from '../security/jwt';
+import { DatabaseBridge } from './database-bridge';
+import { startIsolated, type IsolatedCallSettings } from './extension';
+import type { IsolateServices } from './host';
+import type { ExtensionSource } from './protocol';
+
+/** Where the registry's code comes from, for `isolate: 'all'`: each entry's module file. */
+export interface RegistrySources {
+  plugins: { name: string; source: ExtensionSource }[];
+  functions: ExtensionSource[];
+}
+
+/**
+ * One router's isolates: the services they may ask for (its pool, its verifiers, its log) and the
+ * limits they run under. Starts deployed versions, and with `isolate: 'all'` the registry.
+ */
+export class Isolation {
+  private readonly services: IsolateServices;
+  private readonly registry: RunningExtension[] = [];
+  private closed = false;
+
+  private readonly calls: IsolatedCallSettings;
+
+  constructor(
+    settings: Pick<ResolvedOptions, 'logger' | 'extensionMemoryMb' | 'extensionEnv' | 'pluginTimeoutMs' | 'functionTimeoutMs' | 'bodyLimit'>,
+    deps: { store: ContentStore; verifyAccessToken: AccessTokenVerifier; verifyPluginKey: IdentifyPluginKey },
+  ) {
+    const { logger, extensionMemoryMb: memoryMb, extensionEnv: env, pluginTimeoutMs, functionTimeoutMs, bodyLimit } = settings;
+    const { store, verifyAccessToken, verifyPluginKey } = deps;
+    this.services = { logger, bridge: new DatabaseBridge(store), verifyAccessToken, verifyPluginKey, memoryMb, env, loadTimeoutMs: LOAD_TIMEOUT_MS };
+    this.calls = { pluginTimeoutMs, functionTimeoutMs, bodyLimit };
+  }
+
+  /** A deployed version, loaded in its first isolate (rejects with an ExtensionLoadError). */
+  deployment(deployment: { kind: DeploymentKind; name: string; version: string; code: string }): Promise<RunningExtension> {
+    const { kind, name, version, code } = deployment;
+    return startIsolated(kind, name, `${kind} ${name}@${version}`, { type: 'bundle', code, filename: bundleFilename(kind, name, version) }, this.services, this.calls);
+  }
+
+  /**
+   * A deployed version loaded apart, within the load limit, before it may go live: its isolates,
+   * for the next load to take up (`keep`), or ended at once (`isolate: 'none'`, where the service
+   * then loads it itself). Rejects with why it does not load.
+   */
+  async check(deployment: { kind: DeploymentKind; name: string; version: string; code: string }, keep: boolean): Promise<RunningExtension | undefined> {
+    const loaded = await this.deployment(deployment);
+    if (keep) return loaded;
+    await loaded.close?.();
+    return undefined;
+  }
+
+  /**
+   * `isolate: 'all'`: the registry's functions and plugins (the latter once `database` is ready:
+   * a setup may use it), loaded in isolates and handed to `live`. Rejects naming what did not load.
+   */
+  loadRegistry(sources: RegistrySources, live: LiveExtensions, database: Promise<void>): Promise<void>[] {
+    const functions = Promise.all(sources.functions.map((source) => this.registryEntry('function', '', source))).then((loaded) => {
+      const byName = new Map<string, BcmsFunction>();
+      for (const extension of loaded) {
+        if (extension.kind !== 'function') continue;
+        if (byName.has(extension.name)) throw new Error(`duplicate function name "${extension.name}" in registry.functions`);
+        byName.set(extension.name, extension.definition);
+      }
+      live.setRegistryFunctions(byName);
+    });
+    const plugins = database
+      .then(() => Promise.all(sources.plugins.map(({ name, source }) => this.registryEntry('plugin', name, source))))
+      .then((loaded) => live.setIsolatedRegistry(loaded.flatMap((extension) => (extension.kind === 'plugin' ? [extension.plugin] : []))));
+    return [functions, plugins];
+  }
+
+  /** Ends the registry's isolates (deployed ones end with their deployments). */
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all(this.registry.map((extension) => extension.close?.()));
+  }
+
+  private async registryEntry(kind: DeploymentKind, name: string, source: ExtensionSource): Promise<RunningExtension> {
+    const what = `registry ${kind} ${name || (source as { file: string }).file}`;
+    let loaded: RunningExtension;
+    try {
+      loaded = await startIsolated(kind, name, what, source, this.services, this.calls);
+    } catch (error) {
+      throw new Error(`${what}: it did not load in its isolate: ${(error as Error).message}`, { cause: error });
+    }
+    this.registry.push(loaded);
+    if (this.closed) void loaded.close?.();
+    return loaded;
+  }
+}
+
+/** The file name a deployed version's code runs under (in stacks and logs). */
+export function bundleFilename(kind: DeploymentKind, name: string, version: string): string {
+  return `bcms-deployment:${kind}/${name}@${version}.js`;
+}
+
+/** Each registry entry's module file, for `isolate: 'all'`; throws at once, naming an entry that has none. */
+export function registryModuleSources(plugins: readonly BcmsPlugin[], functions: readonly BcmsFunctionModule[]): RegistrySources {
+  return {
+    plugins: plugins.map((plugin, index) => ({ name: plugin.name, source: moduleSourceOf(plugin, `registry.plugins[${index}] ("${plugin.name}")`) })),
+    functions: functions.map((module, index) => moduleSourceOf(module, `registry.functions[${index}]`)),
+  };
+}
+
+/**
+ * The CommonJS module file that exports `value` (as `module.exports`, or one of its exports),
+ * which its isolates load again.
+ */
+function moduleSourceOf(value: unknown, what: string): ExtensionSource {
+  const cache = (Module as unknown as { _cache: Record<string, { exports?: unknown } | undefined> })._cache;
+  for (const [file, loaded] of Object.entries(cache)) {
+    const exports = loaded?.exports;
+    if (exports === value) return { type: 'module', file, key: '' };
+    if (exports === null || typeof exports !== 'object') continue;
+    for (const key of Object.keys(exports)) {
+      try {
+        if ((exports as Record<string, unknown>)[key] === value) return { type: 'module', file, key };
+      } catch {
+        // An export whose getter throws (a lazy export of some module): not ours.
+      }
+    }
+  }
+  throw new TypeError(
+    `${what}: with isolate: 'all' each plugin and function module is loaded again in isolates from the CommonJS file that exports it, and none of the loaded modules exports this one: export it from a file of its own and require() it`,
+  );
+}
