@@ -8,6 +8,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
+import { performance } from 'node:perf_hooks';
 import type { Readable } from 'node:stream';
 import type { Request } from 'express';
 import { BcmsHttpError, errorCodes, type ErrorCode } from '../http/errors';
@@ -67,6 +68,8 @@ class Isolate {
   private readonly calls = new Map<number, PendingCall>();
   private nextCall = 0;
   private alive = true;
+  /** When it last took or answered a call (ms, performance.now()). */
+  lastActive = performance.now();
   private loading: { resolve(extension: WireExtension): void; reject(error: unknown): void } | undefined;
   /** The last lines it wrote to stderr: the reason it died, often. */
   private readonly stderr: string[] = [];
@@ -134,6 +137,7 @@ class Isolate {
   call(message: NewCall, request: Request, plugin: string | undefined, timeoutMs: number, timeout: () => BcmsHttpError): Promise<IsolateAnswer> {
     if (!this.alive) return Promise.reject(crashed('The extension is not running.'));
     const id = ++this.nextCall;
+    this.lastActive = performance.now();
     return new Promise<IsolateAnswer>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.calls.delete(id);
@@ -230,6 +234,7 @@ class Isolate {
     if (call === undefined) return undefined;
     this.calls.delete(id);
     clearTimeout(call.timer);
+    this.lastActive = performance.now();
     return call;
   }
 
@@ -314,6 +319,8 @@ function fromIsolate(wired: WireError, label: string): Error {
 
 /** How many isolates one extension may use: one per core (at most four), so a CPU-bound one uses them all. */
 export const MAX_ISOLATES_PER_EXTENSION = Math.max(1, Math.min(4, os.availableParallelism?.() ?? os.cpus().length));
+/** An isolate beyond an extension's first that has had no call for this long is ended (each holds about 50 MB). */
+export const IDLE_ISOLATE_MS = 30_000;
 
 /**
  * The isolates of one loaded extension. Made once its first isolate loaded (`IsolatePool.start`):
@@ -323,6 +330,8 @@ export class IsolatePool {
   private isolates: Isolate[] = [];
   private starting: Promise<Isolate> | undefined;
   private closed = false;
+  /** While the pool has more than one isolate: ends those idle past IDLE_ISOLATE_MS. */
+  private shrinking: NodeJS.Timeout | undefined;
 
   private constructor(
     readonly label: string,
@@ -379,9 +388,25 @@ export class IsolatePool {
         throw crashed('The extension was replaced.');
       }
       this.isolates.push(isolate);
+      if (this.isolates.length > 1) this.shrinking ??= setInterval(() => this.shrink(), IDLE_ISOLATE_MS / 3).unref();
       return isolate;
     })().finally(() => (this.starting = undefined));
     return this.starting;
+  }
+
+  /** Ends the isolates beyond the first that had no call for IDLE_ISOLATE_MS. */
+  private shrink(): void {
+    const now = performance.now();
+    for (const isolate of this.isolates.slice(1)) {
+      if (isolate.inFlight === 0 && now - isolate.lastActive > IDLE_ISOLATE_MS) {
+        this.isolates = this.isolates.filter((each) => each !== isolate);
+        isolate.end();
+      }
+    }
+    if (this.isolates.length <= 1) {
+      clearInterval(this.shrinking);
+      this.shrinking = undefined;
+    }
   }
 
   private lost(isolate: Isolate, reason: string): void {
@@ -398,6 +423,7 @@ export class IsolatePool {
    */
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.shrinking);
     await this.starting?.catch(() => {});
     const ending = this.isolates.map(async (isolate) => {
       while (isolate.isAlive && isolate.inFlight > 0) await new Promise((resolve) => setTimeout(resolve, 20));
