@@ -21,13 +21,28 @@ import { bindLogger, toBcmsLogger } from '../use-logger';
 import { createBridgeKnex } from './bridge-knex';
 import { IsolateResponse, makeRequest } from './child-http';
 import type { Ask, ExtensionKind, ExtensionSource, FromIsolate, ToIsolate, WireExtension, WireRoute } from './protocol';
-import { errorToWire, toWire, type WireError } from './wire';
+import { errorToWire, Outbox, toWire, type WireError } from './wire';
 
 /** What `require('bcms-extensions')` gives code in an isolate: the package without its router. */
 const API = path.resolve(__dirname, '..', 'api');
 
+/** A turn's messages, in one write; a batch that cannot be sent (a log line's object) goes message by message. */
+const outbox = new Outbox<FromIsolate>((batch) => {
+  try {
+    process.send?.(batch);
+  } catch {
+    for (const message of batch) {
+      try {
+        process.send?.([message]);
+      } catch {
+        if (message.t === 'log') process.send?.([{ ...message, object: { fields: '(could not be sent from the isolate)' } }]);
+      }
+    }
+  }
+});
+
 function send(message: FromIsolate): void {
-  process.send?.(message);
+  outbox.send(message);
 }
 
 // The service's end of the channel is gone (it stopped, or ended this isolate): so is the isolate.
@@ -70,12 +85,14 @@ function log(level: 'info' | 'warn' | 'error' | 'debug', object: object, message
   else if (object !== null && typeof object === 'object') {
     fields = Object.fromEntries(Object.entries(object).map(([key, value]) => [key, value instanceof Error ? errorToWire(value) : value]));
   }
+  // A circular or otherwise unsendable object: the line still goes, without it (here, or in the outbox).
+  let wired: unknown;
   try {
-    send({ t: 'log', level, object: toWire(fields), message });
+    wired = toWire(fields);
   } catch {
-    // A circular or otherwise unsendable object: the line still goes, without it.
-    send({ t: 'log', level, object: { fields: '(could not be sent from the isolate)' }, message });
+    wired = { fields: '(could not be sent from the isolate)' };
   }
+  send({ t: 'log', level, object: wired, message });
 }
 
 // Its Knex is made at the first query: an extension that never queries never loads Knex.
@@ -163,7 +180,11 @@ async function serveFunction(message: Extract<ToIsolate, { t: 'function' }>): Pr
   send({ t: 'done', id: message.id, answer: { status: 200, headers: [], json: JSON.stringify(value) ?? 'null' } });
 }
 
-process.on('message', (message: ToIsolate) => {
+process.on('message', (batch: ToIsolate[]) => {
+  if (Array.isArray(batch)) for (const message of batch) receive(message);
+});
+
+function receive(message: ToIsolate): void {
   switch (message.t) {
     case 'reply': {
       const waiting = asking.get(message.id);
@@ -183,7 +204,7 @@ process.on('message', (message: ToIsolate) => {
       );
       return;
   }
-});
+}
 
 /** The first line of an error's message: what the deployer reads first. */
 function firstLine(error: unknown): string {

@@ -18,7 +18,7 @@ import type { AccessTokenVerifier } from '../security/jwt';
 import { IsolateAnswer } from './answer';
 import type { DatabaseBridge } from './database-bridge';
 import type { Ask, ExtensionKind, ExtensionSource, FromIsolate, ToIsolate, WireExtension } from './protocol';
-import { fromWire, toWire, errorToWire, type WireError } from './wire';
+import { fromWire, Outbox, toWire, errorToWire, type WireError } from './wire';
 
 /** The compiled child (dist/isolate), from dist or lib alike: a child process runs JavaScript only. */
 const CHILD = path.resolve(__dirname, '..', '..', 'dist', 'isolate', 'child.js');
@@ -94,7 +94,9 @@ class Isolate {
     (this.child.channel as { unref?(): void } | undefined)?.unref?.();
     this.forward(this.child.stdout, 'info', false);
     this.forward(this.child.stderr, 'warn', true);
-    this.child.on('message', (message: FromIsolate) => this.receive(message));
+    this.child.on('message', (batch: FromIsolate[]) => {
+      if (Array.isArray(batch)) for (const message of batch) this.receive(message);
+    });
     this.gone = new Promise((resolve) => {
       this.child.once('error', (error) => {
         this.stderr.push(error.message);
@@ -162,13 +164,19 @@ class Isolate {
   }
 
   private post(message: ToIsolate): void {
+    this.outbox.send(message);
+  }
+
+  /** A turn's messages, in one write. */
+  private readonly outbox = new Outbox<ToIsolate>((batch) => {
+    if (!this.alive) return;
     try {
-      this.child.send(message);
+      this.child.send(batch);
     } catch (error) {
       this.stderr.push(`could not send to the isolate: ${(error as Error).message}`);
       this.end();
     }
-  }
+  });
 
   private died(code: number | null, signal: NodeJS.Signals | null): string {
     this.alive = false;

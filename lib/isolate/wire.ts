@@ -94,3 +94,29 @@ export function errorFromWire(wired: WireError): Error {
   if (wired.fields !== undefined) Object.assign(error, wired.fields);
   return error;
 }
+
+/**
+ * Messages that leave in one write per turn of the event loop: under load a turn carries many
+ * requests, and a write (and the other process's wake-up) per message cost more than the
+ * messages themselves. A batch is an array of messages.
+ */
+export class Outbox<M> {
+  private pending: M[] = [];
+  private scheduled = false;
+
+  constructor(private readonly write: (batch: M[]) => void) {}
+
+  send(message: M): void {
+    this.pending.push(message);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(this.flush);
+  }
+
+  private readonly flush = (): void => {
+    this.scheduled = false;
+    const batch = this.pending;
+    this.pending = [];
+    this.write(batch);
+  };
+}
