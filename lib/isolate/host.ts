@@ -6,6 +6,7 @@
  * dies, or runs a call past its time-out, is ended and replaced.
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -89,6 +90,7 @@ class Isolate {
       // Its own process group: ending it ends whatever it started.
       detached: true,
     });
+    lowerPriority(this.child.pid);
     // Never what keeps the service's process alive: its requests and timers do that.
     this.child.unref();
     (this.child.channel as { unref?(): void } | undefined)?.unref?.();
@@ -300,6 +302,30 @@ class Isolate {
     this.services.logger[level]({ extension: this.label, output: level === 'info' ? 'stdout' : 'stderr' }, line.slice(0, 10_000));
   }
 }
+
+/**
+ * An isolate gives way to the service: a spinning handler must not slow the service's own
+ * requests. Started in a session of its own, it is in a scheduler autogroup of its own on Linux,
+ * and the kernel shares a core evenly between autogroups whatever a process's nice value: the
+ * autogroup's nice is what counts (measured in `npm run bench`, plugin-get-while-spinning). Best
+ * effort: elsewhere, or where it is not allowed, the isolate runs at the service's priority.
+ */
+function lowerPriority(pid: number | undefined): void {
+  if (pid === undefined) return;
+  try {
+    os.setPriority(pid, ISOLATE_NICE);
+  } catch {
+    // Not allowed here: the same priority as the service.
+  }
+  try {
+    fs.writeFileSync(`/proc/${pid}/autogroup`, String(ISOLATE_NICE));
+  } catch {
+    // Not Linux, or no autogroups: the process's nice is what counts.
+  }
+}
+
+/** How far below the service an isolate's priority is (a nice value). */
+const ISOLATE_NICE = 10;
 
 function crashed(message = 'The extension crashed while answering; it is being restarted.'): BcmsHttpError {
   return new BcmsHttpError('EXTENSION_CRASHED', message);
