@@ -1,6 +1,9 @@
 'use strict';
 // The Express app each scenario measures. Loaded by server.js only, inside the server's process.
 
+const { createHash } = require('node:crypto');
+const fs = require('node:fs');
+const path = require('node:path');
 const { performance } = require('node:perf_hooks');
 const express = require('express');
 const knexFactory = require('knex');
@@ -15,7 +18,8 @@ const {
   JWTPermissionName,
   JWTRoleName,
 } = require('..');
-const { JWT_SECRET } = require('./scenarios');
+const { signRequest } = require('../dist/client');
+const { JWT_SECRET, SPIN_TIMEOUT_MS } = require('./scenarios');
 
 /** The `bench` plugin: GET /api/plugin/bench/hello/world answers `{ message: 'Hello' }`. */
 function benchPlugin(preRequestHandler) {
@@ -128,6 +132,63 @@ function constrainedCeiling(without) {
   };
 }
 
+/** The extensions the deployed rows deploy: bench/extensions/<file>.js, whose text is the bundle's code. */
+const EXTENSIONS = path.join(__dirname, 'extensions');
+
+/** A bundle as `bcms-ext bundle` writes one: `{ manifest: { kind, name, version, sha256 }, code }`. */
+function bundleOf(kind, name, file) {
+  const code = fs.readFileSync(path.join(EXTENSIONS, file), 'utf8');
+  return { manifest: { kind, name, version: '1.0.0', sha256: createHash('sha256').update(code).digest('hex') }, code };
+}
+
+/**
+ * The database of a server that deploys: deploy keys and deployments are rows. With DATABASE_URL,
+ * a schema of the bench's own (bcms_bench_deploy), emptied at every start so that no earlier run's
+ * deployment is loaded; else an embedded PGlite in a directory of its own, `.bcms/bench-<scenario>`
+ * (kept between runs, as `.bcms/data` is): not `.bcms/data` itself, which the plugin-get server
+ * beside it holds (a data directory has one owner). On disk rather than in memory, as a service
+ * has it: in memory, the server's RSS was 330 MB rather than 245, and each isolate started is a
+ * fork of the server's process, which takes longer the larger it is. Nothing of it is read or
+ * written while the server is loaded (no handler here queries).
+ */
+async function deployDatabase(scenario) {
+  const url = process.env.DATABASE_URL;
+  if (!url) return { pglite: path.join(__dirname, '..', '.bcms', `bench-${scenario}`) };
+  const admin = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: 1 } });
+  await admin.raw('drop schema if exists bcms_bench_deploy cascade');
+  await admin.raw('create schema bcms_bench_deploy');
+  await admin.destroy();
+  const scoped = new URL(url);
+  scoped.searchParams.set('options', '-c search_path=bcms_bench_deploy');
+  return scoped.toString();
+}
+
+/**
+ * A router with `registry`, that deploys `bundles` to itself once it listens, over HTTP as
+ * `bcms-ext deploy` does (POST /api/extensions/deployments, signed with a deploy key it creates):
+ * the server reports its port only once every bundle is live, so the runner's check and load reach
+ * the isolates. `isolate` is left at its default ('deployed'): the bundles run in isolates, the
+ * registry in the server's process. A start on an earlier run's data first loads what that run
+ * deployed; deploying the same code again then changes nothing (200 `unchanged`).
+ */
+async function deployingApp(scenario, registry, bundles, options = {}) {
+  const app = await withExtensions(registry, { database: await deployDatabase(scenario), ...options });
+  const knex = app.locals.router.db;
+  await knex('bcms_api_keys').where({ name: 'bench-deployer' }).delete(); // an earlier run's key
+  const { id, secret } = await createApiKey(knex, { name: 'bench-deployer', functions: [], deploy: true });
+  app.locals.afterListen = async (origin) => {
+    for (const bundle of bundles) {
+      const body = JSON.stringify(bundle);
+      const url = '/api/extensions/deployments';
+      const headers = { ...signRequest({ keyId: id, secret, method: 'POST', url, body }), 'content-type': 'application/json' };
+      const response = await fetch(origin + url, { method: 'POST', headers, body });
+      // 200 { unchanged: true }: an earlier run deployed this very code, and this start loaded it.
+      if (response.status !== 201 && response.status !== 200) throw new Error(`deploying ${bundle.manifest.kind} ${bundle.manifest.name} answered ${response.status} ${await response.text()}`);
+    }
+  };
+  return app;
+}
+
 const builders = {
   'express-use-ceiling': async () => {
     const app = express();
@@ -160,6 +221,17 @@ const builders = {
   'function-post': () => withExtensions({ functions: [echoFunction] }),
   'function-post-signed': () => signedFunctionApp('bench'),
   'function-post-bcms-client': () => signedFunctionApp('bench-bcms-client', { bcmsClient: true }),
+  // The same plugin and function as plugin-get and function-post, deployed: they run in isolates.
+  'plugin-get-deployed': () => deployingApp('plugin-get-deployed', {}, [bundleOf('plugin', 'bench', 'hello-plugin.js')]),
+  'function-post-deployed': () => deployingApp('function-post-deployed', {}, [bundleOf('function', 'echo', 'echo-function.js')]),
+  // About 5 ms of CPU a call: in the server's process, and deployed (the very same file).
+  'function-cpu': () => withExtensions({ functions: [require('./extensions/cpu-function').default] }),
+  'function-cpu-deployed': () => deployingApp('function-cpu-deployed', {}, [bundleOf('function', 'cpu', 'cpu-function.js')]),
+  // plugin-get's registry plugin, beside a deployed function that never returns (the runner keeps
+  // calling it while this server is loaded): each call ends at functionTimeoutMs with a 504, and
+  // its isolate is killed and replaced.
+  'plugin-get-while-spinning': () =>
+    deployingApp('plugin-get-while-spinning', { plugins: [benchPlugin()] }, [bundleOf('function', 'spin', 'spin-function.js')], { functionTimeoutMs: SPIN_TIMEOUT_MS }),
 };
 
 /** Resolves to the Express app of a scenario, or throws for an unknown name. */

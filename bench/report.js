@@ -27,6 +27,13 @@ function quantile(values, q) {
   return sorted[below] + (sorted[above] - sorted[below]) * (position - below);
 }
 
+/** Counts by key (`{ "504": 3 }`) added up. */
+function mergeCounts(counts) {
+  const merged = {};
+  for (const each of counts) for (const [key, count] of Object.entries(each)) merged[key] = (merged[key] ?? 0) + count;
+  return merged;
+}
+
 function median(values) {
   return quantile(values, 0.5);
 }
@@ -67,6 +74,12 @@ function compare(scenarios, pairs) {
     }
     // A null ratio is a slice whose baseline served nothing: no median is better than a skewed one.
     const ratio = ratios === null || ratios.includes(null) ? null : median(ratios);
+    // A latency target (p99TargetMs) is held against the worst slice's p99: the p99 of the whole
+    // measurement is no higher than that (each slice has at most 1% of its requests above it).
+    const p99WorstMs = own.length === 0 ? null : Math.max(...own.map((result) => result.p99Ms));
+    const spun = own.filter((result) => result.spinning !== undefined);
+    let met = ratio === null || scenario.target === undefined ? null : ratio >= scenario.target;
+    if (scenario.p99TargetMs !== undefined && p99WorstMs !== null) met = p99WorstMs < scenario.p99TargetMs && met !== false;
     return {
       name: scenario.name,
       baseline: scenario.baseline,
@@ -74,11 +87,15 @@ function compare(scenarios, pairs) {
       slices: own.length,
       reqPerSec: median(own.map((result) => result.reqPerSec)),
       p99Ms: median(own.map((result) => result.p99Ms)),
+      p99WorstMs,
+      p99TargetMs: scenario.p99TargetMs,
+      cores: scenario.cores,
+      spinning: spun.length === 0 ? undefined : mergeCounts(spun.map((result) => result.spinning)),
       ratio,
       ratioP25: ratio === null ? null : quantile(ratios, 0.25),
       ratioP75: ratio === null ? null : quantile(ratios, 0.75),
       ratios,
-      met: ratio === null || scenario.target === undefined ? null : ratio >= scenario.target,
+      met,
       totalRequests: sum(own.map((result) => result.totalRequests)),
       statusCodes: mergeStatusCodes(own),
       non2xx: sum(own.map((result) => result.non2xx)),
@@ -97,7 +114,10 @@ function markdown(rows, info, settings) {
     '|---|--:|--:|--:|--:|--:|---|',
   ];
   for (const row of rows) {
-    const target = row.target === undefined ? '—' : `>= ${row.target} × ${row.baseline}`;
+    const targets = [];
+    if (row.target !== undefined) targets.push(`>= ${row.target} × ${row.baseline}`);
+    if (row.p99TargetMs !== undefined) targets.push(`p99 < ${row.p99TargetMs} ms (worst slice: ${fixed(row.p99WorstMs, 1)})`);
+    const target = targets.length === 0 ? '—' : targets.join('; ');
     const met = row.met === null ? '—' : row.met ? 'yes' : 'missed';
     const range = row.ratio === null ? '—' : `${fixed(row.ratioP25, 2)}–${fixed(row.ratioP75, 2)}`;
     const failed = row.failures > 0 ? ` (${row.failures} failed requests)` : '';
@@ -137,6 +157,31 @@ function markdown(rows, info, settings) {
       ? `Servers were pinned to core ${settings.pinned.server} and autocannon to core ${settings.pinned.load} (taskset), so neither competes with the other for a core.`
       : 'Processes were not pinned to cores (no taskset, or a single core).',
   );
+  const measuredRows = rows.filter((row) => row.slices > 0);
+  const deployed = measuredRows.filter((row) => /-deployed$|-while-spinning$/.test(row.name)).map((row) => row.name);
+  if (deployed.length > 0) {
+    lines.push(
+      `${deployed.join(', ')}: each server deploys bench/extensions/*.js to itself at start (POST /api/extensions/deployments, signed ` +
+        'with a deploy key it creates, on an embedded PGlite in .bcms/bench-<scenario> or a schema of DATABASE_URL), so that code runs in isolates ' +
+        '(child processes, forked by the server and pinned where it is: an isolate inherits its cores). The baselines run the same ' +
+        "handlers in the server's process.",
+    );
+  }
+  const allCores = measuredRows.filter((row) => row.cores === 'all').map((row) => row.name);
+  if (allCores.length > 0 && settings.pinned) {
+    lines.push(
+      `${allCores.join(' and ')} ran with their servers (and isolates) allowed on every core (${settings.pinned.all}), autocannon still on ` +
+        `core ${settings.pinned.load}: at a few hundred requests a second it takes little of it.` +
+        (info.cpuCallMs === undefined ? '' : ` One call's work of the cpu function took ${info.cpuCallMs.toFixed(2)} ms in the runner's process.`),
+    );
+  }
+  for (const row of measuredRows.filter((each) => each.spinning !== undefined)) {
+    lines.push(
+      `${row.name}: p99 ${fixed(row.p99Ms, 1)} ms (median of its slices), ${fixed(row.p99WorstMs, 1)} ms in its worst slice (target: under ${row.p99TargetMs} ms). ` +
+        `While it was loaded (warm-ups not counted), the spinning function's calls were answered ${JSON.stringify(row.spinning)} by status: ` +
+        'a 504 is a call that ran past its time-out, its isolate killed and replaced; a 500 a call queued on that isolate behind it.',
+    );
+  }
   if (settings.profile) lines.push('Servers ran under --cpu-prof (BENCH_PROFILE): the numbers are slower than usual.');
   return lines.join('\n');
 }

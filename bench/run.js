@@ -20,7 +20,13 @@ const { positiveInteger, positiveNumber } = require('./env');
 const { compare, machine, markdown, writeJson } = require('./report');
 
 const RESULTS = path.join(__dirname, 'results');
-const SERVER_START_MS = 15_000;
+// A server that deploys to itself (apps.js) also starts an embedded database and its isolates.
+const SERVER_START_MS = 30_000;
+/**
+ * After the spinning clients of a load stop (see startSpinners): time for the last killed isolate's
+ * replacement to start, so that it is not the next server's slice that pays for its start.
+ */
+const SPIN_SETTLE_MS = 1_000;
 
 function readSettings() {
   // Replaced by BENCH_SLICES and BENCH_SLICE; say so rather than silently run something else.
@@ -64,7 +70,8 @@ function pinning() {
   try {
     const load = String(os.cpus().length - 1);
     execFileSync('taskset', ['-pc', load, String(process.pid)], { stdio: 'ignore' });
-    return { server: '0', load };
+    // `all`: for the scenarios with `cores: 'all'` (a server whose isolates are to use every core).
+    return { server: '0', load, all: `0-${load}` };
   } catch {
     return null;
   }
@@ -74,12 +81,12 @@ function pinning() {
  * Forks `server.js <name>` (through `taskset` when pinned) and resolves once it reports its port.
  * `profileName` names its --cpu-prof file: a baseline's server is started once per pair.
  */
-function startServer(name, settings, profileName = name) {
+function startServer(name, settings, profileName = name, cores = 'server') {
   const profile = settings.profile
     ? ['--cpu-prof', `--cpu-prof-dir=${path.join(RESULTS, 'profiles')}`, `--cpu-prof-name=${profileName}.cpuprofile`]
     : [];
   const options = settings.pinned
-    ? { execPath: 'taskset', execArgv: ['-c', settings.pinned.server, process.execPath, ...profile] }
+    ? { execPath: 'taskset', execArgv: ['-c', settings.pinned[cores], process.execPath, ...profile] }
     : { execArgv: profile };
   // stdout to /dev/null: the servers' log lines are written (and paid for) but read by nobody. A pipe
   // read by this process would slow the servers with every line it has to carry.
@@ -184,6 +191,40 @@ async function verify(scenario, url, request) {
   }
 }
 
+/**
+ * `spinning.clients` clients that call `spinning.path` one call after another until stopped: a
+ * deployed function that never returns, so each call is answered 504 at its time-out and its
+ * isolate killed and replaced. They run in this process (beside autocannon; a few calls a second).
+ * `stop()` waits for the calls under way to be answered, then SPIN_SETTLE_MS, and resolves to the
+ * count of answers by status (`error`: no answer).
+ */
+function startSpinners(origin, spinning) {
+  let running = true;
+  const statuses = {};
+  const count = (status) => (statuses[status] = (statuses[status] ?? 0) + 1);
+  const client = async () => {
+    while (running) {
+      try {
+        const response = await fetch(origin + spinning.path, { method: spinning.method, headers: { 'content-type': 'application/json' }, body: '{}' });
+        await response.arrayBuffer();
+        count(response.status);
+      } catch {
+        count('error');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+  };
+  const clients = Array.from({ length: spinning.clients }, client);
+  return {
+    stop: async () => {
+      running = false;
+      await Promise.all(clients);
+      await new Promise((resolve) => setTimeout(resolve, SPIN_SETTLE_MS));
+      return statuses;
+    },
+  };
+}
+
 /** Requests that did not end in a 2xx: non-2xx answers, connection errors and time-outs. */
 function failuresOf(result) {
   return result.non2xx + result.errors + result.timeouts;
@@ -200,6 +241,7 @@ function summarize(result) {
     errors: result.errors,
     timeouts: result.timeouts,
     failures: failuresOf(result),
+    ...(result.spinning === undefined ? {} : { spinning: result.spinning }),
   };
 }
 
@@ -228,7 +270,7 @@ function pairsOf(plans) {
  * verification, warm-up and every slice.
  */
 async function openServer({ scenario, request, rotation }, settings, profileName) {
-  const server = await startServer(scenario.name, settings, profileName);
+  const server = await startServer(scenario.name, settings, profileName, scenario.cores === 'all' ? 'all' : 'server');
   try {
     const origin = `http://127.0.0.1:${server.port}`;
     const url = origin + scenario.path;
@@ -236,7 +278,26 @@ async function openServer({ scenario, request, rotation }, settings, profileName
     const first = next === undefined ? request : withChange(request, next());
     await verify(scenario, origin + (first.path ?? scenario.path), first);
     const options = loadOptions(request, next);
-    const load = (duration) => autocannon({ url, connections: settings.connections, duration, ...options });
+    let load = (duration) => autocannon({ url, connections: settings.connections, duration, ...options });
+    if (scenario.spinning !== undefined) {
+      // The spinning clients run only while this server is loaded (its warm-up and its slices), and
+      // stop before the other server of the pair is: that one shares the core its isolates use.
+      const plain = load;
+      load = async (duration) => {
+        const spinners = startSpinners(origin, scenario.spinning);
+        let result;
+        try {
+          result = await plain(duration);
+        } finally {
+          const statuses = await spinners.stop();
+          if (result !== undefined) result.spinning = statuses;
+        }
+        if (!result.spinning['504']) {
+          throw new Error(`${scenario.name}: no call of ${scenario.spinning.path} ran past its time-out during the load (${JSON.stringify(result.spinning)})`);
+        }
+        return result;
+      };
+    }
     return { name: scenario.name, load, stop: server.stop };
   } catch (error) {
     await server.stop();
@@ -287,7 +348,8 @@ async function measurePair(pair, settings, label) {
           `[${label} slice ${index + 1}/${settings.slices}, processes ${round + 1}/${settings.processes}] ` +
             `${a.name} ${Math.round(baseline.reqPerSec)} req/s p99 ${baseline.p99Ms} ms, ` +
             `${b.name} ${Math.round(scenario.reqPerSec)} req/s p99 ${scenario.p99Ms} ms, ` +
-            `ratio ${ratio === null ? '—' : ratio.toFixed(2)} (${order[0].name} first)`,
+            `ratio ${ratio === null ? '—' : ratio.toFixed(2)} (${order[0].name} first)` +
+            (scenario.spinning === undefined ? '' : `; spinning calls by status ${JSON.stringify(scenario.spinning)}`),
         );
       }
     } finally {
@@ -317,6 +379,7 @@ async function main() {
 
   const rows = compare(runnable, measured);
   const info = machine();
+  if (measured.some((pair) => pair.scenario === 'function-cpu-deployed')) info.cpuCallMs = cpuCallMs();
   console.log(markdown(rows, info, settings));
   writeJson(path.join(RESULTS, 'latest.json'), rows, measured, info, settings);
 
@@ -330,6 +393,18 @@ async function main() {
     }
     process.exitCode = 1;
   }
+}
+
+/** One call's work of the `cpu` function, timed in this process: median of 21 after 5 unmeasured. */
+function cpuCallMs() {
+  const { work } = require('./extensions/cpu-function');
+  const times = [];
+  for (let i = 0; i < 26; i += 1) {
+    const started = performance.now();
+    work(String(i));
+    if (i >= 5) times.push(performance.now() - started);
+  }
+  return times.sort((a, b) => a - b)[10];
 }
 
 main().catch((error) => {

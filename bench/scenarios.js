@@ -7,6 +7,17 @@ const jwt = require('jsonwebtoken');
 const JWT_SECRET = 'bench-secret';
 const BODY = { name: 'bench', items: [1, 2, 3] };
 const JSON_TYPE = { 'content-type': 'application/json' };
+/** functionTimeoutMs of the plugin-get-while-spinning server: each call of its `spin` function ends then. */
+const SPIN_TIMEOUT_MS = 1000;
+/** How many clients keep calling `spin` while plugin-get-while-spinning is loaded (run.js). */
+const SPIN_CLIENTS = 4;
+
+/** What the `cpu` function answers to BODY, worked out once, when first asked (5 ms, in the runner only). */
+let cpuAnswer;
+function cpuExpect() {
+  cpuAnswer ??= { success: true, result: require('./extensions/cpu-function').work(JSON.stringify(BODY)) };
+  return cpuAnswer;
+}
 
 /**
  * A BCMS-shaped token the guard accepts: ADMIN holds READ. Signed once per run and valid for an
@@ -160,6 +171,70 @@ const scenarios = [
     expect: { success: true, result: BODY },
     baseline: 'baseline-post',
   },
+  // Deployed code: bench/extensions/*.js deployed by the server to itself at start (apps.js), so it
+  // runs in isolates (child processes), each call crossing to one and back. Held against the same
+  // handler in the registry, in the server's process.
+  {
+    name: 'plugin-get-deployed',
+    method: 'GET',
+    path: '/api/plugin/bench/hello/world',
+    expect: { message: 'Hello' },
+    baseline: 'plugin-get',
+    target: 0.8,
+  },
+  {
+    name: 'function-post-deployed',
+    method: 'POST',
+    path: '/api/function/echo',
+    headers: () => JSON_TYPE,
+    body: BODY,
+    expect: { success: true, result: BODY },
+    baseline: 'function-post',
+    target: 0.8,
+  },
+  {
+    // About 5 ms of CPU a call (bench/extensions/cpu-function.js), in the server's process: one
+    // core's worth at most. `cores: 'all'`: its server, and whatever it starts, may run on every
+    // core (pinned, they would share the one core of the servers; autocannon keeps its own).
+    name: 'function-cpu',
+    method: 'POST',
+    path: '/api/function/cpu',
+    headers: () => JSON_TYPE,
+    body: BODY,
+    get expect() {
+      return cpuExpect();
+    },
+    cores: 'all',
+  },
+  {
+    // The same function deployed: its pool grows to one isolate per core while every one is busy.
+    name: 'function-cpu-deployed',
+    method: 'POST',
+    path: '/api/function/cpu',
+    headers: () => JSON_TYPE,
+    body: BODY,
+    get expect() {
+      return cpuExpect();
+    },
+    baseline: 'function-cpu',
+    target: 1.5,
+    cores: 'all',
+  },
+  {
+    // plugin-get's registry plugin on a server that also has a deployed function that never
+    // returns (`while (true) {}`), with functionTimeoutMs 1000. While it is loaded, SPIN_CLIENTS
+    // clients of the runner keep calling that function: each call is answered 504 after a second
+    // and its isolate killed and replaced, over and over, during the measurement. The target is
+    // the GET's p99 latency (its worst slice), not a ratio: the service's event loop must not wait
+    // on deployed code.
+    name: 'plugin-get-while-spinning',
+    method: 'GET',
+    path: '/api/plugin/bench/hello/world',
+    expect: { message: 'Hello' },
+    baseline: 'plugin-get',
+    p99TargetMs: 100,
+    spinning: { method: 'POST', path: '/api/function/spin', clients: SPIN_CLIENTS },
+  },
 ];
 
-module.exports = { COLD_TOKENS, JWT_SECRET, TOKEN_CACHE_CAPACITY, scenarios };
+module.exports = { COLD_TOKENS, JWT_SECRET, SPIN_TIMEOUT_MS, TOKEN_CACHE_CAPACITY, scenarios };

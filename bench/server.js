@@ -15,6 +15,8 @@ async function main() {
     server.listen(0, '127.0.0.1', resolve);
   });
   const { port } = server.address();
+  // A server that deploys to itself (apps.js) does it now, over HTTP, before it reports its port.
+  if (app.locals.afterListen) await app.locals.afterListen(`http://127.0.0.1:${port}`);
   if (process.send) process.send({ port, key: app.locals.benchKey });
   else console.log(`${name} listening on http://127.0.0.1:${port}`);
 
