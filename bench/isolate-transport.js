@@ -9,8 +9,9 @@
 // time per call: what every isolated call takes from the service's event loop. It also times how
 // long each peer takes to come online (its first line of code runs) and to load dist/api.js, and
 // how long creating it blocks the main thread (new Worker() or fork() itself): in this bare process,
-// and again at the end with an embedded database open in it (a router on PGlite in memory, as a
-// service without DATABASE_URL has), since fork() copies the page tables of all the process maps.
+// and again at the end with an embedded database open in it (a router on PGlite in
+// .bcms/bench-transport, as a service without DATABASE_URL has one), since fork() copies the page
+// tables of everything the process has mapped.
 // BENCH_TRANSPORT_ROUNDS rounds (default 5) of each, a fresh peer each time, the order rotated
 // every round; medians. Not pinned to cores: the main thread and the peer each have one of two.
 
@@ -201,7 +202,7 @@ async function main() {
   // Last, as it leaves the embedded database's memory in this process: a service without DATABASE_URL.
   const { bcmsExtensions } = require('..');
   const quiet = { info() {}, warn() {}, error() {}, debug() {} };
-  const router = bcmsExtensions({}, { database: { pglite: 'memory://' }, logger: quiet });
+  const router = bcmsExtensions({}, { database: { pglite: path.join(__dirname, '..', '.bcms', 'bench-transport') }, logger: quiet });
   await router.ready;
   const rssMB = process.memoryUsage().rss / 1024 ** 2;
   for (const row of rows) row.stallWithDatabaseMs = await stalls(row.transport, ROUNDS);
@@ -220,7 +221,7 @@ async function main() {
     `Machine: ${info.cpu}, ${info.cores} cores, Node ${info.node}, ${info.date}. Each round: a fresh peer, ${WARMUP_SECONDS} s of load unmeasured, ` +
       `then ${SECONDS} s measured; a request-sized call out, a plugin answer back. "online": from creating the worker or forking the child ` +
       'to its first message; "loaded": to its message once it required dist/api.js. "Start blocks the main thread": how long ' +
-      `new Worker() or fork() took before returning, in this process (RSS about ${Math.round(rssBare)} MB), then with a router on an embedded PGlite in memory open in it ` +
+      `new Worker() or fork() took before returning, in this process (RSS about ${Math.round(rssBare)} MB), then with a router on an embedded PGlite open in it ` +
       `(RSS ${Math.round(rssMB)} MB), ${ROUNDS} starts each.`,
   ];
   console.log(lines.join('\n'));
