@@ -1,7 +1,8 @@
 import type { BcmsFunction } from '../function/types';
 import type { Logger } from '../logger';
 import type { BcmsPlugin } from '../plugin/types';
-import { loadExtension, type LoadedExtension } from './load';
+import { withDeadline } from '../http/deadline';
+import { bundleFilename, loadExtension, type LoadedExtension } from './load';
 import { activeDeployments, type ActiveDeployment } from './store';
 
 /** What is live from deployments: each is swapped in whole, so a request in flight keeps what it matched. */
@@ -203,15 +204,7 @@ export const LOAD_TIMEOUT_MS = 10_000;
  */
 export function loadInProcess(deployment: ActiveDeployment): Promise<RunningExtension> {
   const { kind, name, version, code } = deployment;
-  return withTimeout(loadExtension(kind, name, code, `bcms-deployment:${kind}/${name}@${version}.js`), LOAD_TIMEOUT_MS);
-}
-
-function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`it did not finish loading within ${ms} ms`)), ms);
-  });
-  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+  return withDeadline(loadExtension(kind, name, code, bundleFilename(kind, name, version)), LOAD_TIMEOUT_MS, () => new Error(`it did not finish loading within ${LOAD_TIMEOUT_MS} ms`));
 }
 
 export { activeDeployments };

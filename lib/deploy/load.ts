@@ -28,6 +28,11 @@ export function runBundle(code: string, filename: string, self: string = SELF): 
   return module.exports;
 }
 
+/** The file name a deployed version's code runs under (in stacks and logs). */
+export function bundleFilename(kind: DeploymentKind, name: string, version: string): string {
+  return `bcms-deployment:${kind}/${name}@${version}.js`;
+}
+
 /** The default export (ES module interop) or the module itself. */
 export function defaultExport(exports: unknown): unknown {
   if (exports !== null && typeof exports === 'object' && 'default' in exports) return (exports as { default: unknown }).default;

@@ -3,7 +3,7 @@ import type { Request, Response } from 'express';
 import type { BcmsRepo } from '../db/repository';
 import { hasBody, isJsonType, parseJsonBody, readRawBody } from '../http/body';
 import { BcmsHttpError, type ErrorHandler } from '../http/errors';
-import { IsolateAnswer, ISOLATED } from '../isolate/answer';
+import { IsolateAnswer, isIsolated } from '../isolate/answer';
 import type { Work } from '../http/exchange';
 import { writeJson, writePreflight } from '../http/respond';
 import type { BcmsLogger } from '../use-logger';
@@ -46,7 +46,7 @@ export function createFunctionServer(deps: {
     if (req.body === undefined) req.body = {}; // as BCMS: a call without a body, or with an empty one, reads `{}` (a JSON null stays null)
     const context: BcmsFunctionContext = { request: req, logger, errorHandler, repo, auth };
     // An isolated function's pool enforces its time-out, and ends the isolate that ran past it.
-    if ((definition.handler as { [ISOLATED]?: true })[ISOLATED]) return definition.handler(context) as Promise<unknown>;
+    if (isIsolated(definition.handler)) return definition.handler(context) as Promise<unknown>;
     return withTimeout(definition, context, timeoutMs);
   }
 

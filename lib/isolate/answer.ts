@@ -5,6 +5,11 @@ import type { WireAnswer } from './protocol';
 /** Marks a stand-in of an isolated extension: its pool enforces its time-out (and ends the isolate), not the router's servers. */
 export const ISOLATED = Symbol('bcms-extensions.isolated');
 
+/** Whether a handler is such a stand-in. */
+export function isIsolated(handler: unknown): boolean {
+  return (handler as { [ISOLATED]?: true })[ISOLATED] === true;
+}
+
 /** Headers the service writes itself (the body's length, the connection): an isolate's are dropped. */
 const SERVICE_HEADERS = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive']);
 

@@ -21,7 +21,7 @@ import { bindLogger, toBcmsLogger } from '../use-logger';
 import { createBridgeKnex } from './bridge-knex';
 import { IsolateResponse, makeRequest } from './child-http';
 import type { Ask, ExtensionKind, ExtensionSource, FromIsolate, ToIsolate, WireExtension, WireRoute } from './protocol';
-import { errorToWire, Outbox, toWire, type WireError } from './wire';
+import { errorFromWire, errorToWire, Outbox, toWire, type WireError } from './wire';
 
 /** What `require('bcms-extensions')` gives code in an isolate: the package without its router. */
 const API = path.resolve(__dirname, '..', 'api');
@@ -64,11 +64,7 @@ function fromService(wired: WireError): Error {
   if (wired.http !== undefined && wired.code !== undefined) {
     return new BcmsHttpError(wired.code as ErrorCode, wired.message, wired.http.headers, wired.http.status, wired.http.body);
   }
-  const error = new Error(wired.message) as Error & Record<string, unknown>;
-  error.name = wired.name;
-  if (wired.code !== undefined) error.code = wired.code;
-  if (wired.fields !== undefined) Object.assign(error, wired.fields);
-  return error;
+  return errorFromWire(wired);
 }
 
 /** The service's logger, line by line; errors in a line's object cross as their message and stack. */

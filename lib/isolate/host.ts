@@ -190,11 +190,7 @@ class Isolate {
         : `it exited with code ${code ?? 'unknown'}`;
     // Node writes an uncaught error as `TypeError: message` after the source line that threw.
     const firstError = this.stderr.find((line) => /^[A-Z]\w*(Error|Exception)\b[^:]*:/.test(line)) ?? '';
-    for (const [id, call] of this.calls) {
-      clearTimeout(call.timer);
-      this.calls.delete(id);
-      call.reject(crashed());
-    }
+    for (const id of [...this.calls.keys()]) this.take(id)?.reject(crashed());
     if (this.loading !== undefined) {
       const loading = this.loading;
       this.loading = undefined;

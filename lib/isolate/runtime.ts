@@ -2,7 +2,7 @@ import { Module } from 'node:module';
 import type { ContentStore } from '../db/store';
 import { LOAD_TIMEOUT_MS, type RunningExtension } from '../deploy/deployed';
 import type { LiveExtensions } from '../deploy/live';
-import type { DeploymentKind } from '../deploy/load';
+import { bundleFilename, type DeploymentKind } from '../deploy/load';
 import type { BcmsFunction, BcmsFunctionModule } from '../function/types';
 import type { ResolvedOptions } from '../options';
 import type { BcmsPlugin } from '../plugin/types';
@@ -96,11 +96,6 @@ export class Isolation {
     if (this.closed) void loaded.close?.();
     return loaded;
   }
-}
-
-/** The file name a deployed version's code runs under (in stacks and logs). */
-export function bundleFilename(kind: DeploymentKind, name: string, version: string): string {
-  return `bcms-deployment:${kind}/${name}@${version}.js`;
 }
 
 /** Each registry entry's module file, for `isolate: 'all'`; throws at once, naming an entry that has none. */

@@ -85,11 +85,13 @@ export function errorToWire(error: unknown): WireError {
   return wired;
 }
 
-/** A plain Error carrying what crossed (the BcmsHttpError case is the caller's, who knows its class). */
+/**
+ * A plain Error carrying what crossed (the BcmsHttpError case is the caller's, who knows its class),
+ * with a stack of the receiving side's own: the other side's stack names its files.
+ */
 export function errorFromWire(wired: WireError): Error {
   const error = new Error(wired.message) as Error & Record<string, unknown>;
   error.name = wired.name;
-  if (wired.stack !== undefined) error.stack = wired.stack;
   if (wired.code !== undefined) error.code = wired.code;
   if (wired.fields !== undefined) Object.assign(error, wired.fields);
   return error;

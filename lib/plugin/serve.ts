@@ -3,7 +3,8 @@ import type { Request, Response } from 'express';
 import type { BcmsRepo } from '../db/repository';
 import { hasBody, isJsonType, parseJsonBody, RAW_BODY, readRawBody } from '../http/body';
 import { BcmsHttpError, type ErrorHandler } from '../http/errors';
-import { IsolateAnswer, ISOLATED } from '../isolate/answer';
+import { withDeadline } from '../http/deadline';
+import { IsolateAnswer, isIsolated } from '../isolate/answer';
 import type { Work } from '../http/exchange';
 import { writeBytes, writeJson, writePreflight } from '../http/respond';
 import type { IdentifyPluginKey } from '../security/caller';
@@ -40,7 +41,7 @@ export function createPluginServer(deps: {
    */
   function answer(res: Response, route: PluginRoute, result: unknown): Work {
     // A native promise comes back as it is; a subclass or another thenable is adopted into one.
-    if (isThenable(result)) return (route.method.handler as { [ISOLATED]?: true })[ISOLATED] ? Promise.resolve(result) : withTimeout(Promise.resolve(result), timeoutMs);
+    if (isThenable(result)) return isIsolated(route.method.handler) ? Promise.resolve(result) : withDeadline(Promise.resolve(result), timeoutMs, late);
     writePluginAnswer(res, result);
   }
 
@@ -72,7 +73,7 @@ export function createPluginServer(deps: {
     const guarded = Promise.resolve(preRequestHandler(guard)).then((yielded: unknown) =>
       handler(yielded !== null && typeof yielded === 'object' ? { ...context, ...yielded } : context),
     );
-    return (handler as { [ISOLATED]?: true })[ISOLATED] ? guarded : withTimeout(guarded, timeoutMs);
+    return isIsolated(handler) ? guarded : withDeadline(guarded, timeoutMs, late);
   }
 
   /**
@@ -110,16 +111,8 @@ export function createPluginServer(deps: {
   };
 }
 
-/** The handler's value, or PLUGIN_TIMEOUT once `timeoutMs` passed (an in-process handler runs on: it cannot be stopped). */
-function withTimeout(work: Promise<unknown>, timeoutMs: number): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new BcmsHttpError('PLUGIN_TIMEOUT')), timeoutMs);
-    work.then(
-      (value) => (clearTimeout(timer), resolve(value)),
-      (error: unknown) => (clearTimeout(timer), reject(error)),
-    );
-  });
-}
+/** What an in-process handler still running past `timeoutMs` is answered. */
+const late = (): BcmsHttpError => new BcmsHttpError('PLUGIN_TIMEOUT');
 
 /** Writes what a handler returned (200 unless it chose another status), unless it answered through `response` itself. */
 export function writePluginAnswer(res: ServerResponse, value: unknown): void {
