@@ -13,7 +13,7 @@ import { ContentStore } from '../db/store';
 import { checkExtension, defaultExport, runBundle, type LoadedExtension } from '../deploy/load';
 import { BcmsHttpError, errorHandler, type ErrorCode } from '../http/errors';
 import type { Logger } from '../logger';
-import { JWT_GUARD_RULE, REQUEST_KEY_VERIFIER, REQUEST_PLUGIN, REQUEST_VERIFIER, type GuardedRequest, type JwtGuardRule } from '../plugin/guard';
+import { JWT_GUARD_RULE, markGuardedRequest, runGuarded, type JwtGuardRule } from '../plugin/guard';
 import { methodsOf } from '../plugin/mount';
 import type { BcmsControllerMethod, BcmsPlugin } from '../plugin/types';
 import type { JWT } from '../security/token';
@@ -155,12 +155,8 @@ async function servePlugin(message: Extract<ToIsolate, { t: 'plugin' }>): Promis
   if (message.runGuard && method.preRequestHandler !== undefined) {
     // A guard the author's own pre-request handler calls finds the service's verdicts on the request.
     const verifyAccessToken = (): Promise<JWT> => ask({ op: 'token', call: message.id }) as Promise<JWT>;
-    const guarded = request as unknown as GuardedRequest;
-    guarded[REQUEST_VERIFIER] = verifyAccessToken;
-    guarded[REQUEST_KEY_VERIFIER] = () => ask({ op: 'key', call: message.id }) as never;
-    guarded[REQUEST_PLUGIN] = plugin.name;
-    const yielded: unknown = await method.preRequestHandler({ ...context, verifyAccessToken } as never);
-    result = await method.handler((yielded !== null && typeof yielded === 'object' ? { ...context, ...yielded } : context) as never);
+    markGuardedRequest(request, verifyAccessToken, () => ask({ op: 'key', call: message.id }) as never, plugin.name);
+    result = await runGuarded(method.preRequestHandler as never, method.handler as never, context, verifyAccessToken);
   } else {
     result = await method.handler(context as never);
   }

@@ -58,6 +58,33 @@ export interface GuardContext {
   verifyAccessToken?: () => Promise<JWT>;
 }
 
+/**
+ * Leaves the router's verifiers, and the plugin an API key must list, on a request whose
+ * pre-request handler is not the bare JWT guard: a guard it calls with a context of its own finds
+ * them there.
+ */
+export function markGuardedRequest(request: object, verifyAccessToken: AccessTokenVerifier, verifyPluginKey: IdentifyPluginKey, plugin: string): void {
+  const guarded = request as GuardedRequest;
+  guarded[REQUEST_VERIFIER] = verifyAccessToken;
+  guarded[REQUEST_KEY_VERIFIER] = verifyPluginKey;
+  guarded[REQUEST_PLUGIN] = plugin;
+}
+
+/**
+ * A pre-request handler, then the handler with what it yielded spread into its context (an
+ * object; anything else adds nothing): in the service's process and in an isolate alike.
+ */
+export function runGuarded(
+  preRequestHandler: (context: never) => unknown,
+  handler: (context: never) => unknown,
+  context: object,
+  verifyAccessToken: () => Promise<JWT>,
+): Promise<unknown> {
+  return Promise.resolve(preRequestHandler({ ...context, verifyAccessToken } as never)).then((yielded: unknown) =>
+    handler((yielded !== null && typeof yielded === 'object' ? { ...context, ...yielded } : context) as never),
+  );
+}
+
 /** Verifies the context's bearer token with the router's `jwt` options. */
 export function verifyFromContext(context: GuardContext): Promise<JWT> {
   if (typeof context?.verifyAccessToken === 'function') return context.verifyAccessToken();

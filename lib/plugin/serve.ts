@@ -10,9 +10,9 @@ import { writeBytes, writeJson, writePreflight } from '../http/respond';
 import type { IdentifyPluginKey } from '../security/caller';
 import type { AccessTokenVerifier } from '../security/jwt';
 import type { BcmsLogger } from '../use-logger';
-import { type GuardedRequest, JWT_GUARD_CHECK, type JwtGuardCheck, REQUEST_KEY_VERIFIER, REQUEST_PLUGIN, REQUEST_VERIFIER } from './guard';
+import { JWT_GUARD_CHECK, type JwtGuardCheck, markGuardedRequest, runGuarded } from './guard';
 import type { PluginMatch, PluginRoute } from './routes';
-import type { BcmsPluginContext, PreRequestContext } from './types';
+import type { BcmsPluginContext } from './types';
 
 /** Answers a request for a plugin endpoint, given the paths of the route table it matched. */
 export type PluginServer = (req: Request, res: Response, matches: readonly PluginMatch[] | undefined) => Work;
@@ -63,16 +63,8 @@ export function createPluginServer(deps: {
     // An author's own pre-request handler may call a guard with a context it built: the guard finds
     // the verifiers, and the plugin an API key must list, on the request. Set here only, past the
     // unguarded and JWT fast paths, which need none of them.
-    if (check === undefined) {
-      const guarded = req as GuardedRequest;
-      guarded[REQUEST_VERIFIER] = verifyAccessToken;
-      guarded[REQUEST_KEY_VERIFIER] = verifyPluginKey;
-      guarded[REQUEST_PLUGIN] = route.plugin;
-    }
-    const guard: PreRequestContext = { ...context, verifyAccessToken: () => verifyAccessToken(req) };
-    const guarded = Promise.resolve(preRequestHandler(guard)).then((yielded: unknown) =>
-      handler(yielded !== null && typeof yielded === 'object' ? { ...context, ...yielded } : context),
-    );
+    if (check === undefined) markGuardedRequest(req, verifyAccessToken, verifyPluginKey, route.plugin);
+    const guarded = runGuarded(preRequestHandler as never, handler as never, context, () => verifyAccessToken(req));
     return isIsolated(handler) ? guarded : withDeadline(guarded, timeoutMs, late);
   }
 
