@@ -10,6 +10,8 @@ export interface PluginRoute {
   name: string;
   /** `<controller name>.<method key>`, for logs and errors. */
   label: string;
+  /** Its own names of the path's parameters, in order: `/:description` and `/:id` are one path, each with its names. */
+  paramNames: readonly string[];
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   method: BcmsControllerMethod<any, any>;
 }
@@ -23,10 +25,10 @@ export interface PluginPath {
   allow: string;
 }
 
-/** One path that a request path matches, with the parameters it takes from it. */
+/** One path that a request path matches, with the values of its parameters, in order (`null` for a static path). */
 export interface PluginMatch {
   path: PluginPath;
-  params: Record<string, string> | null;
+  values: readonly string[] | null;
 }
 
 /**
@@ -91,13 +93,14 @@ export class PluginRouteTable {
           if (taken !== undefined) {
             throw new Error(`${at}: ${verb} ${pattern} is already served by method "${taken.label}" of plugin "${taken.plugin}"`);
           }
-          entry.verbs.set(verb, { plugin: plugin.name, name: key, label, method });
+          const paramNames = pattern.split('/').flatMap((segment) => (segment.startsWith(':') ? [segment.slice(1)] : []));
+          entry.verbs.set(verb, { plugin: plugin.name, name: key, label, paramNames, method });
           entry.allow = [...entry.verbs.keys(), 'OPTIONS'].join(', ');
         }
       }
     });
     for (const [pattern, entry] of this.staticPaths) {
-      this.staticMatches.set(pattern, Object.freeze(this.matchParams(pattern, [{ path: entry, params: null }])));
+      this.staticMatches.set(pattern, Object.freeze(this.matchParams(pattern, [{ path: entry, values: null }])));
     }
   }
 
@@ -118,28 +121,35 @@ export class PluginRouteTable {
     if (this.paramPaths.length === 0) return found;
     const parts = path.split('/');
     for (const candidate of this.paramPaths) {
-      const params = matchSegments(candidate.segments as readonly string[], parts);
-      if (params !== undefined) found.push({ path: candidate, params });
+      const values = matchSegments(candidate.segments as readonly string[], parts);
+      if (values !== undefined) found.push({ path: candidate, values });
     }
     return found;
   }
 }
 
-function matchSegments(segments: readonly string[], parts: readonly string[]): Record<string, string> | undefined {
+/** The values a request path gives a path's parameters, in order; `undefined` when it does not match. */
+function matchSegments(segments: readonly string[], parts: readonly string[]): string[] | undefined {
   if (segments.length !== parts.length) return undefined;
-  let params: Record<string, string> | undefined;
+  const values: string[] = [];
   for (let i = 0; i < segments.length; i++) {
     const segment = segments[i] as string;
     const part = parts[i] as string;
     if (segment.startsWith(':')) {
       if (part === '') return undefined;
-      params ??= {};
-      params[segment.slice(1)] = decodeURIComponent(part);
+      values.push(decodeURIComponent(part));
     } else if (segment !== part) {
       return undefined;
     }
   }
-  return params ?? {};
+  return values;
+}
+
+/** `request.params` for a route: its own parameter names, the matched path's values. */
+export function paramsOf(route: PluginRoute, values: readonly string[]): Record<string, string> {
+  const params: Record<string, string> = {};
+  route.paramNames.forEach((name, i) => (params[name] = values[i] as string));
+  return params;
 }
 
 const SEGMENT = /^(?::[A-Za-z_][A-Za-z0-9_]*|[A-Za-z0-9._~!$&'()*+,;=@-]+)$/;

@@ -11,7 +11,7 @@ import type { IdentifyPluginKey } from '../security/caller';
 import type { AccessTokenVerifier } from '../security/jwt';
 import type { BcmsLogger } from '../use-logger';
 import { JWT_GUARD_CHECK, type JwtGuardCheck, markGuardedRequest, runGuarded } from './guard';
-import type { PluginMatch, PluginRoute } from './routes';
+import { paramsOf, type PluginMatch, type PluginRoute } from './routes';
 import type { BcmsPluginContext } from './types';
 
 /** Answers a request for a plugin endpoint, given the paths of the route table it matched. */
@@ -96,7 +96,7 @@ export function createPluginServer(deps: {
     for (const match of matches) {
       const route = match.path.verbs.get(method);
       if (route === undefined) continue;
-      if (match.params !== null) req.params = match.params;
+      if (match.values !== null) req.params = paramsOf(route, match.values);
       return serveRoute(req, res, route);
     }
     throw new BcmsHttpError('METHOD_NOT_ALLOWED', `${req.method} is not allowed here.`, { Allow: allowOf(matches) });

@@ -46,6 +46,17 @@ const items = createBcmsPlugin({
         }),
       }),
     }),
+    // plugin-starter's shape: one path, a parameter named differently by each method.
+    createController({
+      name: 'Todo',
+      path: '/todo',
+      methods: () => ({
+        find: createControllerMethod({ path: '/:description', type: 'get', handler: async ({ request }) => ({ ...request.params }) }),
+        remove: createControllerMethod({ path: '/:id', type: 'delete', handler: async ({ request }) => ({ ...request.params }) }),
+        move: createControllerMethod({ path: '/:id/:to', type: 'put', handler: async ({ request }) => ({ ...request.params }) }),
+        pair: createControllerMethod({ path: '/:left/:right', type: 'get', handler: async ({ request }) => ({ ...request.params }) }),
+      }),
+    }),
   ],
 });
 
@@ -65,6 +76,16 @@ describe('overlapping plugin paths', () => {
   test('GET /items/5/edit reaches GET /items/:id/:sub although PUT /items/:id/edit exists', async () => {
     expect((await request(t.app).get('/api/plugin/shop/items/5/edit')).body).toEqual({ id: '5', sub: 'edit' });
     expect((await request(t.app).put('/api/plugin/shop/items/5/edit')).body).toEqual({ edited: '5' });
+  });
+
+  test('each method of one path reads its own parameter names', async () => {
+    expect((await request(t.app).get('/api/plugin/shop/todo/milk')).body).toEqual({ description: 'milk' });
+    expect((await request(t.app).delete('/api/plugin/shop/todo/42')).body).toEqual({ id: '42' });
+    expect((await request(t.app).put('/api/plugin/shop/todo/42/done')).body).toEqual({ id: '42', to: 'done' });
+    expect((await request(t.app).get('/api/plugin/shop/todo/a%20b/c')).body).toEqual({ left: 'a b', right: 'c' });
+    const res = await request(t.app).post('/api/plugin/shop/todo/42');
+    expect(res.status).toBe(405);
+    expect(res.headers.allow).toBe('GET, DELETE, OPTIONS');
   });
 
   test('405 and preflight list the verbs of every matching path', async () => {
