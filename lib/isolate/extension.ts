@@ -13,7 +13,7 @@ import { createJwtGuard } from '../plugin/guard';
 import type { BcmsController, BcmsControllerMethod, BcmsPlugin, BcmsPluginContext, HttpVerb } from '../plugin/types';
 import type { JWT, JWTPermissionName, JWTRoleName } from '../security/token';
 import { ISOLATED, type IsolateAnswer } from './answer';
-import { IsolatePool, type IsolateServices } from './host';
+import { IsolatePool, type IsolateServices, type NewCall } from './host';
 import type { ExtensionSource, WireExtension, WireRequest, WireRoute } from './protocol';
 
 export interface IsolatedCallSettings {
@@ -54,7 +54,7 @@ export async function startIsolated(
 export function toWireRequest(req: Request, raw?: Buffer): WireRequest {
   const url = req.url;
   const query = url.indexOf('?');
-  return {
+  const wire: WireRequest = {
     method: req.method,
     url,
     originalUrl: req.originalUrl,
@@ -63,13 +63,44 @@ export function toWireRequest(req: Request, raw?: Buffer): WireRequest {
     params: (req.params ?? {}) as Record<string, string>,
     query: query === -1 ? {} : req.query,
     headers: req.headers,
-    ...(req.body === undefined ? {} : { body: req.body }),
-    ...(raw === undefined ? {} : { raw: raw.toString('base64') }),
-    ip: req.ip,
-    protocol: req.protocol,
-    hostname: req.hostname,
-    secure: req.secure,
+    ip: undefined,
+    protocol: 'http',
+    hostname: undefined,
+    secure: false,
   };
+  setAddress(wire, req);
+  if (req.body !== undefined) wire.body = req.body;
+  if (raw !== undefined) wire.raw = raw.toString('base64');
+  return wire;
+}
+
+/**
+ * `ip`, `protocol`, `hostname` and `secure` as Express gives them. From a peer its `trust proxy`
+ * setting does not trust (the default: no proxy), they come from the socket and the Host header
+ * alone, as Express's getters would find, without their parsing of X-Forwarded-* headers.
+ */
+function setAddress(wire: WireRequest, req: Request): void {
+  const socket = req.socket;
+  const trust = req.app?.get('trust proxy fn') as ((address: string | undefined, hop: number) => boolean) | undefined;
+  if (typeof trust !== 'function' || trust(socket.remoteAddress, 0)) {
+    wire.ip = req.ip;
+    wire.protocol = req.protocol;
+    wire.hostname = req.hostname;
+    wire.secure = req.secure;
+    return;
+  }
+  wire.secure = (socket as { encrypted?: boolean }).encrypted === true;
+  wire.ip = socket.remoteAddress;
+  wire.protocol = wire.secure ? 'https' : 'http';
+  wire.hostname = hostnameOf(req.headers.host);
+}
+
+/** Express's `hostname` of a Host header: without its port, an IPv6 literal kept whole. */
+function hostnameOf(host: string | undefined): string | undefined {
+  if (!host) return undefined;
+  const offset = host[0] === '[' ? host.indexOf(']') + 1 : 0;
+  const colon = host.indexOf(':', offset);
+  return colon === -1 ? host : host.slice(0, colon);
 }
 
 function functionStandIn(pool: IsolatePool, extension: Extract<WireExtension, { kind: 'function' }>, settings: IsolatedCallSettings): BcmsFunction {
@@ -103,8 +134,11 @@ function pluginStandIn(pool: IsolatePool, extension: Extract<WireExtension, { ki
 function methodStandIn(pool: IsolatePool, route: WireRoute, index: number, settings: IsolatedCallSettings): BcmsControllerMethod<unknown, unknown> {
   const timeout = (): BcmsHttpError => new BcmsHttpError('PLUGIN_TIMEOUT');
   const runGuard = route.guard.type === 'custom';
-  const call = (req: Request, accessToken: JWT | undefined, raw?: Buffer): Promise<IsolateAnswer> =>
-    pool.call({ t: 'plugin', route: index, request: toWireRequest(req, raw), ...(accessToken === undefined ? {} : { accessToken }), runGuard }, req, settings.pluginTimeoutMs, timeout);
+  const call = (req: Request, accessToken: JWT | undefined, raw?: Buffer): Promise<IsolateAnswer> => {
+    const message: NewCall = { t: 'plugin', route: index, request: toWireRequest(req, raw), runGuard };
+    if (accessToken !== undefined) message.accessToken = accessToken;
+    return pool.call(message, req, settings.pluginTimeoutMs, timeout);
+  };
   const handler = (context: BcmsPluginContext & { accessToken?: JWT }): Promise<IsolateAnswer> => {
     const req = context.request as unknown as Request;
     // A body of a type the router leaves unread (not JSON) crosses as bytes.

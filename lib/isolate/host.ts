@@ -58,7 +58,10 @@ interface PendingCall {
   reject(error: unknown): void;
   request: Request;
   plugin: string | undefined;
-  timer: NodeJS.Timeout;
+  /** When it runs past its time-out (ms, performance.now()), and what it is then answered. */
+  deadline: number;
+  timeoutMs: number;
+  timeout: () => BcmsHttpError;
 }
 
 const LEVELS = new Set(['info', 'warn', 'error', 'debug']);
@@ -68,6 +71,8 @@ class Isolate {
   private readonly child: ChildProcess;
   private readonly calls = new Map<number, PendingCall>();
   private nextCall = 0;
+  /** One timer for every call's time-out (see `watch`), rather than one a call. */
+  private watching: NodeJS.Timeout | undefined;
   private alive = true;
   /** When it last took or answered a call (ms, performance.now()). */
   lastActive = performance.now();
@@ -137,22 +142,46 @@ class Isolate {
     });
   }
 
-  /** Runs a call; rejects with `timeout()` past `timeoutMs` (and the isolate is ended), or EXTENSION_CRASHED. */
+  /**
+   * Runs a call; rejects with `timeout()` past `timeoutMs` (and the isolate is ended), or
+   * EXTENSION_CRASHED. `message` is the caller's own, made for this call: it is numbered here.
+   */
   call(message: NewCall, request: Request, plugin: string | undefined, timeoutMs: number, timeout: () => BcmsHttpError): Promise<IsolateAnswer> {
     if (!this.alive) return Promise.reject(crashed('The extension is not running.'));
     const id = ++this.nextCall;
-    this.lastActive = performance.now();
+    const now = performance.now();
+    this.lastActive = now;
+    (message as CallMessage).id = id;
     return new Promise<IsolateAnswer>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.calls.delete(id);
-        reject(timeout());
-        this.services.logger.warn({ extension: this.label, timeoutMs }, 'bcms-extensions: a call ran past its time-out; its isolate is ended and replaced');
-        this.end();
-      }, timeoutMs);
-      this.calls.set(id, { resolve, reject, request, plugin, timer });
-      this.post({ ...message, id } as CallMessage);
+      this.calls.set(id, { resolve, reject, request, plugin, deadline: now + timeoutMs, timeoutMs, timeout });
+      this.watching ??= setTimeout(this.watch, timeoutMs);
+      this.post(message as CallMessage);
     });
   }
+
+  /**
+   * The calls' time-outs, on one timer: it fires at the earliest deadline it knew of, answers
+   * every call past its own, and is set again for the earliest left. A call past its time-out
+   * ends the isolate (the others then fail as crashed, as its end would have it anyway).
+   */
+  private readonly watch = (): void => {
+    this.watching = undefined;
+    const now = performance.now();
+    let next = Infinity;
+    let late = false;
+    for (const [id, call] of this.calls) {
+      if (call.deadline > now) {
+        next = Math.min(next, call.deadline);
+        continue;
+      }
+      late = true;
+      this.take(id);
+      call.reject(call.timeout());
+      this.services.logger.warn({ extension: this.label, timeoutMs: call.timeoutMs }, 'bcms-extensions: a call ran past its time-out; its isolate is ended and replaced');
+    }
+    if (late) this.end();
+    else if (next !== Infinity) this.watching = setTimeout(this.watch, Math.max(1, Math.ceil(next - now)));
+  };
 
   /** Ends the process and everything it started. */
   end(): void {
@@ -239,8 +268,12 @@ class Isolate {
     const call = this.calls.get(id);
     if (call === undefined) return undefined;
     this.calls.delete(id);
-    clearTimeout(call.timer);
     this.lastActive = performance.now();
+    if (this.calls.size === 0 && this.watching !== undefined) {
+      // Nothing left to time: a timer left set would keep the service's process alive.
+      clearTimeout(this.watching);
+      this.watching = undefined;
+    }
     return call;
   }
 

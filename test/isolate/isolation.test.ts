@@ -65,6 +65,9 @@ describe.each(backends())('deployed code runs isolated (%s)', (backend) => {
       seenByHost.push(String(req.headers.authorization));
       res.json({ host: true, polluted: ({} as Record<string, unknown>).polluted ?? null, hooked: res.getHeader('x-hooked') ?? null });
     });
+    app.get('/host/address', (req, res) => {
+      res.json({ ip: req.ip, protocol: req.protocol, hostname: req.hostname, secure: req.secure, path: req.path });
+    });
     await router.ready;
     deployer = await hmacKey(db.knex, [], { deploy: true, name: 'deployer' });
   });
@@ -79,6 +82,24 @@ describe.each(backends())('deployed code runs isolated (%s)', (backend) => {
     expect(deployed.pid).not.toBe(process.pid);
     expect(deployed.ppid).toBe(process.pid);
     expect((await request(app).get('/api/plugin/host-open/open')).body).toEqual({ pong: true, pid: process.pid });
+  });
+
+  test("the request's ip, protocol and hostname inside are Express's, with and without 'trust proxy'", async () => {
+    await deploy(app, deployer, 'function', 'address', functionSource('address', 'async ({ request: r }) => ({ ip: r.ip, protocol: r.protocol, hostname: r.hostname, secure: r.secure, path: r.path })'));
+    const forwarded = { 'X-Forwarded-For': '203.0.113.7', 'X-Forwarded-Proto': 'https', 'X-Forwarded-Host': 'cms.example.org:8443' };
+    const compare = async (): Promise<unknown> => {
+      const inside = (await request(app).post('/api/function/address?x=1').set(forwarded)).body.result;
+      const host = (await request(app).get('/host/address').set(forwarded)).body;
+      expect(inside).toEqual({ ...host, path: '/api/function/address' });
+      return inside;
+    };
+    try {
+      expect(await compare()).toMatchObject({ protocol: 'http', hostname: '127.0.0.1', secure: false });
+      app.set('trust proxy', true);
+      expect(await compare()).toMatchObject({ ip: '203.0.113.7', protocol: 'https', hostname: 'cms.example.org', secure: true });
+    } finally {
+      app.set('trust proxy', false);
+    }
   });
 
   test('a function that spins past its time-out: 504 FUNCTION_TIMEOUT, the instance answers meanwhile, its isolate is ended and replaced', async () => {
