@@ -7,7 +7,7 @@ import { pathToFileURL } from 'node:url';
 import { isUrlSafe } from '../names';
 import { parseArgs, UsageError, type Io } from './_io';
 import { BUNDLE_DIR } from './deploy';
-import { functionsDir, isFunctionSource } from './port';
+import { backendTsconfigOf, functionsDir, isFunctionSource, pluginBackendDir } from './layout';
 
 export const BUNDLE_USAGE = `  bundle                                    In a plugin or functions project: type-check, bundle the
                                             back end (or each function) as one file with
@@ -136,11 +136,13 @@ export async function runBundle(args: readonly string[], io: Io, cwd = process.c
     if (!isUrlSafe(pluginName)) {
       throw new UsageError('bcms-plugin.config.json needs { "pluginName": "<name>" }, a URL-safe name (letters, digits, "-", "_", ".", "~"); a BCMS v3 project: run bcms-ext port first');
     }
-    io.out('Type-checking backend/... ');
-    typeCheck(cwd, 'tsconfig.json', io);
+    const backend = pluginBackendDir(cwd);
+    if (backend === undefined) throw new UsageError("no backend/main.ts (or src/backend/main.ts) here: the plugin's entry, export default createBcmsPlugin(...)");
+    io.out(`Type-checking ${backend}/... `);
+    typeCheck(cwd, backendTsconfigOf(cwd, backend), io);
     if (fs.existsSync(path.join(cwd, 'ui', 'tsconfig.json'))) typeCheck(cwd, 'ui/tsconfig.json', io);
-    io.out('ok\nBundling backend/main.ts... ');
-    const code = replacePluginNamePlaceholder(await bundleBackend(vite, cwd, path.join(cwd, 'backend', 'main.ts')), pluginName);
+    io.out(`ok\nBundling ${backend}/main.ts... `);
+    const code = replacePluginNamePlaceholder(await bundleBackend(vite, cwd, path.join(cwd, backend, 'main.ts')), pluginName);
     io.out(`${kb(code)}\n`);
     const plugin = typeof projectId === 'string' && projectId !== '' ? projectId : project;
     const bundle: Bundle = { manifest: { kind: 'plugin', name: pluginName, version, sha256: sha256(code), project: plugin }, code };

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { isUrlSafe } from '../names';
 import { parseArgs, UsageError, type Io } from './_io';
+import { packageSpec } from './layout';
 
 export const CREATE_USAGE = `  create plugin NAME                        A plugin project: backend/ (two endpoints, one guarded),
                                             ui/ (Vue 3 .tsx, Vite), bcms-plugin.config.json.
@@ -11,7 +12,6 @@ export const CREATE_USAGE = `  create plugin NAME                        A plugi
 `;
 
 /** The root of this package: generated (and ported) projects depend on it by path (it need not be published). */
-export const PACKAGE_ROOT = path.resolve(__dirname, '..', '..');
 /** The versions this package is built and tested with, pinned in generated (and ported) projects too. */
 export const VERSIONS = { typescript: '7.0.2', vite: '8.3.8', vue: '3.5.45', '@vitejs/plugin-vue-jsx': '5.1.6', '@types/node': '20.19.25' };
 
@@ -60,8 +60,8 @@ export default createBcmsFunction(async () => ({
 `;
 }
 
-function pluginFiles(name: string): Record<string, string> {
-  const dependency = `file:${PACKAGE_ROOT}`;
+/** `dependency`, `uiDependency`: bcms-extensions as the project's package.json and ui/package.json name it (packageSpec). */
+function pluginFiles(name: string, dependency: string, uiDependency: string): Record<string, string> {
   return {
     'package.json': json({
       name,
@@ -114,7 +114,7 @@ export default createBcmsPlugin({ name: '${name}', controllers: [HelloController
       name: `${name}-ui`,
       private: true,
       scripts: { build: 'vite build' },
-      devDependencies: { 'bcms-extensions': dependency, vue: VERSIONS.vue, vite: VERSIONS.vite, '@vitejs/plugin-vue-jsx': VERSIONS['@vitejs/plugin-vue-jsx'], typescript: VERSIONS.typescript },
+      devDependencies: { 'bcms-extensions': uiDependency, vue: VERSIONS.vue, vite: VERSIONS.vite, '@vitejs/plugin-vue-jsx': VERSIONS['@vitejs/plugin-vue-jsx'], typescript: VERSIONS.typescript },
     }),
     'ui/vite.config.mjs': `import vueJsx from '@vitejs/plugin-vue-jsx';
 import { defineConfig } from 'vite';
@@ -203,14 +203,14 @@ export const App = defineComponent({
   };
 }
 
-function functionsFiles(name: string): Record<string, string> {
+function functionsFiles(name: string, dependency: string): Record<string, string> {
   return {
     'package.json': json({
       name,
       version: '0.1.0',
       private: true,
       scripts: { bundle: 'bcms-ext bundle', deploy: 'bcms-ext deploy' },
-      devDependencies: { 'bcms-extensions': `file:${PACKAGE_ROOT}`, typescript: VERSIONS.typescript, vite: VERSIONS.vite, '@types/node': VERSIONS['@types/node'] },
+      devDependencies: { 'bcms-extensions': dependency, typescript: VERSIONS.typescript, vite: VERSIONS.vite, '@types/node': VERSIONS['@types/node'] },
     }),
     'tsconfig.json': backendTsconfig(['src']),
     '.gitignore': gitignore(),
@@ -238,7 +238,7 @@ export async function runCreate(args: readonly string[], io: Io, cwd = process.c
   const root = path.join(cwd, name);
   if (fs.existsSync(root)) throw new UsageError(`${root} exists already: choose another name or folder`);
   if (flags.public !== undefined) throw new UsageError('--public is for create function FN');
-  write(root, what === 'plugin' ? pluginFiles(name) : functionsFiles(name));
+  write(root, what === 'plugin' ? pluginFiles(name, packageSpec(root), packageSpec(path.join(root, 'ui'))) : functionsFiles(name, packageSpec(root)));
   const install = what === 'plugin' ? 'npm install            # the back end at the root; the UI in ui/ (postinstall)' : 'npm install';
   io.out(
     `Created the ${what === 'plugin' ? 'plugin' : 'functions'} project ${name}/. Next:\n` +

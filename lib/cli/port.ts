@@ -2,7 +2,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { isUrlSafe } from '../names';
 import { parseArgs, UsageError, type Io } from './_io';
-import { backendTsconfig, PACKAGE_ROOT, VERSIONS } from './create';
+import { backendTsconfig, VERSIONS } from './create';
+import { backendTsconfigOf, BACKEND_DIRS, functionsDir, packageSpec, pluginBackendDir, type BackendDir } from './layout';
+import { exportedNames, namedImports, PACKAGE, rewriteBcmsImports, rewriteCalledNamespaceImports } from './port-imports';
+import { bcmsPathAliases, parseJsonc, portTsconfig } from './port-tsconfig';
 
 export const PORT_USAGE = `  port [DIR] [--dry-run]                    Rewrite a BCMS v3 plugin or functions project (DIR, default
                                             here) for bcms-extensions: its imports of
@@ -13,15 +16,9 @@ export const PORT_USAGE = `  port [DIR] [--dry-run]                    Rewrite a
                                             run again, it changes nothing. --dry-run writes nothing.
 `;
 
-/** The package every BCMS back-end module name is replaced with. */
-const PACKAGE = 'bcms-extensions';
-/** BCMS's back end and purple-cheetah with its modules: what the extension interface replaces. */
-const BCMS_MODULE = /^@becomes\/(?:cms-backend|purple-cheetah)(?:$|[-/])/;
 const SOURCE_FILE = /\.(?:[cm]?[jt]sx?|vue)$/;
 /** Build output, dependencies and version control: never the author's code. */
 const SKIPPED_DIRS = new Set(['node_modules', 'dist', 'bcms-bundle', '.git']);
-/** Comments, template literals and string literals: the tokens an import's module name hides among. */
-const TOKEN = /\/\/[^\n]*|\/\*[\s\S]*?\*\/|`(?:\\[\s\S]|[^\\`])*`|'((?:\\.|[^\\'\n])*)'|"((?:\\.|[^\\"\n])*)"/g;
 const DEPENDENCY_SECTIONS = ['dependencies', 'devDependencies', 'peerDependencies', 'optionalDependencies'] as const;
 
 export interface PortChange {
@@ -35,6 +32,8 @@ export interface PortResult {
   changes: PortChange[];
   /** What port left as it was, and the author may want to look at. */
   notes: string[];
+  /** What stands in the way of a bundle: imports of names bcms-extensions does not export. */
+  warnings: string[];
 }
 
 /**
@@ -44,42 +43,6 @@ export interface PortResult {
  */
 export function bcmsPluginSlug(name: string): string {
   return name.toLowerCase().replace(/ /g, '-').replace(/_/g, '-').replace(/--/g, '-').replace(/[^a-z0-9-]/g, '');
-}
-
-/** Whether the string literal starting at `quote` is a module name: after `from`, `import`, `require(` or `import(`. */
-function isModuleName(source: string, quote: number): boolean {
-  let i = quote - 1;
-  const skipSpace = (): void => {
-    while (i >= 0 && /\s/.test(source[i] as string)) i--;
-  };
-  skipSpace();
-  const call = source[i] === '(';
-  if (call) {
-    i--;
-    skipSpace();
-  }
-  const end = i + 1;
-  while (i >= 0 && /[\w$]/.test(source[i] as string)) i--;
-  if (i >= 0 && source[i] === '.') return false; // a method: `something.from('x')`
-  const word = source.slice(i + 1, end);
-  return call ? word === 'require' || word === 'import' : word === 'from' || word === 'import';
-}
-
-/**
- * Replaces the module name of every import, `export ... from`, `require()` and `import()` of
- * BCMS's back end or purple-cheetah (and its modules) with `bcms-extensions`, keeping its quotes;
- * nothing else in the text changes (`import type` stays, no two imports are merged). Returns the
- * text and the module names it replaced, in order.
- */
-export function rewriteBcmsImports(source: string): { text: string; replaced: string[] } {
-  const replaced: string[] = [];
-  const text = source.replace(TOKEN, (token: string, single: string | undefined, double: string | undefined, offset: number) => {
-    const name = single ?? double;
-    if (name === undefined || !BCMS_MODULE.test(name) || !isModuleName(source, offset)) return token;
-    replaced.push(name);
-    return `${token[0]}${PACKAGE}${token[0]}`;
-  });
-  return { text, replaced };
 }
 
 function sourceFiles(root: string, dir = root): string[] {
@@ -93,17 +56,6 @@ function sourceFiles(root: string, dir = root): string[] {
     });
 }
 
-/** Whether a file of a functions folder is a function's source (a .ts or .js file, not a declaration file). */
-export const isFunctionSource = (file: string): boolean => /\.(ts|js)$/.test(file) && !file.endsWith('.d.ts');
-
-/** The folder of a functions project's function files: `src/functions` (as bcms-ext create makes it) or `functions`. */
-export function functionsDir(root: string): string | undefined {
-  return ['src/functions', 'functions'].find((dir) => {
-    const full = path.join(root, dir);
-    return fs.existsSync(full) && fs.readdirSync(full).some(isFunctionSource);
-  });
-}
-
 /** JSON written back with the file's own indentation and final newline, so that a port's diff shows only what changed. */
 function jsonLike(original: string, value: unknown): string {
   const indent = /^([ \t]+)"/m.exec(original)?.[1] ?? '  ';
@@ -113,7 +65,7 @@ function jsonLike(original: string, value: unknown): string {
 type PackageJson = Record<string, unknown> & Partial<Record<(typeof DEPENDENCY_SECTIONS)[number] | 'scripts', Record<string, string>>>;
 
 /** package.json's part of the port: what it becomes, and what changed. */
-function portPackageJson(pkg: PackageJson, kind: PortResult['kind'], changes: string[], notes: string[]): void {
+function portPackageJson(pkg: PackageJson, kind: PortResult['kind'], root: string, changes: string[], notes: string[]): void {
   const removed: string[] = [];
   for (const section of DEPENDENCY_SECTIONS) {
     const deps = pkg[section];
@@ -131,8 +83,9 @@ function portPackageJson(pkg: PackageJson, kind: PortResult['kind'], changes: st
   };
   // As bcms-ext create writes it: bundles leave bcms-extensions out, the service provides it.
   if (declared(PACKAGE) === undefined) {
-    addDevDependency(PACKAGE, `file:${PACKAGE_ROOT}`);
-    changes.push(`added ${PACKAGE} (file:${PACKAGE_ROOT})`);
+    const spec = packageSpec(root);
+    addDevDependency(PACKAGE, spec);
+    changes.push(`added ${PACKAGE} (${spec})`);
   }
   // What bcms-ext bundle runs in the project: tsc, vite, and Node's types; older majors than these
   // break it (a BCMS project's TypeScript 4 or @types/node 18), so they are raised too.
@@ -159,10 +112,42 @@ function portPackageJson(pkg: PackageJson, kind: PortResult['kind'], changes: st
     changes.push(scripts[script] === undefined ? `scripts.${script}: "${command}"` : `scripts.${script}: "${scripts[script]}" → "${command}"`);
     scripts[script] = command;
   }
+  for (const [script, command] of Object.entries(scripts)) {
+    // BCMS's own CLI (@becomes/cms-cli) is gone with the other @becomes packages.
+    if (/^bcms(\s|$)/.test(command)) {
+      delete scripts[script];
+      changes.push(`scripts.${script} ("${command}") removed: BCMS's CLI is not installed any more`);
+    }
+  }
+  // plugin-starter's postinstall installs ui/ and copies @becomes/cms-ui's sources into it: the
+  // first would fail on cms-ui, which the registry no longer has, and the second has nothing to copy.
+  const postinstall = scripts.postinstall;
+  if (postinstall !== undefined && /npm-tool\s+--postinstall/.test(postinstall)) {
+    const ui = fs.existsSync(path.join(root, 'ui', 'package.json'));
+    if (ui) scripts.postinstall = 'npm --prefix ui install';
+    else delete scripts.postinstall;
+    changes.push(`scripts.postinstall: "${postinstall}" ${ui ? '→ "npm --prefix ui install"' : 'removed'} (it copied @becomes/cms-ui's sources, which bcms-extensions/ui replaces)`);
+  }
   if (kind === 'functions' && scripts.dev !== undefined && !scripts.dev.startsWith('bcms-ext')) {
     notes.push(`package.json: scripts.dev ("${scripts.dev}") left as it is: bcms-ext dev serves plugin projects`);
   }
 }
+
+/** The tsconfig files of a project that port brings to TypeScript 7: the root's, a plugin back end's and its UI's. */
+function tsconfigFiles(root: string): string[] {
+  const rootConfigs = fs.readdirSync(root).filter((file) => /^tsconfig(\.[\w-]+)?\.json$/.test(file));
+  const nested = [...BACKEND_DIRS, 'ui'].flatMap((dir) => {
+    const folder = path.join(root, dir);
+    if (!fs.existsSync(folder) || !fs.statSync(folder).isDirectory()) return [];
+    return fs.readdirSync(folder).filter((file) => /^tsconfig(\.[\w-]+)?\.json$/.test(file)).map((file) => `${dir}/${file}`);
+  });
+  return [...rootConfigs.sort(), ...nested.sort()].map((file) => path.join(root, file));
+}
+
+/** Files that only BCMS's own server and tools read, which require packages port removes. */
+const BCMS_ONLY_FILES: Record<string, string> = {
+  'bcms.config.js': "BCMS's server config (createBcmsConfig); the host's bcmsExtensions(...) options take its place",
+};
 
 /**
  * Ports the BCMS v3 plugin or functions project in `root` to bcms-extensions (see PORT_USAGE),
@@ -180,22 +165,60 @@ export function portProject(root: string, { write = true }: { write?: boolean } 
   if (kind === undefined) {
     throw new UsageError(`${where}: neither bcms-plugin.config.json (a plugin) nor functions/*.ts (functions). Run bcms-ext port in the project's folder, or give it: bcms-ext port DIR`);
   }
-  if (kind === 'plugin' && !fs.existsSync(path.join(root, 'backend', 'main.ts'))) {
-    throw new UsageError(`${where}: it has bcms-plugin.config.json but no backend/main.ts, the plugin's entry (export default createBcmsPlugin(...))`);
+  const backend: BackendDir | undefined = kind === 'plugin' ? pluginBackendDir(root) : undefined;
+  if (kind === 'plugin' && backend === undefined) {
+    throw new UsageError(`${where}: it has bcms-plugin.config.json but neither backend/main.ts nor src/backend/main.ts, the plugin's entry (export default createBcmsPlugin(...))`);
   }
 
   const writes = new Map<string, string>();
+  const removes = new Set<string>();
   const changes: PortChange[] = [];
   const notes: string[] = [];
+  const warnings: string[] = [];
   const relative = (file: string): string => path.relative(root, file).split(path.sep).join('/');
 
+  // tsconfig files first: the aliases they give BCMS's sources (`@bcms/*`) are BCMS imports too.
+  const aliases = new Set<string>();
+  for (const file of tsconfigFiles(root)) {
+    const text = fs.readFileSync(file, 'utf8');
+    let config: Record<string, unknown>;
+    try {
+      config = parseJsonc(text) as Record<string, unknown>;
+    } catch (error) {
+      throw new UsageError(`${relative(file)} is not JSON (${(error as Error).message}): fix it, then run bcms-ext port again`);
+    }
+    for (const alias of bcmsPathAliases(config)) aliases.add(alias);
+    const what = portTsconfig(config, file);
+    if (what.length === 0) continue;
+    writes.set(file, jsonLike(text, config));
+    for (const line of what) changes.push({ file: relative(file), what: line });
+    if (/\/\/|\/\*/.test(text.replace(/"(?:\\.|[^"\\])*"/g, '""'))) notes.push(`${relative(file)}: its comments were dropped when it was rewritten`);
+  }
+
+  const known = exportedNames();
   for (const file of sourceFiles(root)) {
     const source = fs.readFileSync(file, 'utf8');
-    const { text, replaced } = rewriteBcmsImports(source);
-    if (replaced.length === 0) continue;
-    writes.set(file, text);
-    const names = [...new Set(replaced)];
-    changes.push({ file: relative(file), what: `${replaced.length} import${replaced.length === 1 ? '' : 's'} of ${names.join(', ')} → ${PACKAGE}` });
+    const imports = rewriteBcmsImports(source, [...aliases]);
+    const namespaces = rewriteCalledNamespaceImports(imports.text);
+    if (imports.replaced.length === 0 && namespaces.changed.length === 0) continue;
+    writes.set(file, namespaces.text);
+    const { replaced } = imports;
+    if (replaced.length > 0) {
+      const names = [...new Set(replaced)];
+      changes.push({ file: relative(file), what: `${replaced.length} import${replaced.length === 1 ? '' : 's'} of ${names.join(', ')} → ${PACKAGE}` });
+      const missing = [...new Set(namedImports(namespaces.text).filter((name) => !known.has(name)))];
+      if (missing.length > 0) warnings.push(`${relative(file)}: ${PACKAGE} does not export ${missing.join(', ')}; this file will not type-check or bundle until it no longer needs ${missing.length === 1 ? 'it' : 'them'}`);
+    }
+    for (const binding of namespaces.changed) {
+      changes.push({ file: relative(file), what: `import * as ${binding} → import ${binding} (a namespace import cannot be called; the default import is the module itself, as TypeScript 4 compiled it)` });
+    }
+  }
+
+  for (const [name, why] of Object.entries(BCMS_ONLY_FILES)) {
+    const file = path.join(root, name);
+    if (!fs.existsSync(file) || !/@becomes\//.test(fs.readFileSync(file, 'utf8'))) continue;
+    removes.add(file);
+    changes.push({ file: name, what: `removed: ${why}` });
   }
 
   let pkg: PackageJson;
@@ -210,7 +233,7 @@ export function portProject(root: string, { write = true }: { write?: boolean } 
     throw new UsageError(`${where}: neither its package.json nor its code uses @becomes/* packages (or ${PACKAGE}, for a project ported already)`);
   }
   const pkgChanges: string[] = [];
-  portPackageJson(pkg, kind, pkgChanges, notes);
+  portPackageJson(pkg, kind, root, pkgChanges, notes);
   if (pkgChanges.length > 0) {
     writes.set(pkgFile, jsonLike(pkgText, pkg));
     for (const what of pkgChanges) changes.push({ file: 'package.json', what });
@@ -238,11 +261,12 @@ export function portProject(root: string, { write = true }: { write?: boolean } 
     }
   }
 
-  const tsconfig = path.join(root, 'tsconfig.json');
-  if (!fs.existsSync(tsconfig)) {
-    const include = kind === 'plugin' ? 'backend' : (functions as string);
-    writes.set(tsconfig, backendTsconfig([include]));
-    changes.push({ file: 'tsconfig.json', what: `created: strict, over ${include}/, as bcms-ext create makes it (bcms-ext bundle type-checks with it)` });
+  // The config bcms-ext bundle type-checks the back end with: made when the project has none.
+  const checkConfig = backendTsconfigOf(root, backend);
+  if (!fs.existsSync(path.join(root, checkConfig))) {
+    const include = kind === 'plugin' ? (backend as string) : (functions as string);
+    writes.set(path.join(root, checkConfig), backendTsconfig([include]));
+    changes.push({ file: checkConfig, what: `created: strict, over ${include}/, as bcms-ext create makes it (bcms-ext bundle type-checks with it)` });
   }
   const envExample = path.join(root, '.env.example');
   if (!fs.existsSync(envExample)) {
@@ -258,8 +282,11 @@ export function portProject(root: string, { write = true }: { write?: boolean } 
     changes.push({ file: '.gitignore', what: `${ignored === undefined ? 'created with' : 'added'} ${missing.join(', ')}` });
   }
 
-  if (write) for (const [file, text] of writes) fs.writeFileSync(file, text);
-  return { kind, changes, notes };
+  if (write) {
+    for (const [file, text] of writes) fs.writeFileSync(file, text);
+    for (const file of removes) fs.rmSync(file);
+  }
+  return { kind, changes, notes, warnings };
 }
 
 export async function runPort(args: readonly string[], io: Io, cwd = process.cwd()): Promise<number> {
@@ -267,7 +294,7 @@ export async function runPort(args: readonly string[], io: Io, cwd = process.cwd
   if (positionals.length > 1) throw new UsageError(`expected port [DIR] [--dry-run], got ${positionals.length} folders`);
   const root = path.resolve(cwd, positionals[0] ?? '.');
   const dryRun = flags['dry-run'] === true;
-  const { kind, changes, notes } = portProject(root, { write: !dryRun });
+  const { kind, changes, notes, warnings } = portProject(root, { write: !dryRun });
   const relative = path.relative(cwd, root);
   const shown = relative.startsWith('..') || path.isAbsolute(relative) ? root : relative || '.';
   if (changes.length === 0) {
@@ -277,6 +304,7 @@ export async function runPort(args: readonly string[], io: Io, cwd = process.cwd
     for (const { file, what } of changes) io.out(`  ${file}: ${what}\n`);
   }
   for (const note of notes) io.out(`Note: ${note}\n`);
+  for (const warning of warnings) io.err(`Warning: ${warning}\n`);
   if (changes.length > 0 && !dryRun) {
     io.out(
       `Next:\n  npm install\n  cp .env.example .env   # BCMS_URL, and a key that may deploy: bcms-ext keys create --name deployer --deploy --env\n` +

@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { main } from '../../lib/cli/main';
-import { bcmsPluginSlug, rewriteBcmsImports } from '../../lib/cli/port';
+import { bcmsPluginSlug } from '../../lib/cli/port';
+import { rewriteBcmsImports } from '../../lib/cli/port-imports';
 import { BCMS_V3_FIXTURES, copyBcmsV3Fixture, type BcmsV3Fixture } from '../support/bcms-v3';
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -127,34 +128,55 @@ describe('bcms-ext port on a copy of a BCMS v3 project', () => {
     expect(expectOnlyImportLinesChanged(before, after)).toBe(20);
 
     // Files port adds; files it leaves byte for byte.
-    expect([...after.keys()].filter((file) => !before.has(file)).sort()).toEqual(['.env.example', 'tsconfig.json']);
+    expect([...after.keys()].filter((file) => !before.has(file)).sort()).toEqual(['.env.example']);
     for (const [file, bytes] of before) {
-      if (file.endsWith('.ts') || ['package.json', 'bcms-plugin.config.json', '.gitignore'].includes(file)) continue;
+      if (file.endsWith('.ts') || ['package.json', 'bcms-plugin.config.json', '.gitignore', 'backend/tsconfig.json'].includes(file)) continue;
       expect([file, (after.get(file) as Buffer).equals(bytes)]).toEqual([file, true]);
     }
     expect(after.get('bcms-plugin.config.json')?.toString()).toBe('{\n  "pluginName": "reading-list"\n}\n');
     expect(after.get('.gitignore')?.toString()).toBe('node_modules/\ndist/\nbcms-bundle/\n.env\n');
-    expect(JSON.parse(after.get('tsconfig.json')?.toString() as string)).toMatchObject({ compilerOptions: { strict: true }, include: ['backend'] });
+    // BCMS's back-end tsconfig, for TypeScript 7: what it refuses goes, the author's own options stay.
+    expect(JSON.parse(after.get('backend/tsconfig.json')?.toString() as string)).toEqual({
+      compilerOptions: {
+        module: 'commonjs',
+        declaration: true,
+        removeComments: true,
+        emitDecoratorMetadata: true,
+        experimentalDecorators: true,
+        strict: true,
+        target: 'ES2020',
+        outDir: '../dist/backend',
+        rootDir: './',
+        skipLibCheck: true,
+        noUnusedLocals: true,
+        noUnusedParameters: true,
+      },
+      include: ['./**/*'],
+    });
 
     const oldPkg = JSON.parse(before.get('package.json')?.toString() as string) as Record<string, Record<string, string>>;
     const pkg = JSON.parse(after.get('package.json')?.toString() as string) as Record<string, Record<string, string>>;
     expect(pkg).toEqual({
       ...oldPkg,
       scripts: { ...oldPkg.scripts, dev: 'bcms-ext dev', bundle: 'bcms-ext bundle', deploy: 'bcms-ext deploy' },
-      devDependencies: { '@types/node': '20.19.25', typescript: '7.0.2', 'bcms-extensions': `file:${ROOT}`, vite: '8.3.8' },
+      devDependencies: { '@types/node': '20.19.25', typescript: '7.0.2', 'bcms-extensions': `file:${path.relative(dir, ROOT)}`, vite: '8.3.8' },
     });
     expect(Object.keys(pkg)).toEqual(Object.keys(oldPkg)); // the keys keep their order
 
     expect(run.out).toBe(
       [
         `Ported ${dir} (a BCMS v3 plugin project) to bcms-extensions:`,
+        '  backend/tsconfig.json: importsNotUsedAsValues removed (TypeScript 7 has no such option)',
+        '  backend/tsconfig.json: baseUrl removed (TypeScript 7 has no such option; paths are relative to the tsconfig)',
+        "  backend/tsconfig.json: paths @becomes/cms-backend/* removed (BCMS's own sources; those imports now name bcms-extensions)",
+        "  backend/tsconfig.json: include: BCMS's own sources (node_modules/@becomes/...) removed",
         '  backend/book/controller.ts: 5 imports of @becomes/cms-backend/src/types, @becomes/cms-backend/src/util, @becomes/purple-cheetah, @becomes/purple-cheetah-mod-jwt/types, @becomes/purple-cheetah/types → bcms-extensions',
         '  backend/book/models/main.ts: 2 imports of @becomes/purple-cheetah-mod-fsdb/types, @becomes/purple-cheetah/types → bcms-extensions',
         '  backend/book/repo.ts: 6 imports of @becomes/cms-backend/src/config, @becomes/purple-cheetah-mod-fsdb/types, @becomes/purple-cheetah-mod-fsdb, @becomes/purple-cheetah-mod-mongodb-mem-cache/types, @becomes/purple-cheetah-mod-mongodb-mem-cache, @becomes/purple-cheetah-mod-mongodb → bcms-extensions',
         '  backend/main.ts: 1 import of @becomes/cms-backend/src/plugin → bcms-extensions',
         '  backend/shelf/controller.ts: 6 imports of @becomes/cms-backend/src/types, @becomes/cms-backend/src/util, @becomes/purple-cheetah, @becomes/purple-cheetah-mod-jwt, @becomes/purple-cheetah-mod-jwt/types, @becomes/purple-cheetah/types → bcms-extensions',
         '  package.json: removed @becomes/cms-backend, @becomes/cms-cli, @becomes/purple-cheetah, @becomes/purple-cheetah-mod-fsdb, @becomes/purple-cheetah-mod-jwt, @becomes/purple-cheetah-mod-mongodb, @becomes/purple-cheetah-mod-mongodb-mem-cache',
-        `  package.json: added bcms-extensions (file:${ROOT})`,
+        `  package.json: added bcms-extensions (file:${path.relative(dir, ROOT)})`,
         '  package.json: typescript ^4.9.5 → 7.0.2 (bcms-ext bundle type-checks with moduleResolution "bundler", TypeScript 5 or newer)',
         '  package.json: added vite 8.3.8 (bcms-ext bundle runs it)',
         '  package.json: @types/node ^18.15.11 → 20.19.25 (vite 8.3.8 asks for @types/node 20.19 or newer, and npm install refuses an older one)',
@@ -162,7 +184,6 @@ describe('bcms-ext port on a copy of a BCMS v3 project', () => {
         '  package.json: scripts.deploy: "bcms --plugin deploy" → "bcms-ext deploy"',
         '  package.json: scripts.dev: "docker compose up" → "bcms-ext dev"',
         '  bcms-plugin.config.json: pluginName "Reading List" → "reading-list" (as BCMS\'s CLI slugs it: the plugin\'s URL name)',
-        '  tsconfig.json: created: strict, over backend/, as bcms-ext create makes it (bcms-ext bundle type-checks with it)',
         '  .env.example: created: where bcms-ext deploy sends bundles, and its key (copy it to .env)',
         '  .gitignore: added bcms-bundle/, .env',
         'Next:',
@@ -188,7 +209,7 @@ describe('bcms-ext port on a copy of a BCMS v3 project', () => {
     expect(JSON.parse(after.get('tsconfig.json')?.toString() as string)).toMatchObject({ include: ['functions'] });
     const pkg = JSON.parse(after.get('package.json')?.toString() as string) as Record<string, Record<string, string>>;
     expect(pkg.scripts).toEqual({ bundle: 'bcms-ext bundle', deploy: 'bcms-ext deploy' });
-    expect(pkg.devDependencies).toEqual({ '@types/node': '20.19.25', typescript: '7.0.2', 'bcms-extensions': `file:${ROOT}`, vite: '8.3.8' });
+    expect(pkg.devDependencies).toEqual({ '@types/node': '20.19.25', typescript: '7.0.2', 'bcms-extensions': `file:${path.relative(dir, ROOT)}`, vite: '8.3.8' });
     expect(run.out).toContain(`Ported ${dir} (a BCMS v3 functions project) to bcms-extensions:\n`);
     expect(run.out).toContain('  functions/blog-titles.ts: 3 imports of @becomes/cms-backend/src/function, @becomes/cms-backend/src/repo, @becomes/purple-cheetah/types → bcms-extensions\n');
     expect(run.out).toContain('  package.json: scripts.bundle: "bcms --function bundle" → "bcms-ext bundle"\n');
@@ -223,7 +244,7 @@ describe('bcms-ext port on a copy of a BCMS v3 project', () => {
     const before = snapshot(dir);
     const run = await bcmsExt(['port', '--dry-run'], dir);
     expect(run.code).toBe(0);
-    expect(run.out).toMatch(/^Would port \. \(a BCMS v3 plugin project\) to bcms-extensions:\n {2}backend\/book\/controller\.ts: 5 imports/);
+    expect(run.out).toMatch(/^Would port \. \(a BCMS v3 plugin project\) to bcms-extensions:\n {2}backend\/tsconfig\.json: importsNotUsedAsValues removed/);
     expect(run.out).not.toContain('Next:');
     expect(snapshot(dir)).toEqual(before);
   });
@@ -243,7 +264,7 @@ describe('bcms-ext port refuses a folder that is not a BCMS v3 project, and writ
     ['an empty folder', {}, /is not a BCMS v3 plugin or functions project: it has no package\.json\. Run bcms-ext port in the project's folder, or give it: bcms-ext port DIR/],
     ['a package with neither plugin config nor functions', { 'package.json': '{"name":"x"}', 'index.ts': "import '@becomes/cms-backend';" }, /neither bcms-plugin\.config\.json \(a plugin\) nor functions\/\*\.ts \(functions\)/],
     ['functions that use nothing of BCMS', { 'package.json': '{"name":"x"}', 'functions/a.ts': 'export default 1;' }, /neither its package\.json nor its code uses @becomes\/\* packages/],
-    ['a plugin config without backend/main.ts', { 'package.json': '{"name":"x"}', 'bcms-plugin.config.json': '{"pluginName":"X"}' }, /has bcms-plugin\.config\.json but no backend\/main\.ts/],
+    ['a plugin config without backend/main.ts', { 'package.json': '{"name":"x"}', 'bcms-plugin.config.json': '{"pluginName":"X"}' }, /has bcms-plugin\.config\.json but neither backend\/main\.ts nor src\/backend\/main\.ts/],
     ['a pluginName whose slug a URL cannot carry', { 'package.json': '{"devDependencies":{"@becomes/cms-backend":"3.1.8"}}', 'bcms-plugin.config.json': '{"pluginName":" Spaced"}', 'backend/main.ts': '' }, /pluginName " Spaced" in bcms-plugin\.config\.json slugs to "-spaced", not a name a URL can carry/],
     ['a package.json that is not JSON', { 'package.json': '{', 'functions/a.ts': "import '@becomes/cms-backend';" }, /package\.json is not JSON/],
   ])('%s', async (_what, files: Record<string, string>, message) => {

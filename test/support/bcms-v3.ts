@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { replacePluginNamePlaceholder } from '../../lib/cli/bundle';
+import { backendTsconfigOf, pluginBackendDir } from '../../lib/cli/layout';
 import { portProject, type PortResult } from '../../lib/cli/port';
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -78,7 +79,7 @@ export function portBcmsV3Fixture(
 
 /**
  * Type-checks a ported project with this repository's TypeScript (`npx tsc`), with the options
- * `bcms-ext bundle` type-checks it with (the tsconfig.json port wrote: strict), and
+ * `bcms-ext bundle` type-checks it with (backendTsconfigOf: the one port rewrote or wrote), and
  * `bcms-extensions` resolved to this build's declarations (dist/index.d.ts: run `npm run build`
  * first), as an installed project resolves it. Resolves to tsc's exit status and output.
  */
@@ -86,7 +87,7 @@ export function typeCheckPorted(dir: string): { status: number | null; output: s
   const config = path.join(dir, 'tsconfig.check.json');
   fs.writeFileSync(
     config,
-    `${JSON.stringify({ extends: './tsconfig.json', compilerOptions: { paths: { 'bcms-extensions': [path.join(ROOT, 'dist', 'index.d.ts')] } } }, null, 2)}\n`,
+    `${JSON.stringify({ extends: `./${backendTsconfigOf(dir, pluginBackendDir(dir))}`, compilerOptions: { paths: { 'bcms-extensions': [path.join(ROOT, 'dist', 'index.d.ts')] } } }, null, 2)}\n`,
   );
   const tsc = path.join(ROOT, 'node_modules', '.bin', 'tsc');
   const result = spawnSync(tsc, ['--noEmit', '-p', config], { cwd: dir, encoding: 'utf8' });

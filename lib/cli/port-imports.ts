@@ -1,0 +1,125 @@
+/**
+ * `bcms-ext port`'s part for source files: the module names of BCMS's imports, the namespace
+ * imports TypeScript 4 let a file call, and the names this package does not export.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { PACKAGE_ROOT } from './layout';
+
+/** The package every BCMS back-end module name is replaced with. */
+export const PACKAGE = 'bcms-extensions';
+/** BCMS's back end and purple-cheetah with its modules: what the extension interface replaces. */
+const BCMS_MODULE = /^@becomes\/(?:cms-backend|purple-cheetah)(?:$|[-/])/;
+/** Comments, template literals and string literals: the tokens an import's module name hides among. */
+const TOKEN = /\/\/[^\n]*|\/\*[\s\S]*?\*\/|`(?:\\[\s\S]|[^\\`])*`|'((?:\\.|[^\\'\n])*)'|"((?:\\.|[^\\"\n])*)"/g;
+
+/** Whether the string literal starting at `quote` is a module name: after `from`, `import`, `require(` or `import(`. */
+function isModuleName(source: string, quote: number): boolean {
+  let i = quote - 1;
+  const skipSpace = (): void => {
+    while (i >= 0 && /\s/.test(source[i] as string)) i--;
+  };
+  skipSpace();
+  const call = source[i] === '(';
+  if (call) {
+    i--;
+    skipSpace();
+  }
+  const end = i + 1;
+  while (i >= 0 && /[\w$]/.test(source[i] as string)) i--;
+  if (i >= 0 && source[i] === '.') return false; // a method: `something.from('x')`
+  const word = source.slice(i + 1, end);
+  return call ? word === 'require' || word === 'import' : word === 'from' || word === 'import';
+}
+
+/**
+ * Replaces the module name of every import, `export ... from`, `require()` and `import()` of
+ * BCMS's back end or purple-cheetah (and its modules), or of an alias the project's tsconfig
+ * gave BCMS's sources (`aliases`: `@bcms` for `@bcms/*`), with `bcms-extensions`, keeping its
+ * quotes; nothing else in the text changes (`import type` stays, no two imports are merged).
+ * Returns the text and the module names it replaced, in order.
+ */
+export function rewriteBcmsImports(source: string, aliases: readonly string[] = []): { text: string; replaced: string[] } {
+  const replaced: string[] = [];
+  const isBcms = (name: string): boolean => BCMS_MODULE.test(name) || aliases.some((alias) => name === alias || name.startsWith(`${alias}/`));
+  const text = source.replace(TOKEN, (token: string, single: string | undefined, double: string | undefined, offset: number) => {
+    const name = single ?? double;
+    if (name === undefined || !isBcms(name) || !isModuleName(source, offset)) return token;
+    replaced.push(name);
+    return `${token[0]}${PACKAGE}${token[0]}`;
+  });
+  return { text, replaced };
+}
+
+const NAMESPACE_IMPORT = /\bimport\s+\*\s+as\s+([A-Za-z_$][\w$]*)\s+from\s+(['"])([^'"]+)\2/g;
+
+/**
+ * `import * as sha1 from 'crypto-js/sha1'`, then `sha1(...)`: TypeScript 4 compiled it to a
+ * `require()`, whose value a file could call; TypeScript 7 and a bundler give a namespace object,
+ * which cannot be called. Such an import of a package (never a file of the project) whose binding
+ * the file calls or `new`s becomes a default import, which is the package's `module.exports`.
+ * Returns the text and the bindings it changed.
+ */
+export function rewriteCalledNamespaceImports(source: string): { text: string; changed: string[] } {
+  const changed: string[] = [];
+  const text = source.replace(NAMESPACE_IMPORT, (statement: string, binding: string, quote: string, module: string) => {
+    if (module.startsWith('.') || module.startsWith('/')) return statement;
+    const rest = source.replace(statement, '');
+    const called = new RegExp(`(?<![\\w$.])${binding.replace(/\$/g, '\\$')}\\s*\\(|\\bnew\\s+${binding.replace(/\$/g, '\\$')}\\b`).test(rest);
+    if (!called) return statement;
+    changed.push(binding);
+    return `import ${binding} from ${quote}${module}${quote}`;
+  });
+  return { text, changed };
+}
+
+const NAMED_IMPORT = /\b(?:import|export)\s+(?:type\s+)?\{([^}]*)\}\s*from\s*['"]([^'"]+)['"]/g;
+
+/** The names a file imports (or re-exports) from `module` in braces: `{ a, type B, c as d }` gives a, B, c. */
+export function namedImports(source: string, module = PACKAGE): string[] {
+  const names: string[] = [];
+  for (const match of source.matchAll(NAMED_IMPORT)) {
+    if (match[2] !== module) continue;
+    for (const part of (match[1] as string).split(',')) {
+      const name = part
+        .trim()
+        .replace(/^type\s+/, '')
+        .split(/\s+as\s+/)[0]
+        ?.trim();
+      if (name !== undefined && name !== '') names.push(name);
+    }
+  }
+  return names;
+}
+
+let exported: Set<string> | undefined;
+
+/** Every name `bcms-extensions` exports, values and types, read from its declarations (or its sources, unbuilt). */
+export function exportedNames(): ReadonlySet<string> {
+  if (exported !== undefined) return exported;
+  const names = new Set<string>();
+  const built = path.join(PACKAGE_ROOT, 'dist', 'index.d.ts');
+  collectExports(fs.existsSync(built) ? built : path.join(PACKAGE_ROOT, 'lib', 'index.ts'), names, new Set());
+  exported = names;
+  return names;
+}
+
+function collectExports(file: string, names: Set<string>, seen: Set<string>): void {
+  if (seen.has(file) || !fs.existsSync(file)) return;
+  seen.add(file);
+  const source = fs.readFileSync(file, 'utf8');
+  for (const match of source.matchAll(/\bexport\s+(?:type\s+)?\{([^}]*)\}/g)) {
+    for (const part of (match[1] as string).split(',')) {
+      const name = part.trim().replace(/^type\s+/, '').split(/\s+as\s+/).pop()?.trim();
+      if (name !== undefined && name !== '') names.add(name);
+    }
+  }
+  for (const match of source.matchAll(/\bexport\s+(?:declare\s+)?(?:const|let|var|function|class|interface|type|enum|namespace|abstract\s+class)\s+([A-Za-z_$][\w$]*)/g)) {
+    names.add(match[1] as string);
+  }
+  for (const match of source.matchAll(/\bexport\s+\*\s+from\s+['"](\.[^'"]+)['"]/g)) {
+    const base = path.resolve(path.dirname(file), match[1] as string);
+    const next = [`${base}.d.ts`, `${base}.ts`].find((candidate) => fs.existsSync(candidate));
+    if (next !== undefined) collectExports(next, names, seen);
+  }
+}
