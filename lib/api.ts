@@ -1,6 +1,7 @@
 // Everything the package exports but the router itself: what code inside an isolate gets for
 // `require('bcms-extensions')` (lib/isolate/child.ts), without loading Express and the router.
-export type { Logger } from './logger';
+// The host's logger (the `logger` option): pino's shape.
+export type { Logger as ServiceLogger } from './logger';
 export { createBcmsPlugin, createController, createControllerMethod } from './plugin/create';
 export type {
   BcmsController,
@@ -53,6 +54,8 @@ export type { ObjectPropSchema, ObjectPropSchemaArrayChild, ObjectSchema } from 
 export type { BodySchema } from './schema/body';
 export { useLogger } from './use-logger';
 export type { BcmsLogger } from './use-logger';
+// purple-cheetah's `Logger`: the logger handed to BCMS code, `(place, message)` and pino's `(object, message)` alike.
+export type { BcmsLogger as Logger } from './use-logger';
 // The BCMS client's signed calls (issue 15): what GET /api/key/access/list answers.
 export type { BcmsKeyAccess } from './function/access-list';
 // Plugin-owned repositories (BCMS's FSDB and MongoDB-cached forms, and ours), BCMSConfig, BCMSRepo's shapes.
@@ -95,3 +98,10 @@ export type {
   NewBCMSEntry,
   NewBCMSTemplate,
 } from './db/bcms-content';
+// The rest of purple-cheetah and BCMS that plugins import (lib/bcms/).
+export { MongoDBEntitySchemaString, ObjectUtility, ObjectUtilityError, StringUtility, useObjectUtility, useStringUtility } from './bcms/utilities';
+export { FilesRootError, useFS } from './bcms/fs';
+export type { FS, FSConfig, FSFileTreeItem, FSFileTreeList } from './bcms/fs';
+export { useSocket } from './bcms/socket';
+export type { Socket, SocketEvent } from './bcms/socket';
+export type { BCMSPluginPolicy, Controller, ControllerMethodPreRequestHandler, Middleware } from './bcms/types';

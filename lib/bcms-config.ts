@@ -3,7 +3,10 @@
  * repository files branch on `database.fs` and name their collections with `database.prefix`.
  */
 export interface BCMSConfig {
-  /** BCMS's local development mode; plugins read it to relax what only matters in production. */
+  /**
+   * BCMS's local mode. `true` here: plugins then build their paths under `process.cwd()` (in an
+   * isolate, the plugin's folder of `files.dir`) rather than BCMS's shared volume at the root.
+   */
   local: boolean;
   database: {
     /** What collection names start with: `${BCMSConfig.database.prefix}_my-plugin_todo`. */
@@ -28,7 +31,7 @@ export interface BCMSConfig {
  * const repo = BCMSConfig.database.fs ? createFSDBRepository({ ... }) : createMongoDBCachedRepository({ ... });
  */
 export const BCMSConfig: BCMSConfig = {
-  local: false,
+  local: true,
   database: {
     prefix: 'bcms',
     fs: true,

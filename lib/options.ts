@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { parseByteSize } from './http/body';
 import type { DatabaseOption } from './db/connection';
 import { createDefaultLogger, type Logger } from './logger';
@@ -32,6 +33,11 @@ export interface BcmsExtensionsOptions {
   extensionEnv?: Record<string, string>;
   /** `'off'`: run no deployment (to recover from a bad one); also `BCMS_DEPLOYMENTS=off`. Default `'on'`. */
   deployments?: 'on' | 'off';
+  /**
+   * Where BCMS code's files land (`useFS`, paths built from `BCMSConfig` or, in an isolate,
+   * `process.cwd()`): a folder of it per plugin. Default `.bcms/files` under the working directory.
+   */
+  files?: { dir?: string };
   /** pino-compatible logger. Default: a pino logger named `bcms-extensions`. */
   logger?: Logger;
   /**
@@ -52,6 +58,8 @@ export interface ResolvedOptions {
   readonly extensionMemoryMb: number;
   readonly extensionEnv: Readonly<Record<string, string>>;
   readonly deployments: 'on' | 'off';
+  /** `files.dir`, absolute. */
+  readonly filesDir: string;
   readonly logger: Logger;
   readonly admin: Readonly<AdminSettings> | null;
 }
@@ -69,7 +77,7 @@ export const defaultOptions = Object.freeze({
 
 const KNOWN = new Set([
   'jwt', 'database', 'signature', 'bodyLimit', 'functionTimeoutMs', 'pluginTimeoutMs', 'logger', 'admin',
-  'isolate', 'extensionMemoryMb', 'extensionEnv', 'deployments',
+  'isolate', 'extensionMemoryMb', 'extensionEnv', 'deployments', 'files',
 ]);
 
 /** A nested option is an object of known keys: a typo such as `jwt.secert` must not pass silently. */
@@ -90,8 +98,10 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined, env: 
   for (const key of Object.keys(options)) {
     if (!KNOWN.has(key)) throw new TypeError(`unknown option "${key}" (known: ${[...KNOWN].join(', ')})`);
   }
-  const { jwt = {}, signature = {} } = options;
+  const { jwt = {}, signature = {}, files = {} } = options;
   checkKeys(jwt, 'jwt', ['secret', 'algorithms', 'issuer', 'audience']);
+  checkKeys(files, 'files', ['dir']);
+  if (files.dir !== undefined && (typeof files.dir !== 'string' || files.dir === '')) throw new TypeError('option files.dir must be a folder (a non-empty string)');
   checkKeys(signature, 'signature', ['clockSkewSeconds']);
   const admin = resolveAdmin(options.admin);
 
@@ -128,6 +138,7 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined, env: 
     extensionMemoryMb,
     extensionEnv: Object.freeze({ ...extensionEnv }),
     deployments,
+    filesDir: path.resolve(files.dir ?? path.join('.bcms', 'files')),
     logger,
     admin,
   }) as ResolvedOptions;

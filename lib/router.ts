@@ -1,5 +1,7 @@
+import { EventEmitter } from 'node:events';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { Knex } from 'knex';
+import { bindBcmsServices } from './bcms/bind';
 import { bcmsContentRepoOf, bindBcmsRepo } from './db/bcms-repo';
 import { openDatabase, type DatabaseOption } from './db/connection';
 import { createRepository } from './db/repository';
@@ -44,6 +46,8 @@ export interface BcmsExtensionsRouter extends Router {
   readonly ready: Promise<void>;
   /** The Knex instance the router uses (migrated once `ready` resolved). */
   readonly db: Knex;
+  /** `'socket'`: an event a plugin sent with `useSocket()` (`{ scope, eventName, eventData }`), from this process or an isolate. */
+  readonly events: EventEmitter;
   /** Closes what the router opened: its pool, or its embedded database. */
   close(): Promise<void>;
 }
@@ -90,6 +94,8 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   // controller setups, which run next, included).
   bindBcmsRepo(store);
   bindLogger(logger);
+  const events = new EventEmitter();
+  bindBcmsServices(settings.filesDir, events);
   const bcmsLogger = toBcmsLogger(logger);
   for (const plugin of registryPlugins) {
     if (Array.isArray(plugin.middleware) && plugin.middleware.length > 0) {
@@ -100,7 +106,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   const verifyPluginKey = createPluginKeyCheck({ verifySignedRequest, verifyClientSignedRequest, bodyLimit, logger });
 
   // Isolates: what deployed code (and, with `isolate: 'all'`, the registry's) runs in. Deployments go live by swapping the live tables.
-  const isolation = new Isolation(settings, { store, verifyAccessToken, verifyPluginKey });
+  const isolation = new Isolation(settings, { store, verifyAccessToken, verifyPluginKey, events });
   const start = settings.isolate === 'none' ? undefined : isolation.deployment.bind(isolation);
   const deployments = new Deployments({ store, live, ui, logger, start, enabled: settings.deployments === 'on' });
   // Settles only once both are done, so that a refused registry leaves no migration running behind it.
@@ -178,6 +184,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   return Object.assign(router, {
     ready,
     db: store.database.knex,
+    events,
     close: async () => {
       // Loads under way finish, then every isolate is ended, before the database closes under them.
       await deployments.close();

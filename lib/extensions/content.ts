@@ -2,7 +2,7 @@ import { type BCMSContentRepo, type BCMSEntry, type BCMSTemplate, BcmsRepoFieldE
 import type { BcmsFunction } from '../function/types';
 import { BcmsHttpError } from '../http/errors';
 import { createController, createControllerMethod } from '../plugin/create';
-import { createJwtProtectionPreRequestHandler } from '../plugin/guard';
+import { createJwtProtectionPreRequestHandler, verifyFromContext } from '../plugin/guard';
 import { BCMSRouteProtection } from '../plugin/route-protection';
 import type { BcmsController, BcmsPlugin, BcmsPluginPolicy, PreRequestHandler } from '../plugin/types';
 import type { ObjectSchema } from '../schema/object-schema';
@@ -31,8 +31,8 @@ const writer = <Body>(bodySchema: ObjectSchema) =>
   BCMSRouteProtection.createJwtAndBodyCheckPreRequestHandler<Body>({ roleNames: ANY_ROLE, permissionName: JWTPermissionName.WRITE, bodySchema });
 
 /** Any verified token, whatever its roles hold: the signed-in user may always read who they are. */
-const signedIn: PreRequestHandler<{ accessToken: JWT<Record<string, unknown>> }> = async ({ verifyAccessToken }) => ({
-  accessToken: (await verifyAccessToken()) as JWT<Record<string, unknown>>,
+const signedIn: PreRequestHandler<{ accessToken: JWT<Record<string, unknown>> }> = async (context) => ({
+  accessToken: (await verifyFromContext(context)) as JWT<Record<string, unknown>>,
 });
 
 /** Who wrote it, as the token names them (a token's `userId` that is not a string names no one). */

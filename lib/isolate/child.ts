@@ -7,6 +7,8 @@
  */
 import path from 'node:path';
 import type { Knex } from 'knex';
+import { setFilesRoot } from '../bcms/fs';
+import { setSocketPublisher } from '../bcms/socket';
 import { bindBcmsRepo } from '../db/bcms-repo';
 import { createRepository } from '../db/repository';
 import { ContentStore } from '../db/store';
@@ -104,6 +106,9 @@ const store = new ContentStore(database, logger, { migratedElsewhere: true });
 const repo = createRepository(store);
 bindBcmsRepo(store);
 bindLogger(logger);
+// Its files land in its own folder of the service's files directory, which the host made its cwd.
+setFilesRoot(process.cwd());
+setSocketPublisher(({ scope, eventName, eventData }) => send({ t: 'event', scope, eventName, eventData: toWire(eventData) }));
 const bcmsLogger = toBcmsLogger(logger);
 
 let extension: LoadedExtension | undefined;

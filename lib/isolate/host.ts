@@ -19,6 +19,7 @@ import type { AccessTokenVerifier } from '../security/jwt';
 import { IsolateAnswer } from './answer';
 import type { DatabaseBridge } from './database-bridge';
 import type { Ask, ExtensionKind, ExtensionSource, FromIsolate, ToIsolate, WireExtension } from './protocol';
+import type { SocketEvent } from '../bcms/socket';
 import { fromWire, Outbox, toWire, errorToWire, type WireError } from './wire';
 
 /** The compiled child (dist/isolate), from dist or lib alike: a child process runs JavaScript only. */
@@ -36,6 +37,19 @@ export interface IsolateServices {
   env: Readonly<Record<string, string>>;
   /** Wall-clock limit of loading an extension, its top-level code and setups included. */
   loadTimeoutMs: number;
+  /** `files.dir`: each extension's isolates run in a folder of it (their cwd and `useFS` root). */
+  filesDir: string;
+  /** Where the `useSocket` events of extension code go (the router's `events`). */
+  publish(event: SocketEvent): void;
+}
+
+/**
+ * An extension's folder of the files directory: a plugin's is named after it (`<files.dir>/<plugin>`),
+ * a function's is under `.functions/` (no plugin name starts with a dot).
+ */
+export function extensionFolder(filesDir: string, kind: ExtensionKind, name: string): string {
+  const folder = name === '' ? '.registry' : kind === 'plugin' ? name : path.join('.functions', name);
+  return path.join(filesDir, folder);
 }
 
 /** Why a bundle or module could not be taken up: 422 BUNDLE_LOAD_FAILED or BUNDLE_LOAD_TIMEOUT. */
@@ -85,9 +99,13 @@ class Isolate {
   constructor(
     private readonly label: string,
     private readonly services: IsolateServices,
+    /** Its working directory: the extension's folder of the files directory. */
+    cwd: string,
     private readonly onGone: (isolate: Isolate, reason: string) => void,
   ) {
+    fs.mkdirSync(cwd, { recursive: true });
     this.child = fork(CHILD, [], {
+      cwd,
       env: { ...services.env },
       execArgv: [`--max-old-space-size=${services.memoryMb}`],
       serialization: 'json',
@@ -253,6 +271,11 @@ class Isolate {
         this.services.logger[message.level](object, typeof message.message === 'string' ? message.message : undefined);
         return;
       }
+      case 'event':
+        if (typeof message.eventName === 'string' && message.eventName !== '') {
+          this.services.publish({ scope: String(message.scope), eventName: message.eventName, eventData: fromWire(message.eventData) });
+        }
+        return;
       case 'loaded':
         this.loading?.resolve(message.extension);
         this.loading = undefined;
@@ -408,7 +431,7 @@ export class IsolatePool {
   /** Loads the extension in a first isolate; rejects with an ExtensionLoadError. */
   static async start(label: string, kind: ExtensionKind, name: string, source: ExtensionSource, services: IsolateServices): Promise<IsolatePool> {
     let pool: IsolatePool | undefined;
-    const first = new Isolate(label, services, (isolate, reason) => pool?.lost(isolate, reason));
+    const first = new Isolate(label, services, extensionFolder(services.filesDir, kind, name), (isolate, reason) => pool?.lost(isolate, reason));
     const extension = await first.load(kind, name, source);
     if (extension?.kind !== kind || (name !== '' && extension.name !== name)) {
       first.end();
@@ -439,7 +462,7 @@ export class IsolatePool {
   /** Another isolate, loaded; one at a time. */
   private spawn(): Promise<Isolate> {
     this.starting ??= (async () => {
-      const isolate = new Isolate(this.label, this.services, (gone, reason) => this.lost(gone, reason));
+      const isolate = new Isolate(this.label, this.services, extensionFolder(this.services.filesDir, this.kind, this.name), (gone, reason) => this.lost(gone, reason));
       try {
         await isolate.load(this.kind, this.name, this.source);
       } catch (error) {

@@ -93,7 +93,9 @@ export type FromIsolate =
   | { t: 'done'; id: number; answer: WireAnswer }
   | { t: 'failed'; id: number; error: WireError }
   | { t: 'ask'; id: number; ask: Ask }
-  | { t: 'log'; level: 'info' | 'warn' | 'error' | 'debug'; object: unknown; message?: string };
+  | { t: 'log'; level: 'info' | 'warn' | 'error' | 'debug'; object: unknown; message?: string }
+  /** An event the extension sent with `useSocket()` (its data as wire.ts encodes values). */
+  | { t: 'event'; scope: string; eventName: string; eventData: unknown };
 
 /** The rows of a query, as pg shapes them. */
 export interface WireQueryResult {

@@ -1,3 +1,5 @@
+import type { EventEmitter } from 'node:events';
+import type { SocketEvent } from '../bcms/socket';
 import { Module } from 'node:module';
 import type { ContentStore } from '../db/store';
 import { LOAD_TIMEOUT_MS, type RunningExtension } from '../deploy/deployed';
@@ -31,12 +33,13 @@ export class Isolation {
   private readonly calls: IsolatedCallSettings;
 
   constructor(
-    settings: Pick<ResolvedOptions, 'logger' | 'extensionMemoryMb' | 'extensionEnv' | 'pluginTimeoutMs' | 'functionTimeoutMs' | 'bodyLimit'>,
-    deps: { store: ContentStore; verifyAccessToken: AccessTokenVerifier; verifyPluginKey: IdentifyPluginKey },
+    settings: Pick<ResolvedOptions, 'logger' | 'extensionMemoryMb' | 'extensionEnv' | 'pluginTimeoutMs' | 'functionTimeoutMs' | 'bodyLimit' | 'filesDir'>,
+    deps: { store: ContentStore; verifyAccessToken: AccessTokenVerifier; verifyPluginKey: IdentifyPluginKey; events: EventEmitter },
   ) {
-    const { logger, extensionMemoryMb: memoryMb, extensionEnv: env, pluginTimeoutMs, functionTimeoutMs, bodyLimit } = settings;
-    const { store, verifyAccessToken, verifyPluginKey } = deps;
-    this.services = { logger, bridge: new DatabaseBridge(store), verifyAccessToken, verifyPluginKey, memoryMb, env, loadTimeoutMs: LOAD_TIMEOUT_MS };
+    const { logger, extensionMemoryMb: memoryMb, extensionEnv: env, pluginTimeoutMs, functionTimeoutMs, bodyLimit, filesDir } = settings;
+    const { store, verifyAccessToken, verifyPluginKey, events } = deps;
+    const publish = (event: SocketEvent): void => void events.emit('socket', event);
+    this.services = { logger, bridge: new DatabaseBridge(store), verifyAccessToken, verifyPluginKey, memoryMb, env, loadTimeoutMs: LOAD_TIMEOUT_MS, filesDir, publish };
     this.calls = { pluginTimeoutMs, functionTimeoutMs, bodyLimit };
   }
 

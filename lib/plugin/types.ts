@@ -26,9 +26,15 @@ export interface BcmsPluginContext {
   repo: BcmsRepo;
 }
 
-export interface PreRequestContext extends BcmsPluginContext {
+/**
+ * A pre-request handler's context. BCMS code builds one itself to call a guard from its own
+ * pre-request handler (`{ name, request, response, errorHandler, logger }`), so what only this
+ * package adds is optional.
+ */
+export interface PreRequestContext extends Omit<BcmsPluginContext, 'repo'> {
+  repo?: BcmsRepo;
   /** Verifies the request's bearer token with the router's `jwt` options (throws a 401 otherwise). */
-  verifyAccessToken(): Promise<JWT>;
+  verifyAccessToken?(): Promise<JWT>;
 }
 
 /**
