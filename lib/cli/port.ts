@@ -195,8 +195,16 @@ export function portProject(root: string, { write = true }: { write?: boolean } 
     if (/\/\/|\/\*/.test(text.replace(/"(?:\\.|[^"\\])*"/g, '""'))) notes.push(`${relative(file)}: its comments were dropped when it was rewritten`);
   }
 
+  for (const [name, why] of Object.entries(BCMS_ONLY_FILES)) {
+    const file = path.join(root, name);
+    if (!fs.existsSync(file) || !/@becomes\//.test(fs.readFileSync(file, 'utf8'))) continue;
+    removes.add(file);
+    changes.push({ file: name, what: `removed: ${why}` });
+  }
+
   const known = exportedNames();
   for (const file of sourceFiles(root)) {
+    if (removes.has(file)) continue;
     const source = fs.readFileSync(file, 'utf8');
     const imports = rewriteBcmsImports(source, [...aliases]);
     const namespaces = rewriteCalledNamespaceImports(imports.text);
@@ -212,13 +220,6 @@ export function portProject(root: string, { write = true }: { write?: boolean } 
     for (const binding of namespaces.changed) {
       changes.push({ file: relative(file), what: `import * as ${binding} → import ${binding} (a namespace import cannot be called; the default import is the module itself, as TypeScript 4 compiled it)` });
     }
-  }
-
-  for (const [name, why] of Object.entries(BCMS_ONLY_FILES)) {
-    const file = path.join(root, name);
-    if (!fs.existsSync(file) || !/@becomes\//.test(fs.readFileSync(file, 'utf8'))) continue;
-    removes.add(file);
-    changes.push({ file: name, what: `removed: ${why}` });
   }
 
   let pkg: PackageJson;
