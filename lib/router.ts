@@ -1,7 +1,7 @@
-import { EventEmitter } from 'node:events';
+import type { EventEmitter } from 'node:events';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { Knex } from 'knex';
-import { bindBcmsServices } from './bcms/bind';
+import { bindBcmsLayer } from './bcms/bind';
 import { bcmsContentRepoOf, bindBcmsRepo } from './db/bcms-repo';
 import { openDatabase, type DatabaseOption } from './db/connection';
 import { createRepository } from './db/repository';
@@ -94,8 +94,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   // controller setups, which run next, included).
   bindBcmsRepo(store);
   bindLogger(logger);
-  const events = new EventEmitter();
-  bindBcmsServices(settings.filesDir, events);
+  const bcms = bindBcmsLayer({ filesDir: settings.filesDir, knex: store.database.knex, logger, verifyAccessToken });
   const bcmsLogger = toBcmsLogger(logger);
   for (const plugin of registryPlugins) {
     if (Array.isArray(plugin.middleware) && plugin.middleware.length > 0) {
@@ -106,7 +105,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   const verifyPluginKey = createPluginKeyCheck({ verifySignedRequest, verifyClientSignedRequest, bodyLimit, logger });
 
   // Isolates: what deployed code (and, with `isolate: 'all'`, the registry's) runs in. Deployments go live by swapping the live tables.
-  const isolation = new Isolation(settings, { store, verifyAccessToken, verifyPluginKey, events });
+  const isolation = new Isolation(settings, { store, verifyAccessToken, verifyPluginKey, events: bcms.events });
   const start = settings.isolate === 'none' ? undefined : isolation.deployment.bind(isolation);
   const deployments = new Deployments({ store, live, ui, logger, start, enabled: settings.deployments === 'on' });
   // Settles only once both are done, so that a refused registry leaves no migration running behind it.
@@ -137,7 +136,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     errorHandler,
     repo,
   });
-  const sdkController = createSdkController({ plugins: () => live.allPlugins, hasUi: (name) => ui.hasUi(name), functions: () => live.functions ?? new Map(), content: bcmsContentRepoOf(store) });
+  const sdkController = createSdkController({ plugins: () => live.allPlugins, hasUi: (name) => ui.hasUi(name), functions: () => live.functions ?? new Map(), content: bcmsContentRepoOf(store), events: bcms.events });
   const ownRoutes = new PluginRouteTable([createBcmsPlugin({ name: 'extensions', controllers: [createKeysController(store), sdkController] })], '/api');
 
   const serveDeployments = createDeployRoutes({
@@ -154,6 +153,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     ui,
     deploymentsPath: DEPLOYMENTS_PATH,
     serveDeployments,
+    serveEvents: bcms.serveEvents,
     serveFunction,
     serveAccessList: createAccessListServer({ functions: () => live.functions ?? new Map(), verify: verifyClientSignedRequest, readBody }),
     plugins: () => live.plugins,
@@ -184,12 +184,13 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   return Object.assign(router, {
     ready,
     db: store.database.knex,
-    events,
+    events: bcms.events,
     close: async () => {
       // Loads under way finish, then every isolate is ended, before the database closes under them.
       await deployments.close();
       await ready.catch(() => {});
       await isolation.close();
+      await bcms.close();
       await store.database.close();
     },
   });

@@ -23,7 +23,11 @@ import type {
   BcmsTemplateCreateData,
   BcmsTemplateUpdateData,
   BcmsThrowable,
+  BcmsModal,
+  BcmsSocket,
+  BcmsSocketCallback,
   BcmsUser,
+  BcmsVueStore,
 } from '../sdk/types';
 
 const TOKEN_KEY = 'bcms.accessToken';
@@ -172,14 +176,155 @@ const throwable: BcmsThrowable = async <ThrowableResult, OnSuccessResult, OnErro
   return onSuccess === undefined ? (undefined as OnSuccessResult) : await onSuccess(output);
 };
 
+// ---------------------------------------------------------------------------------------------
+// Users, the socket, modals and the store
+
+/** The users the shell knows: who `user.get()` and `user.getAll()` answered, for the store's getters. */
+let knownUsers: BcmsUser[] = [];
+const remember = (users: BcmsUser[]): BcmsUser[] => {
+  knownUsers = [...users, ...knownUsers.filter((known) => !users.some((user) => user._id === known._id))];
+  return users;
+};
+
+/** BCMS's lower-case names for its events, as DESIGN.md gives them. */
+const EVENT_ALIASES: Record<string, string> = { entry: 'ENTRY', template: 'TEMPLATE' };
+const subscribers = new Map<string, Set<BcmsSocketCallback>>();
+let stream: AbortController | undefined;
+let streaming = false;
+const RECONNECT_MS = 2000;
+
+/** Reads the Server-Sent Events of `/api/extensions/events` (fetch, so that the token goes in a header, never in the URL). */
+async function openStream(): Promise<void> {
+  if (stream !== undefined) return;
+  const token = rawToken();
+  if (token === null) throw sdkError(401, 'Not logged in.');
+  const controller = new AbortController();
+  stream = controller;
+  let response: Response;
+  try {
+    response = await fetch(`${base}/api/extensions/events`, { headers: { Authorization: `Bearer ${token}`, Accept: 'text/event-stream' }, signal: controller.signal });
+  } catch (error) {
+    stream = undefined;
+    throw sdkError(-1, (error as Error).message, '-1');
+  }
+  if (!response.ok || response.body === null) {
+    stream = undefined;
+    if (response.status === 401) signOut();
+    throw sdkError(response.status, `The service's events were refused (${response.status}).`);
+  }
+  streaming = true;
+  void readEvents(response.body).finally(() => {
+    if (stream !== controller) return;
+    stream = undefined;
+    streaming = false;
+    // Dropped by the network or a restart: back while anyone listens.
+    if (subscribers.size > 0) setTimeout(() => void openStream().catch(() => undefined), RECONNECT_MS);
+  });
+}
+
+async function readEvents(body: ReadableStream<Uint8Array>): Promise<void> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = '';
+  for (;;) {
+    let chunk: ReadableStreamReadResult<Uint8Array>;
+    try {
+      chunk = await reader.read();
+    } catch {
+      return;
+    }
+    if (chunk.done) return;
+    buffer += decoder.decode(chunk.value, { stream: true });
+    let end: number;
+    while ((end = buffer.indexOf('\n\n')) !== -1) {
+      deliver(buffer.slice(0, end));
+      buffer = buffer.slice(end + 2);
+    }
+  }
+}
+
+/** One event of the stream (`event: NAME`, `data: JSON`) to its subscribers and to `ANY`'s. */
+function deliver(block: string): void {
+  let name = 'message';
+  const data: string[] = [];
+  for (const line of block.split('\n')) {
+    if (line.startsWith('event:')) name = line.slice(6).trim();
+    else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
+  }
+  if (data.length === 0) return;
+  let value: unknown;
+  try {
+    value = JSON.parse(data.join('\n'));
+  } catch {
+    return;
+  }
+  for (const callback of [...(subscribers.get(name) ?? []), ...(subscribers.get('ANY') ?? [])]) {
+    try {
+      const result = callback(value) as { catch?: (handler: (error: unknown) => void) => unknown } | undefined;
+      result?.catch?.((error) => console.error(`socket ${name}:`, error));
+    } catch (error) {
+      console.error(`socket ${name}:`, error);
+    }
+  }
+}
+
+const socket: BcmsSocket = {
+  subscribe(event, callback) {
+    const name = EVENT_ALIASES[event] ?? String(event);
+    let set = subscribers.get(name);
+    if (set === undefined) subscribers.set(name, (set = new Set()));
+    set.add(callback);
+    void openStream().catch((error: unknown) => console.warn('window.bcms.sdk.socket:', (error as Error).message));
+    return () => {
+      set.delete(callback);
+      if (set.size === 0) subscribers.delete(name);
+      if (subscribers.size === 0) socket.disconnect();
+    };
+  },
+  connect: () => openStream(),
+  disconnect() {
+    const open = stream;
+    stream = undefined;
+    streaming = false;
+    open?.abort();
+  },
+  connected: () => streaming,
+  id: () => null,
+  emit: () => undefined,
+};
+
+const modal: BcmsModal = {
+  custom: {},
+  // The modal's own component (in the plugin's UI) then puts its show and hide in place.
+  register({ name }) {
+    if (typeof name !== 'string' || name === '') throw new TypeError('modal.register takes { name }');
+    if (modal.custom[name] === undefined) modal.custom[name] = { show: () => undefined, hide: () => undefined };
+  },
+};
+
+const store: BcmsVueStore = {
+  getters: {
+    get user() {
+      return knownUsers;
+    },
+    get user_items() {
+      return knownUsers;
+    },
+    user_findOne: (query) => knownUsers.find(query),
+    user_find: (query) => knownUsers.filter(query),
+  },
+};
+
 const sdk: BcmsSdk = {
   send,
   isLoggedIn,
   getAccessToken,
   signOut,
   user: {
-    get: () => call<BcmsUser>('/extensions/user'),
+    get: async () => remember([await call<BcmsUser>('/extensions/user')])[0] as BcmsUser,
+    getAll: async () => remember((await call<{ items: BcmsUser[] }>('/extensions/users')).items),
   },
+  socket,
   plugin: {
     getAll: async () => (await call<{ plugins: BcmsSdkPlugin[] }>('/extensions/plugins')).plugins,
   },
@@ -391,7 +536,7 @@ function shellBcms(): BcmsGlobal | undefined {
   }
 }
 
-const own: BcmsGlobal & { [OURS]: true } = { sdk, util: { throwable }, notification, confirm, origin, [OURS]: true };
+const own: BcmsGlobal & { [OURS]: true } = { sdk, util: { throwable }, notification, confirm, origin, modal, vue: { store }, [OURS]: true };
 (window as unknown as { bcms: BcmsGlobal }).bcms = shellBcms() ?? own;
 // The toasts' live region is in the page from the start, so the first toast is announced.
 if ((window as unknown as { bcms: BcmsGlobal }).bcms === own) {

@@ -23,13 +23,26 @@ const RECONNECT_MS = 1000;
 const MAX_WAIT_MS = 30_000;
 
 /**
- * Calls `onChange` whenever a deployment changes, on any instance: LISTEN on a connection of its
- * own (the Postgres server), or PGlite's own listen (the embedded database, one process). Until the
- * database answers, and after a lost connection, it tries again (1 s, then longer, up to 30 s); each
- * time it is listening again, `onChange` runs once, for what it may have missed. Returns at once a
- * function that stops it, whatever state it is in.
+ * Calls `onChange` whenever a deployment changes, on any instance (see `listenOn`); each time it is
+ * listening again, `onChange` runs once, for what it may have missed.
  */
 export function listenForDeployments(knex: Knex, logger: Logger, onChange: () => void): () => Promise<void> {
+  return listenOn(knex, logger, { channel: DEPLOYMENTS_CHANNEL, what: 'deployments', onNotify: () => onChange(), onListening: onChange });
+}
+
+/**
+ * Calls `onNotify` with the payload of every NOTIFY on `channel`, from any instance: LISTEN on a
+ * connection of its own (the Postgres server), or PGlite's own listen (the embedded database, one
+ * process). Until the database answers, and after a lost connection, it tries again (1 s, then
+ * longer, up to 30 s), and calls `onListening` each time it listens again. Returns at once a
+ * function that stops it, whatever state it is in.
+ */
+export function listenOn(
+  knex: Knex,
+  logger: Logger,
+  options: { channel: string; what: string; onNotify: (payload: string | undefined) => void; onListening?: () => void },
+): () => Promise<void> {
+  const { channel, what, onNotify, onListening } = options;
   const client = knex.client as {
     pool?: unknown;
     config: { connection?: { pglite?: PgliteLike } };
@@ -39,8 +52,8 @@ export function listenForDeployments(knex: Knex, logger: Logger, onChange: () =>
   let stopped = false;
   const pglite = client.config.connection?.pglite;
   if (pglite !== undefined && typeof pglite.listen === 'function') {
-    const unlisten = pglite.listen(DEPLOYMENTS_CHANNEL, () => onChange()).catch((error: unknown) => {
-      logger.error({ err: error }, 'bcms-extensions: cannot listen for deployments');
+    const unlisten = pglite.listen(channel, (payload) => onNotify(payload)).catch((error: unknown) => {
+      logger.error({ err: error }, `bcms-extensions: cannot listen for ${what}`);
       return async () => {};
     });
     return async () => {
@@ -61,17 +74,17 @@ export function listenForDeployments(knex: Knex, logger: Logger, onChange: () =>
           return;
         }
         made.on('notification', (message) => {
-          if (message.channel === DEPLOYMENTS_CHANNEL) onChange();
+          if (message.channel === channel) onNotify(message.payload);
         });
         const lost = (error?: Error): void => {
           if (over() || connection !== made) return;
           connection = undefined;
-          logger.warn({ err: error }, 'bcms-extensions: lost the connection that listens for deployments; connecting again');
+          logger.warn({ err: error }, `bcms-extensions: lost the connection that listens for ${what}; connecting again`);
           setTimeout(() => void connect(), RECONNECT_MS).unref();
         };
         made.on('error', lost);
         made.on('end', lost);
-        await made.query(`LISTEN ${DEPLOYMENTS_CHANNEL}`);
+        await made.query(`LISTEN ${channel}`);
         if (over()) {
           // Stopped while LISTEN was on its way: nobody else would close this connection.
           await client.destroyRawConnection(made).catch(() => {});
@@ -80,11 +93,11 @@ export function listenForDeployments(knex: Knex, logger: Logger, onChange: () =>
         connection = made;
         made.connection?.stream?.unref?.();
         wait = RECONNECT_MS;
-        onChange();
+        onListening?.();
         return;
       } catch (error) {
         if (over()) return;
-        logger.warn({ err: error, retryInMs: wait }, 'bcms-extensions: cannot listen for deployments yet; trying again');
+        logger.warn({ err: error, retryInMs: wait }, `bcms-extensions: cannot listen for ${what} yet; trying again`);
         await new Promise((resolve) => setTimeout(resolve, wait).unref());
         wait = Math.min(wait * 2, MAX_WAIT_MS);
       }

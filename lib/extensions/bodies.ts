@@ -15,6 +15,8 @@ export interface TemplateCreateBody {
 
 export interface TemplateUpdateBody extends Partial<TemplateCreateBody> {
   _id: string;
+  /** BCMS's prop changes (add, update, remove), applied in order (lib/bcms/prop-changes.ts). */
+  propChanges?: unknown[];
 }
 
 export interface EntryCreateBody {
@@ -45,6 +47,7 @@ export const TEMPLATE_UPDATE_SCHEMA: ObjectSchema = {
   _id: { __type: 'string', __required: true },
   label: { __type: 'string', __required: false },
   ...TEMPLATE_FIELDS,
+  propChanges: { __type: 'array', __required: false, __child: { __type: 'object' } },
 };
 
 /** `[{ lng, props: [{ id, data }] }]`; `data` (an array of anything) is checked by {@link checkMetaData}. */

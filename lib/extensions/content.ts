@@ -1,3 +1,5 @@
+import type { EventEmitter } from 'node:events';
+import { applyPropChanges, metaAfterPropChanges } from '../bcms/prop-changes';
 import { type BCMSContentRepo, type BCMSEntry, type BCMSTemplate, BcmsRepoFieldError, TemplateNameTakenError } from '../db/bcms-content';
 import type { BcmsFunction } from '../function/types';
 import { BcmsHttpError } from '../http/errors';
@@ -34,6 +36,29 @@ const writer = <Body>(bodySchema: ObjectSchema) =>
 const signedIn: PreRequestHandler<{ accessToken: JWT<Record<string, unknown>> }> = async (context) => ({
   accessToken: (await verifyFromContext(context)) as JWT<Record<string, unknown>>,
 });
+
+/**
+ * BCMS's BCMSUser (`_id`, `username`, `email`, `roles`, `customPool`), as the token knows the
+ * user: a host that puts the user's name and email in the token's props (or payload) has them
+ * shown. `customPool` has BCMS's shape (`personal`, `policy.media`, `policy.templates`,
+ * `policy.plugins`), what the token's props hold over it.
+ */
+function userOf(accessToken: JWT<Record<string, unknown>>) {
+  const { userId, rls, props } = accessToken.payload;
+  const own = (props ?? {}) as Record<string, unknown>;
+  const said = (name: 'username' | 'email'): string | undefined => {
+    const value = own[name] ?? (accessToken.payload as unknown as Record<string, unknown>)[name];
+    return typeof value === 'string' ? value : undefined;
+  };
+  const object = (value: unknown): Record<string, unknown> => (value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {});
+  const policy = object(own.policy);
+  const customPool = {
+    ...own,
+    personal: { firstName: '', lastName: '', avatarUri: '', ...object(own.personal) },
+    policy: { ...policy, media: { get: false, post: false, put: false, delete: false, ...object(policy.media) }, templates: Array.isArray(policy.templates) ? policy.templates : [], plugins: Array.isArray(policy.plugins) ? policy.plugins : [] },
+  };
+  return { _id: userId, username: said('username') ?? userId, email: said('email') ?? '', roles: rls, customPool };
+}
 
 /** Who wrote it, as the token names them (a token's `userId` that is not a string names no one). */
 const writerOf = (accessToken: JWT): string => (typeof accessToken.payload.userId === 'string' ? accessToken.payload.userId : '');
@@ -86,9 +111,16 @@ export function createSdkController(options: {
   functions: () => ReadonlyMap<string, BcmsFunction>;
   /** BCMSRepo's repositories on the router's database. */
   content: BCMSContentRepo;
+  /** Where a change is told (`'socket'`: BCMS's ENTRY and TEMPLATE events, which reach every plugin UI). */
+  events?: EventEmitter;
 }): BcmsController {
-  const { plugins, hasUi, functions, content } = options;
+  const { plugins, hasUi, functions, content, events } = options;
   const { template: templates, entry: entries } = content;
+  /** BCMS's socket events: `ENTRY` `{ e, tm, t }`, `TEMPLATE` `{ tm, t }` (t: UPDATE or REMOVE). */
+  const changed = <T>(eventName: 'ENTRY' | 'TEMPLATE', eventData: Record<string, string>, value: T): T => {
+    events?.emit('socket', { scope: 'global', eventName, eventData });
+    return value;
+  };
 
   /** By `_id` (a template's PUT and DELETE take nothing else). */
   const templateById = async (id: string): Promise<BCMSTemplate> => {
@@ -151,16 +183,14 @@ export function createSdkController(options: {
         path: '/user',
         type: 'get',
         preRequestHandler: signedIn,
-        // BCMS's BCMSUser (`_id`, `username`, `email`, `roles`, `customPool`), as the token knows the user.
-        handler: async ({ accessToken }) => {
-          const { userId, rls, props } = accessToken.payload;
-          // A host that puts the user's name and email in the token's props (or payload) has them shown.
-          const said = (name: 'username' | 'email'): string | undefined => {
-            const value = (props as Record<string, unknown> | undefined)?.[name] ?? (accessToken.payload as unknown as Record<string, unknown>)[name];
-            return typeof value === 'string' ? value : undefined;
-          };
-          return { _id: userId, username: said('username') ?? userId, email: said('email') ?? '', roles: rls, customPool: props ?? {} };
-        },
+        handler: async ({ accessToken }) => userOf(accessToken),
+      }),
+      // BCMS lists every user; the host owns its users, so the signed-in one is all this knows.
+      users: createControllerMethod({
+        path: '/users',
+        type: 'get',
+        preRequestHandler: signedIn,
+        handler: async ({ accessToken }) => ({ items: [userOf(accessToken)] }),
       }),
 
       templates: createControllerMethod({
@@ -200,7 +230,7 @@ export function createSdkController(options: {
         handler: async ({ body, accessToken }) => {
           if (body.name === '') throw emptyName();
           const name = await freeName(body.name ?? nameOfLabel(body.label));
-          return written(() =>
+          const template = await written(() =>
             templates.add({
               name,
               label: body.label,
@@ -210,6 +240,7 @@ export function createSdkController(options: {
               userId: writerOf(accessToken),
             }),
           );
+          return changed('TEMPLATE', { tm: template._id, t: 'UPDATE' }, template);
         },
       }),
       templateUpdate: createControllerMethod({
@@ -222,10 +253,19 @@ export function createSdkController(options: {
           if (body.name === '') throw emptyName();
           const name = body.name ?? (body.label !== undefined && body.label !== current.label ? nameOfLabel(body.label) : undefined);
           if (name !== undefined && name !== current.name) await freeName(name, current._id);
-          const { _id, label, desc, singleEntry, props } = body;
+          const { _id, label, desc, singleEntry } = body;
+          let props = body.props;
+          const applied = body.propChanges === undefined ? undefined : applyPropChanges(props ?? current.props, body.propChanges);
+          if (applied !== undefined) props = applied.props;
           const updated = await written(() => templates.methods.update({ _id, name, label, desc, singleEntry, props }));
           if (updated === null) throw notFound('Template');
-          return updated;
+          // As BCMS: an added prop gets its default data in every entry, a removed one leaves them.
+          if (applied !== undefined && (applied.added.length > 0 || applied.removed.length > 0)) {
+            for (const entry of await entries.methods.findAllByTemplateId(_id)) {
+              await written(() => entries.methods.update({ _id: entry._id, meta: metaAfterPropChanges(entry.meta, applied) }));
+            }
+          }
+          return changed('TEMPLATE', { tm: updated._id, t: 'UPDATE' }, updated);
         },
       }),
       templateDelete: createControllerMethod({
@@ -235,7 +275,7 @@ export function createSdkController(options: {
         // Its entries go with it (the foreign key cascades), as BCMS deletes them.
         handler: async ({ request }) => {
           if (!(await templates.deleteById(request.params.id as string))) throw notFound('Template');
-          return true;
+          return changed('TEMPLATE', { tm: request.params.id as string, t: 'REMOVE' }, true);
         },
       }),
 
@@ -280,7 +320,7 @@ export function createSdkController(options: {
           const template = await templateOf(request.params.templateId as string);
           const bad = checkMetaData(body.meta);
           if (bad !== null) throw badRequest(bad);
-          return written(() =>
+          const entry = await written(() =>
             entries.add({
               templateId: template._id,
               userId: writerOf(accessToken),
@@ -289,6 +329,7 @@ export function createSdkController(options: {
               content: body.content ?? [],
             }),
           );
+          return changed('ENTRY', { e: entry._id, tm: template._id, t: 'UPDATE' }, entry);
         },
       }),
       entryUpdate: createControllerMethod({
@@ -306,7 +347,7 @@ export function createSdkController(options: {
           const { _id, status, meta, content: entryContent } = body;
           const updated = await written(() => entries.methods.update({ _id, status, meta, content: entryContent }));
           if (updated === null) throw notFound('Entry');
-          return updated;
+          return changed('ENTRY', { e: updated._id, tm: template._id, t: 'UPDATE' }, updated);
         },
       }),
       entryDelete: createControllerMethod({
@@ -316,7 +357,7 @@ export function createSdkController(options: {
         handler: async ({ request }) => {
           const entry = await entryOf(request.params.templateId as string, request.params.entryId as string);
           if (!(await entries.deleteById(entry._id))) throw notFound('Entry');
-          return true;
+          return changed('ENTRY', { e: entry._id, tm: entry.templateId, t: 'REMOVE' }, true);
         },
       }),
     }),

@@ -9,6 +9,8 @@ const API_PREFIX = '/api/';
 const PLUGIN_PREFIX = '/api/plugin/';
 /** The package's own routes (keys, the SDK's data, its scripts): never a plugin's or a function's path. */
 const EXTENSIONS_PREFIX = '/api/extensions/';
+/** The socket events' stream (its path is the BCMS layer's; the core only routes it). */
+const EVENTS_PATH = '/api/extensions/events';
 
 /** Takes a request the router owns and answers it (returns true), or leaves it to the host (false). */
 export type Dispatch = (req: Request, res: Response) => boolean;
@@ -23,6 +25,8 @@ export function createDispatch(parts: {
   ui: { match(path: string): UiTarget | undefined; serve(req: Request, res: Response, target: UiTarget, base: string): Work };
   deploymentsPath: string;
   serveDeployments: (req: Request, res: Response, path: string) => Work;
+  /** The socket events' stream, `GET /api/extensions/events` (lib/bcms/socket-hub.ts). */
+  serveEvents: (req: Request, res: Response) => Work;
   serveFunction: (req: Request, res: Response, path: string) => Work;
   /** BCMS's `GET /api/key/access/list`, which the BCMS client asks before its first call. */
   serveAccessList: (req: Request, res: Response) => Work;
@@ -36,7 +40,7 @@ export function createDispatch(parts: {
   /** Writes what a function's promise resolved to, in its envelope. */
   writeFunctionResult: Writer;
 }): Dispatch {
-  const { exchange, ui, deploymentsPath, serveDeployments, serveFunction, serveAccessList, plugins, ownRoutes, servePlugin, writePluginAnswer, writeFunctionResult } = parts;
+  const { exchange, ui, deploymentsPath, serveDeployments, serveEvents, serveFunction, serveAccessList, plugins, ownRoutes, servePlugin, writePluginAnswer, writeFunctionResult } = parts;
   const serveUi = (req: Request, res: Response, target: UiTarget): Work => ui.serve(req, res, target, req.baseUrl);
 
   return function dispatch(req, res) {
@@ -56,6 +60,10 @@ export function createDispatch(parts: {
     }
     if (path.startsWith(deploymentsPath)) {
       exchange(req, res, 'plugin', path, serveDeployments, path);
+      return true;
+    }
+    if (path === EVENTS_PATH) {
+      exchange(req, res, 'plugin', path, serveEvents, undefined);
       return true;
     }
     const table = path.startsWith(PLUGIN_PREFIX) ? plugins() : path.startsWith(EXTENSIONS_PREFIX) ? ownRoutes : undefined;

@@ -48,11 +48,17 @@ export interface BcmsUser {
   customPool: BcmsUserCustomPool;
 }
 
-/** BCMS's custom pool, as far as the token carries it: every member may be missing. */
+/** BCMS's custom pool: the token's props over BCMS's shape (`personal`, `policy.media`, `policy.templates`, `policy.plugins`). */
 export interface BcmsUserCustomPool {
-  personal?: { firstName?: string; lastName?: string; avatarUri?: string };
+  personal: { firstName: string; lastName: string; avatarUri: string; [key: string]: unknown };
   address?: Record<string, unknown>;
-  policy?: Record<string, unknown>;
+  policy: {
+    media: { get: boolean; post: boolean; put: boolean; delete: boolean };
+    templates: unknown[];
+    /** `[{ name, allowed, fullAccess, options: [{ name, value }] }]` in BCMS. */
+    plugins: { name: string; [key: string]: unknown }[];
+    [key: string]: unknown;
+  };
   [key: string]: unknown;
 }
 
@@ -85,6 +91,61 @@ export interface BcmsTemplateUpdateData {
   desc?: string;
   singleEntry?: boolean;
   props?: unknown[];
+  /** BCMS's prop changes, applied in order: add a prop, update one (label, required, move...), remove one by id. */
+  propChanges?: BcmsPropChange[];
+}
+
+/** One of `propChanges`. */
+export interface BcmsPropChange {
+  add?: { label: string; type: string; required: boolean; array: boolean; defaultData?: unknown };
+  remove?: string;
+  update?: { id: string; label: string; move: number; required: boolean; array?: boolean; enumItems?: string[]; [key: string]: unknown };
+}
+
+/** What a socket subscriber is called with: BCMS's event data (`ENTRY`: `{ e, tm, t }`, `TEMPLATE`: `{ tm, t }`), or a plugin's. */
+export type BcmsSocketCallback = (data: any) => unknown; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+/** `window.bcms.sdk.socket`: the service's events, live (Server-Sent Events from `/api/extensions/events`). */
+export interface BcmsSocket {
+  /**
+   * Calls `callback` with each event named `event` (`ENTRY`, `TEMPLATE`, a plugin's own such as
+   * `JOB`; `entry` and `template` too; `ANY` for all) from now on; returns what ends that.
+   * The first subscription connects.
+   */
+  subscribe(event: string, callback: BcmsSocketCallback): () => void;
+  connect(): Promise<void>;
+  disconnect(): void;
+  connected(): boolean;
+  /** BCMS's connection id: there is none here. */
+  id(): string | null;
+  /** BCMS sent an event to the server; nothing on the server listens here, so it goes nowhere. */
+  emit(event: string, data: unknown): void;
+}
+
+/** A modal a plugin registered: its own component replaces `show` and `hide` (BCMS's pattern). */
+export interface BcmsModalItem<Output = unknown, Input = unknown> {
+  show(data?: Input): void;
+  hide(): void;
+  [key: string]: unknown;
+  /** For the types only. */
+  __output?: Output;
+}
+
+/** `window.bcms.modal`: `register({ name })` makes `custom[name]`, which the modal's component then fills. */
+export interface BcmsModal {
+  register(config: { name: string }): void;
+  custom: Record<string, BcmsModalItem<any, any>>; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
+
+/** `window.bcms.vue.store`: the getters BCMS plugin UIs read. */
+export interface BcmsVueStore {
+  getters: {
+    /** The users the shell knows (the signed-in one). */
+    user: BcmsUser[];
+    user_items: BcmsUser[];
+    user_findOne(query: (user: BcmsUser) => boolean): BcmsUser | undefined;
+    user_find(query: (user: BcmsUser) => boolean): BcmsUser[];
+  };
 }
 
 export interface BcmsEntryCreateData {
@@ -141,7 +202,10 @@ export interface BcmsSdk {
   user: {
     /** The signed-in user, as the token knows them. */
     get(): Promise<BcmsUser>;
+    /** BCMS lists every user; the host owns its users, so this is the signed-in one. */
+    getAll(): Promise<BcmsUser[]>;
   };
+  socket: BcmsSocket;
   plugin: { getAll(): Promise<BcmsSdkPlugin[]> };
   function: {
     getAll(): Promise<BcmsSdkFunction[]>;
@@ -191,6 +255,8 @@ export interface BcmsGlobal {
   confirm(title: string, text: string): Promise<boolean>;
   /** The service's origin, such as `https://cms.example.com`. */
   origin: string;
+  modal: BcmsModal;
+  vue: { store: BcmsVueStore };
 }
 
 export type { BcmsEntry, BcmsEntryMeta, BcmsTemplate };

@@ -126,7 +126,8 @@ describe('plugin repositories before any router', () => {
       /schema must be objectSchemaToMongoDBSchema\(...\), a mongoose Schema or an ObjectSchema, got a number/,
     );
     expect(BCMSConfig.database).toEqual({ prefix: 'bcms', fs: true });
-    expect(BCMSConfig.local).toBe(false);
+    // Local: BCMS plugins then build their paths under process.cwd() (an isolate's folder of files.dir), never at /bcms-share.
+    expect(BCMSConfig.local).toBe(true);
   });
 });
 

@@ -428,11 +428,16 @@ describe.each(backends())('the SDK routes under /api/extensions on %s', (backend
         username: 'editor-7',
         email: '',
         roles: [{ name: 'EDITOR', permissions: [{ name: 'READ' }, { name: 'WRITE' }, { name: 'DELETE' }] }],
-        customPool: { personal: { firstName: 'Ada' } },
+        // BCMS's shape, the token's props over it: a BCMS UI reads customPool.policy.plugins without checking.
+        customPool: {
+          personal: { firstName: 'Ada', lastName: '', avatarUri: '' },
+          policy: { media: { get: false, post: false, put: false, delete: false }, templates: [], plugins: [] },
+        },
       });
       const bare = await request(t.app).get(api('/user')).set('Authorization', noPermission);
       expect(bare.status).toBe(200);
-      expect(bare.body).toEqual({ _id: 'support-1', username: 'support-1', email: '', roles: [{ name: 'SUPPORT', permissions: [] }], customPool: {} });
+      expect(bare.body).toMatchObject({ _id: 'support-1', username: 'support-1', email: '', roles: [{ name: 'SUPPORT', permissions: [] }] });
+      expect(bare.body.customPool.policy.plugins).toEqual([]);
       // A host that puts the name and email in the token's props has them answered.
       const named = bearer(signToken([role('USER', 'READ')], { payload: { userId: 'u-9', props: { username: 'grace', email: 'grace@example.com' } } }));
       expect((await request(t.app).get(api('/user')).set('Authorization', named)).body).toMatchObject({ _id: 'u-9', username: 'grace', email: 'grace@example.com' });
