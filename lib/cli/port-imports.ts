@@ -32,21 +32,50 @@ function isModuleName(source: string, quote: number): boolean {
   return call ? word === 'require' || word === 'import' : word === 'from' || word === 'import';
 }
 
+/** Module names a project's tsconfig `paths` gave BCMS's sources: its back end (`@bcms/*`) and its UI kit (`@bcms-ui/*`). */
+export interface BcmsAliases {
+  backend: readonly string[];
+  ui: readonly string[];
+}
+
+const NO_ALIASES: BcmsAliases = { backend: [], ui: [] };
+const UI_KIT = `${PACKAGE}/ui`;
+const isUnder = (name: string, alias: string): boolean => name === alias || name.startsWith(`${alias}/`);
+
+/**
+ * What a module name of BCMS's becomes: `bcms-extensions` for its back end and purple-cheetah,
+ * `bcms-extensions/ui` (and its stylesheet and Tailwind preset) for `@becomes/cms-ui`, for the
+ * aliases a tsconfig gave them, and for a relative path into the `bcms-ui/` folder that BCMS's
+ * postinstall copied cms-ui's sources to (`fromDir`: the importing file's folder); else undefined.
+ */
+export function bcmsModuleTarget(name: string, aliases: BcmsAliases = NO_ALIASES, fromDir?: string): string | undefined {
+  if (BCMS_MODULE.test(name) || aliases.backend.some((alias) => isUnder(name, alias))) return PACKAGE;
+  if (/^@becomes\/cms-ui\/tailwind\.config(?:\.c?js)?$/.test(name)) return `${UI_KIT}/tailwind.config.cjs`;
+  if (/^@becomes\/cms-ui\/styles(?:\/|$)/.test(name)) return `${UI_KIT}/styles.css`;
+  if (/^@becomes\/cms-ui(?:$|\/)/.test(name) || aliases.ui.some((alias) => isUnder(name, alias))) return UI_KIT;
+  if (fromDir !== undefined && name.startsWith('.')) {
+    const parts = path.resolve(fromDir, name).split(path.sep);
+    const at = parts.lastIndexOf('bcms-ui');
+    if (at !== -1 && !fs.existsSync(parts.slice(0, at + 1).join(path.sep))) return UI_KIT;
+  }
+  return undefined;
+}
+
 /**
  * Replaces the module name of every import, `export ... from`, `require()` and `import()` of
- * BCMS's back end or purple-cheetah (and its modules), or of an alias the project's tsconfig
- * gave BCMS's sources (`aliases`: `@bcms` for `@bcms/*`), with `bcms-extensions`, keeping its
- * quotes; nothing else in the text changes (`import type` stays, no two imports are merged).
- * Returns the text and the module names it replaced, in order.
+ * BCMS's packages (see `bcmsModuleTarget`) with what replaces it here, keeping its quotes; nothing
+ * else in the text changes (`import type` stays, no two imports are merged). Returns the text and
+ * the module names it replaced, in order.
  */
-export function rewriteBcmsImports(source: string, aliases: readonly string[] = []): { text: string; replaced: string[] } {
+export function rewriteBcmsImports(source: string, aliases: BcmsAliases = NO_ALIASES, fromDir?: string): { text: string; replaced: string[] } {
   const replaced: string[] = [];
-  const isBcms = (name: string): boolean => BCMS_MODULE.test(name) || aliases.some((alias) => name === alias || name.startsWith(`${alias}/`));
   const text = source.replace(TOKEN, (token: string, single: string | undefined, double: string | undefined, offset: number) => {
     const name = single ?? double;
-    if (name === undefined || !isBcms(name) || !isModuleName(source, offset)) return token;
+    if (name === undefined || !isModuleName(source, offset)) return token;
+    const target = bcmsModuleTarget(name, aliases, fromDir);
+    if (target === undefined) return token;
     replaced.push(name);
-    return `${token[0]}${PACKAGE}${token[0]}`;
+    return `${token[0]}${target}${token[0]}`;
   });
   return { text, replaced };
 }
@@ -92,15 +121,17 @@ export function namedImports(source: string, module = PACKAGE): string[] {
   return names;
 }
 
-let exported: Set<string> | undefined;
+const exported = new Map<string, Set<string>>();
 
-/** Every name `bcms-extensions` exports, values and types, read from its declarations (or its sources, unbuilt). */
-export function exportedNames(): ReadonlySet<string> {
-  if (exported !== undefined) return exported;
+/** Every name `bcms-extensions` (or `bcms-extensions/ui`) exports, values and types, read from its declarations (or its sources, unbuilt). */
+export function exportedNames(module: string = PACKAGE): ReadonlySet<string> {
+  const known = exported.get(module);
+  if (known !== undefined) return known;
   const names = new Set<string>();
-  const built = path.join(PACKAGE_ROOT, 'dist', 'index.d.ts');
-  collectExports(fs.existsSync(built) ? built : path.join(PACKAGE_ROOT, 'lib', 'index.ts'), names, new Set());
-  exported = names;
+  const [built, source] = module === UI_KIT ? ['dist/bcms/ui/index.d.ts', 'lib/bcms/ui/index.ts'] : ['dist/index.d.ts', 'lib/index.ts'];
+  const file = path.join(PACKAGE_ROOT, built);
+  collectExports(fs.existsSync(file) ? file : path.join(PACKAGE_ROOT, source), names, new Set());
+  exported.set(module, names);
   return names;
 }
 

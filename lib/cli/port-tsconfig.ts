@@ -46,13 +46,21 @@ function stringEnd(text: string, start: number): number {
   return i + 1;
 }
 
-/** Module names that `paths` sends to BCMS's back end (`@bcms/*` → cms-backend's sources): their imports are BCMS's. */
-export function bcmsPathAliases(config: unknown): string[] {
+/**
+ * Module names that `paths` sends to BCMS's sources: to its back end (`@bcms/*` → cms-backend),
+ * and to its UI kit (`@bcms-ui/*` → the `bcms-ui/` copy of cms-ui, `@bcms-components` → cms-ui).
+ */
+export function bcmsPathAliases(config: unknown): { backend: string[]; ui: string[] } {
   const paths = ((config as Json | undefined)?.compilerOptions as Json | undefined)?.paths;
-  if (paths === null || typeof paths !== 'object') return [];
-  return Object.entries(paths as Record<string, unknown>)
-    .filter(([alias, targets]) => !alias.startsWith('@becomes/') && Array.isArray(targets) && targets.some((target) => /node_modules\/@becomes\/cms-backend\b/.test(String(target))))
-    .map(([alias]) => alias.replace(/\/\*$/, ''));
+  const aliases = { backend: [] as string[], ui: [] as string[] };
+  if (paths === null || typeof paths !== 'object') return aliases;
+  for (const [alias, targets] of Object.entries(paths as Record<string, unknown>)) {
+    if (alias.startsWith('@becomes/') || !Array.isArray(targets)) continue;
+    const name = alias.replace(/\/\*$/, '');
+    if (targets.some((target) => /node_modules\/@becomes\/cms-backend\b/.test(String(target)))) aliases.backend.push(name);
+    else if (targets.some((target) => /node_modules\/@becomes\/cms-ui\b|(^|\/)bcms-ui(\/|$)/.test(String(target)))) aliases.ui.push(name);
+  }
+  return aliases;
 }
 
 /**
@@ -87,6 +95,10 @@ export function portTsconfig(config: Json, file: string): string[] {
     changes.push(`module ${String(options.module ?? '(unset)')} → esnext (moduleResolution bundler needs it; bcms-ext bundle writes CommonJS itself)`);
     options.module = 'esnext';
   }
+  if (options.jsx === 'preserve' && options.jsxImportSource === undefined) {
+    options.jsxImportSource = 'vue';
+    changes.push('jsxImportSource: vue (Vue 3.4 and later no longer declare JSX for every project)');
+  }
   portPaths(options, path.dirname(file), changes);
   if (Array.isArray(config.include)) {
     const kept = config.include.filter((entry) => !BCMS_SOURCES.test(String(entry)));
@@ -117,7 +129,7 @@ function portPaths(options: Json, dir: string, changes: string[]): void {
   let moved = false;
   for (const [alias, targets] of Object.entries(paths)) {
     const list = Array.isArray(targets) ? targets.map(String) : [];
-    if (list.some((target) => BCMS_SOURCES.test(target))) {
+    if (list.some((target) => BCMS_SOURCES.test(target) || /(^|\/)bcms-ui(\/|$)/.test(target))) {
       dropped.push(alias);
       continue;
     }

@@ -4,8 +4,9 @@ import { isUrlSafe } from '../names';
 import { parseArgs, UsageError, type Io } from './_io';
 import { backendTsconfig, VERSIONS } from './create';
 import { backendTsconfigOf, BACKEND_DIRS, functionsDir, packageSpec, pluginBackendDir, type BackendDir } from './layout';
-import { exportedNames, namedImports, PACKAGE, rewriteBcmsImports, rewriteCalledNamespaceImports } from './port-imports';
+import { bcmsModuleTarget, exportedNames, namedImports, PACKAGE, rewriteBcmsImports, rewriteCalledNamespaceImports } from './port-imports';
 import { bcmsPathAliases, parseJsonc, portTsconfig } from './port-tsconfig';
+import { portPluginUi } from './port-ui';
 
 export const PORT_USAGE = `  port [DIR] [--dry-run]                    Rewrite a BCMS v3 plugin or functions project (DIR, default
                                             here) for bcms-extensions: its imports of
@@ -178,7 +179,7 @@ export function portProject(root: string, { write = true }: { write?: boolean } 
   const relative = (file: string): string => path.relative(root, file).split(path.sep).join('/');
 
   // tsconfig files first: the aliases they give BCMS's sources (`@bcms/*`) are BCMS imports too.
-  const aliases = new Set<string>();
+  const aliases = { backend: new Set<string>(), ui: new Set<string>() };
   for (const file of tsconfigFiles(root)) {
     const text = fs.readFileSync(file, 'utf8');
     let config: Record<string, unknown>;
@@ -187,7 +188,9 @@ export function portProject(root: string, { write = true }: { write?: boolean } 
     } catch (error) {
       throw new UsageError(`${relative(file)} is not JSON (${(error as Error).message}): fix it, then run bcms-ext port again`);
     }
-    for (const alias of bcmsPathAliases(config)) aliases.add(alias);
+    const found = bcmsPathAliases(config);
+    for (const alias of found.backend) aliases.backend.add(alias);
+    for (const alias of found.ui) aliases.ui.add(alias);
     const what = portTsconfig(config, file);
     if (what.length === 0) continue;
     writes.set(file, jsonLike(text, config));
@@ -202,20 +205,27 @@ export function portProject(root: string, { write = true }: { write?: boolean } 
     changes.push({ file: name, what: `removed: ${why}` });
   }
 
-  const known = exportedNames();
   for (const file of sourceFiles(root)) {
     if (removes.has(file)) continue;
     const source = fs.readFileSync(file, 'utf8');
-    const imports = rewriteBcmsImports(source, [...aliases]);
+    const imports = rewriteBcmsImports(source, { backend: [...aliases.backend], ui: [...aliases.ui] }, path.dirname(file));
     const namespaces = rewriteCalledNamespaceImports(imports.text);
     if (imports.replaced.length === 0 && namespaces.changed.length === 0) continue;
     writes.set(file, namespaces.text);
     const { replaced } = imports;
     if (replaced.length > 0) {
-      const names = [...new Set(replaced)];
-      changes.push({ file: relative(file), what: `${replaced.length} import${replaced.length === 1 ? '' : 's'} of ${names.join(', ')} → ${PACKAGE}` });
-      const missing = [...new Set(namedImports(namespaces.text).filter((name) => !known.has(name)))];
-      if (missing.length > 0) warnings.push(`${relative(file)}: ${PACKAGE} does not export ${missing.join(', ')}; this file will not type-check or bundle until it no longer needs ${missing.length === 1 ? 'it' : 'them'}`);
+      // Grouped by what they became: `bcms-extensions`, `bcms-extensions/ui`...
+      const byTarget = new Map<string, string[]>();
+      for (const name of new Set(replaced)) {
+        const target = bcmsModuleTarget(name, { backend: [...aliases.backend], ui: [...aliases.ui] }, path.dirname(file)) as string;
+        byTarget.set(target, [...(byTarget.get(target) ?? []), name]);
+      }
+      const parts = [...byTarget].map(([target, names]) => `${names.join(', ')} → ${target}`);
+      changes.push({ file: relative(file), what: `${replaced.length} import${replaced.length === 1 ? '' : 's'} of ${parts.join('; ')}` });
+      for (const module of [PACKAGE, `${PACKAGE}/ui`]) {
+        const missing = [...new Set(namedImports(namespaces.text, module).filter((name) => !exportedNames(module).has(name)))];
+        if (missing.length > 0) warnings.push(`${relative(file)}: ${module} does not export ${missing.join(', ')}; this file will not type-check or bundle until it no longer needs ${missing.length === 1 ? 'it' : 'them'}`);
+      }
     }
     for (const binding of namespaces.changed) {
       changes.push({ file: relative(file), what: `import * as ${binding} → import ${binding} (a namespace import cannot be called; the default import is the module itself, as TypeScript 4 compiled it)` });
@@ -257,9 +267,7 @@ export function portProject(root: string, { write = true }: { write?: boolean } 
       writes.set(configFile, jsonLike(configText, { ...config, pluginName: slug }));
       changes.push({ file: 'bcms-plugin.config.json', what: `pluginName "${config.pluginName}" → "${slug}" (as BCMS's CLI slugs it: the plugin's URL name)` });
     }
-    if (fs.existsSync(path.join(root, 'ui'))) {
-      notes.push('ui/: left as it is. bcms-ext bundle builds it with ui/vite.config.mjs into ui/dist; a UI on @becomes/cms-ui needs porting by hand');
-    }
+    portPluginUi(root, writes, changes);
   }
 
   // The config bcms-ext bundle type-checks the back end with: made when the project has none.

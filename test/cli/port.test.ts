@@ -228,15 +228,48 @@ describe('bcms-ext port on a copy of a BCMS v3 project', () => {
     expect((JSON.parse(fs.readFileSync(pkgFile, 'utf8')) as typeof pkg).scripts.dev).toBe('docker compose up');
   });
 
-  test('a plugin\'s ui/ is left as it is, with a note', async () => {
+  test("a plugin's ui/ (plugin-starter's layout): cms-ui imports, its aliases and copied folder, package.json, tsconfig, vite.config.mjs; a warning for what the kit lacks", async () => {
     const dir = copyBcmsV3Fixture('reading-list', tempDir());
-    fs.mkdirSync(path.join(dir, 'ui', 'src'), { recursive: true });
-    const main = "import { createApp } from 'vue';\nimport '@becomes/cms-ui/styles/_main.scss';\nwindow.pluginName = 'bcms-plugin---name';\n";
-    fs.writeFileSync(path.join(dir, 'ui', 'src', 'main.ts'), main);
+    const write = (file: string, text: string): void => {
+      fs.mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+      fs.writeFileSync(path.join(dir, file), text);
+    };
+    write('ui/package.json', `${JSON.stringify({ name: 'ui', scripts: { build: 'vue-tsc && vite build' }, dependencies: { vue: '^3.2.47' }, devDependencies: { '@becomes/cms-sdk': '^3.4.1', '@becomes/cms-ui': '^3.3.0', '@vitejs/plugin-vue': '^4.1.0', '@vitejs/plugin-vue-jsx': '^3.0.1', typescript: '^4.9.3', vite: '^4.2.0', 'vite-tsconfig-paths': '^4.0.7', 'vue-tsc': '^1.2.0' } }, null, 2)}\n`);
+    write('ui/tsconfig.json', `${JSON.stringify({ compilerOptions: { module: 'ESNext', moduleResolution: 'Node', jsx: 'preserve', importsNotUsedAsValues: 'error', paths: { '@ui/*': ['./src/*'], '@bcms-ui/*': ['./src/bcms-ui/*'] } }, include: ['src/**/*.tsx'] }, null, 2)}\n`);
+    write('ui/tailwind.config.cjs', "const bcmsTWConfig = require('@becomes/cms-ui/tailwind.config.cjs');\nmodule.exports = bcmsTWConfig;\n");
+    write('ui/src/main.ts', "import { createApp } from 'vue';\nimport { cy } from '@bcms-ui/directives';\nimport '@becomes/cms-ui/styles/_main.scss';\nimport type { BCMSGlobalScopeMain } from '@bcms-ui/types';\n");
+    write('ui/src/app.tsx', "import { BCMSPluginLayout } from './bcms-ui/components';\nimport { BCMSMediaInput } from '@becomes/cms-ui/components';\nimport type { BCMSTemplate } from '@becomes/cms-sdk/types';\n");
     const run = await bcmsExt(['port'], dir);
-    expect(run.out).toContain('Note: ui/: left as it is. bcms-ext bundle builds it with ui/vite.config.mjs into ui/dist; a UI on @becomes/cms-ui needs porting by hand\n');
-    expect(run.out).not.toContain('ui/src/main.ts');
-    expect(fs.readFileSync(path.join(dir, 'ui', 'src', 'main.ts'), 'utf8')).toBe(main);
+    expect(run.code).toBe(0);
+    const read = (file: string): string => fs.readFileSync(path.join(dir, file), 'utf8');
+    expect(read('ui/src/main.ts')).toBe("import { createApp } from 'vue';\nimport { cy } from 'bcms-extensions/ui';\nimport 'bcms-extensions/ui/styles.css';\nimport type { BCMSGlobalScopeMain } from 'bcms-extensions/ui';\n");
+    // @becomes/cms-sdk stays: it installs, and its enums (BCMSPropType) are bundled into the UI.
+    expect(read('ui/src/app.tsx')).toBe("import { BCMSPluginLayout } from 'bcms-extensions/ui';\nimport { BCMSMediaInput } from 'bcms-extensions/ui';\nimport type { BCMSTemplate } from '@becomes/cms-sdk/types';\n");
+    expect(read('ui/tailwind.config.cjs')).toContain("require('bcms-extensions/ui/tailwind.config.cjs')");
+    expect(run.out).toContain('  ui/src/main.ts: 3 imports of @bcms-ui/directives, @bcms-ui/types → bcms-extensions/ui; @becomes/cms-ui/styles/_main.scss → bcms-extensions/ui/styles.css\n');
+    expect(run.err).toBe('Warning: ui/src/app.tsx: bcms-extensions/ui does not export BCMSMediaInput; this file will not type-check or bundle until it no longer needs it\n');
+
+    const pkg = JSON.parse(read('ui/package.json')) as Record<string, Record<string, string>>;
+    expect(pkg.scripts).toEqual({ build: 'vite build' });
+    expect(pkg.devDependencies).toEqual({
+      '@becomes/cms-sdk': '^3.4.1',
+      '@vitejs/plugin-vue': '6.0.11',
+      '@vitejs/plugin-vue-jsx': '5.1.6',
+      typescript: '7.0.2',
+      vite: '8.3.8',
+      'vite-tsconfig-paths': '6.1.1',
+      'bcms-extensions': `file:${path.relative(path.join(dir, 'ui'), ROOT)}`,
+    });
+    expect(JSON.parse(read('ui/tsconfig.json'))).toEqual({
+      compilerOptions: { module: 'ESNext', moduleResolution: 'bundler', jsx: 'preserve', jsxImportSource: 'vue', paths: { '@ui/*': ['./src/*'] } },
+      include: ['src/**/*.tsx'],
+    });
+    const config = read('ui/vite.config.mjs');
+    expect(config).toContain("plugins: [tsconfigPaths(), vue(), vueJsx()],");
+    expect(config).toContain("base: './',");
+    expect(config).toContain("resolve: { dedupe: ['vue', 'vue-router'] },");
+    // Run again: nothing left to change.
+    expect((await bcmsExt(['port'], dir)).out).toBe('Nothing to change: . is a plugin project ported to bcms-extensions already.\n');
   });
 
   test('--dry-run prints the changes and writes nothing', async () => {

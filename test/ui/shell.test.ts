@@ -129,7 +129,7 @@ if (!found) {
 
   test('window.bcms as BCMS plugin UIs use it: socket events arrive live, modals register, the store knows the user', async () => {
     const result = await page.evaluate(async () => {
-      const bcms = (window as unknown as { bcms: any }).bcms; // eslint-disable-line @typescript-eslint/no-explicit-any
+      const bcms = (globalThis as unknown as { bcms: any }).bcms; // eslint-disable-line @typescript-eslint/no-explicit-any
       const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
       const got: { e: string; tm: string; t: string }[] = [];
       const unsubscribe = bcms.sdk.socket.subscribe('entry', async (data: { e: string; tm: string; t: string }) => void got.push(data));

@@ -1,0 +1,109 @@
+/**
+ * `bcms-ext port`'s part for a plugin's `ui/` (BCMS's plugin-starter layout: a Vite app with its own
+ * package.json): its dependencies for `bcms-extensions/ui` in place of `@becomes/cms-ui`, which the
+ * registry no longer has, the tools `bcms-ext bundle` builds it with, and the `ui/vite.config.mjs`
+ * it builds with.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { VERSIONS } from './create';
+import { packageSpec } from './layout';
+import { PACKAGE } from './port-imports';
+
+/** Vite plugins a BCMS UI lists, the versions that run under the Vite `bundle` uses, and how vite.config.mjs calls them. */
+const VITE_PLUGINS: Record<string, { version: string; binding: string; call: string }> = {
+  'vite-tsconfig-paths': { version: '6.1.1', binding: 'tsconfigPaths', call: 'tsconfigPaths()' },
+  '@vitejs/plugin-vue': { version: '6.0.11', binding: 'vue', call: 'vue()' },
+  '@vitejs/plugin-vue-jsx': { version: VERSIONS['@vitejs/plugin-vue-jsx'], binding: 'vueJsx', call: 'vueJsx()' },
+};
+/** Build tools `bcms-ext bundle` replaces: it type-checks with tsc and builds with vite.config.mjs. */
+const DROPPED_TOOLS = ['vue-tsc'];
+
+type Deps = Record<string, string>;
+type UiPackage = Record<string, unknown> & { dependencies?: Deps; devDependencies?: Deps; scripts?: Record<string, string> };
+
+/** JSON written back with the file's own indentation and final newline. */
+function jsonLike(original: string, value: unknown): string {
+  const indent = /^([ \t]+)"/m.exec(original)?.[1] ?? '  ';
+  return `${JSON.stringify(value, null, indent)}${original.endsWith('\n') ? '\n' : ''}`;
+}
+
+/**
+ * Ports `<root>/ui` when it has a package.json: fills `writes` (file → text) and `changes`
+ * (what, per file). Does nothing for a UI made by `bcms-ext create` (its vite.config.mjs is there).
+ */
+export function portPluginUi(root: string, writes: Map<string, string>, changes: { file: string; what: string }[]): void {
+  const ui = path.join(root, 'ui');
+  const pkgFile = path.join(ui, 'package.json');
+  if (!fs.existsSync(pkgFile)) return;
+  const text = fs.readFileSync(pkgFile, 'utf8');
+  const pkg = JSON.parse(text) as UiPackage;
+  const what: string[] = [];
+  const sections = ['dependencies', 'devDependencies'] as const;
+  const declared = (name: string): string | undefined => sections.map((section) => pkg[section]?.[name]).find((range) => range !== undefined);
+  const set = (name: string, version: string): void => {
+    const section = sections.find((each) => pkg[each]?.[name] !== undefined) ?? 'devDependencies';
+    pkg[section] = { ...pkg[section], [name]: version };
+  };
+  const remove = (name: string): void => {
+    for (const section of sections) if (pkg[section]?.[name] !== undefined) delete (pkg[section] as Deps)[name];
+  };
+
+  if (declared('@becomes/cms-ui') !== undefined) {
+    remove('@becomes/cms-ui');
+    what.push(`removed @becomes/cms-ui (gone from the registry; ${PACKAGE}/ui takes its place)`);
+  }
+  if (declared(PACKAGE) === undefined) {
+    const spec = packageSpec(ui);
+    set(PACKAGE, spec);
+    what.push(`added ${PACKAGE} (${spec})`);
+  }
+  for (const tool of DROPPED_TOOLS) {
+    if (declared(tool) === undefined) continue;
+    remove(tool);
+    what.push(`removed ${tool} (bcms-ext bundle type-checks with tsc)`);
+  }
+  const raise = (name: string, version: string, why: string): void => {
+    const range = declared(name);
+    if (range === undefined || range === version) return;
+    set(name, version);
+    what.push(`${name} ${range} → ${version} (${why})`);
+  };
+  raise('vite', VERSIONS.vite, 'the Vite bcms-ext bundle builds with');
+  raise('typescript', VERSIONS.typescript, 'the TypeScript bcms-ext bundle type-checks with');
+  for (const [name, plugin] of Object.entries(VITE_PLUGINS)) raise(name, plugin.version, `runs under Vite ${VERSIONS.vite}`);
+  if (pkg.scripts?.build !== undefined && /vue-tsc/.test(pkg.scripts.build)) {
+    what.push(`scripts.build: "${pkg.scripts.build}" → "vite build"`);
+    pkg.scripts.build = 'vite build';
+  }
+  if (what.length > 0) {
+    writes.set(pkgFile, jsonLike(text, pkg));
+    for (const line of what) changes.push({ file: 'ui/package.json', what: line });
+  }
+
+  const configFile = path.join(ui, 'vite.config.mjs');
+  if (!fs.existsSync(configFile)) {
+    const plugins = Object.entries(VITE_PLUGINS).filter(([name]) => declared(name) !== undefined);
+    writes.set(configFile, viteConfig(plugins.map(([name, plugin]) => ({ name, ...plugin }))));
+    changes.push({ file: 'ui/vite.config.mjs', what: `created: what bcms-ext bundle builds the UI with (${plugins.map(([name]) => name).join(', ') || 'no plugins'}; relative URLs, one copy of vue)` });
+  }
+}
+
+function viteConfig(plugins: { name: string; binding: string; call: string }[]): string {
+  return `// The UI as bcms-ext bundle builds it (written by bcms-ext port): into ./dist, with relative URLs,
+// since the service serves it under /plugin/<name>/.
+import { fileURLToPath } from 'node:url';
+${plugins.map((plugin) => `import ${plugin.binding} from '${plugin.name}';`).join('\n')}
+import { defineConfig } from 'vite';
+
+export default defineConfig({
+  root: fileURLToPath(new URL('.', import.meta.url)),
+  base: './',
+  plugins: [${plugins.map((plugin) => plugin.call).join(', ')}],
+  // bcms-extensions/ui and the UI share one copy of vue (and of its router).
+  resolve: { dedupe: ['vue', 'vue-router'] },
+  build: { outDir: 'dist', emptyOutDir: true },
+  logLevel: 'warn',
+});
+`;
+}
