@@ -97,10 +97,15 @@ const UI_TEXT = /\.(?:html|m?js|css|json|svg|map|txt)$/;
 /** The UI, built with its own Vite config into ui/dist, as path → base64, with the placeholder replaced in its text files. */
 async function buildUi(vite: Vite, root: string, pluginName: string): Promise<Record<string, string>> {
   const ui = path.join(root, 'ui');
+  // In ui/, as `npm run build` there would: Tailwind and PostCSS read their configs and content globs from the working directory.
+  const cwd = process.cwd();
+  process.chdir(ui);
   try {
     await vite.build({ root: ui, configFile: path.join(ui, 'vite.config.mjs'), logLevel: 'warn' });
   } catch (error) {
     throw new UsageError(`the UI build failed: ${(error as Error).message}`);
+  } finally {
+    process.chdir(cwd);
   }
   const files: Record<string, string> = {};
   const walk = (dir: string): void => {

@@ -10,9 +10,12 @@ import { VERSIONS } from './create';
 import { packageSpec } from './layout';
 import { PACKAGE } from './port-imports';
 
-/** Vite plugins a BCMS UI lists, the versions that run under the Vite `bundle` uses, and how vite.config.mjs calls them. */
-const VITE_PLUGINS: Record<string, { version: string; binding: string; call: string }> = {
-  'vite-tsconfig-paths': { version: '6.1.1', binding: 'tsconfigPaths', call: 'tsconfigPaths()' },
+/**
+ * Vite plugins a BCMS UI lists, the versions that run under the Vite `bundle` uses, and how
+ * vite.config.mjs calls them (none for vite-tsconfig-paths: Vite reads tsconfig paths itself now).
+ */
+const VITE_PLUGINS: Record<string, { version: string; binding?: string; call?: string }> = {
+  'vite-tsconfig-paths': { version: '6.1.1' },
   '@vitejs/plugin-vue': { version: '6.0.11', binding: 'vue', call: 'vue()' },
   '@vitejs/plugin-vue-jsx': { version: VERSIONS['@vitejs/plugin-vue-jsx'], binding: 'vueJsx', call: 'vueJsx()' },
 };
@@ -30,12 +33,13 @@ function jsonLike(original: string, value: unknown): string {
 
 /**
  * Ports `<root>/ui` when it has a package.json: fills `writes` (file → text) and `changes`
- * (what, per file). Does nothing for a UI made by `bcms-ext create` (its vite.config.mjs is there).
+ * (what, per file); true when its package.json changed. A UI made by `bcms-ext create` has nothing
+ * to change.
  */
-export function portPluginUi(root: string, writes: Map<string, string>, changes: { file: string; what: string }[]): void {
+export function portPluginUi(root: string, writes: Map<string, string>, changes: { file: string; what: string }[]): boolean {
   const ui = path.join(root, 'ui');
   const pkgFile = path.join(ui, 'package.json');
-  if (!fs.existsSync(pkgFile)) return;
+  if (!fs.existsSync(pkgFile)) return false;
   const text = fs.readFileSync(pkgFile, 'utf8');
   const pkg = JSON.parse(text) as UiPackage;
   const what: string[] = [];
@@ -83,10 +87,11 @@ export function portPluginUi(root: string, writes: Map<string, string>, changes:
 
   const configFile = path.join(ui, 'vite.config.mjs');
   if (!fs.existsSync(configFile)) {
-    const plugins = Object.entries(VITE_PLUGINS).filter(([name]) => declared(name) !== undefined);
-    writes.set(configFile, viteConfig(plugins.map(([name, plugin]) => ({ name, ...plugin }))));
-    changes.push({ file: 'ui/vite.config.mjs', what: `created: what bcms-ext bundle builds the UI with (${plugins.map(([name]) => name).join(', ') || 'no plugins'}; relative URLs, one copy of vue)` });
+    const plugins = Object.entries(VITE_PLUGINS).filter(([name, plugin]) => declared(name) !== undefined && plugin.call !== undefined);
+    writes.set(configFile, viteConfig(plugins.map(([name, plugin]) => ({ name, binding: plugin.binding as string, call: plugin.call as string }))));
+    changes.push({ file: 'ui/vite.config.mjs', what: `created: what bcms-ext bundle builds the UI with (${plugins.map(([name]) => name).join(', ') || 'no plugins'}; tsconfig paths, relative URLs, one copy of vue)` });
   }
+  return what.length > 0;
 }
 
 function viteConfig(plugins: { name: string; binding: string; call: string }[]): string {
@@ -100,8 +105,8 @@ export default defineConfig({
   root: fileURLToPath(new URL('.', import.meta.url)),
   base: './',
   plugins: [${plugins.map((plugin) => plugin.call).join(', ')}],
-  // bcms-extensions/ui and the UI share one copy of vue (and of its router).
-  resolve: { dedupe: ['vue', 'vue-router'] },
+  // The tsconfig's paths (@ui/*, @backend/*); bcms-extensions/ui and the UI share one copy of vue (and of its router).
+  resolve: { tsconfigPaths: true, dedupe: ['vue', 'vue-router'] },
   build: { outDir: 'dist', emptyOutDir: true },
   logLevel: 'warn',
 });

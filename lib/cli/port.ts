@@ -145,6 +145,17 @@ function tsconfigFiles(root: string): string[] {
   return [...rootConfigs.sort(), ...nested.sort()].map((file) => path.join(root, file));
 }
 
+/**
+ * A lockfile written for the dependencies port changed pins versions the registry no longer has
+ * (`@becomes/cms-ui` 3.3.0, `@becomes/cms-sdk` 3.4.1): removed, `npm install` writes a new one.
+ */
+function staleLock(root: string, folder: string, removes: Set<string>, changes: PortChange[]): void {
+  const lock = path.join(root, folder, 'package-lock.json');
+  if (!fs.existsSync(lock)) return;
+  removes.add(lock);
+  changes.push({ file: `${folder}package-lock.json`, what: 'removed: it locked the versions of the dependencies port changed (some gone from the registry); npm install writes a new one' });
+}
+
 /** Files that only BCMS's own server and tools read, which require packages port removes. */
 const BCMS_ONLY_FILES: Record<string, string> = {
   'bcms.config.js': "BCMS's server config (createBcmsConfig); the host's bcmsExtensions(...) options take its place",
@@ -248,6 +259,7 @@ export function portProject(root: string, { write = true }: { write?: boolean } 
   if (pkgChanges.length > 0) {
     writes.set(pkgFile, jsonLike(pkgText, pkg));
     for (const what of pkgChanges) changes.push({ file: 'package.json', what });
+    staleLock(root, '', removes, changes);
   }
 
   if (kind === 'plugin') {
@@ -267,7 +279,7 @@ export function portProject(root: string, { write = true }: { write?: boolean } 
       writes.set(configFile, jsonLike(configText, { ...config, pluginName: slug }));
       changes.push({ file: 'bcms-plugin.config.json', what: `pluginName "${config.pluginName}" → "${slug}" (as BCMS's CLI slugs it: the plugin's URL name)` });
     }
-    portPluginUi(root, writes, changes);
+    if (portPluginUi(root, writes, changes)) staleLock(root, 'ui/', removes, changes);
   }
 
   // The config bcms-ext bundle type-checks the back end with: made when the project has none.

@@ -1,4 +1,41 @@
-import type { BcmsEntry, BcmsEntryMeta, BcmsTemplate } from '../db/shapes';
+/* eslint-disable @typescript-eslint/no-explicit-any -- BCMS's prop types and data, loose on purpose (below) */
+import type { BcmsEntry as StoredEntry, BcmsTemplate as StoredTemplate } from '../db/shapes';
+
+/**
+ * A template's prop, as BCMS shapes it. `type` and the data are `any` on purpose: as loose as
+ * @becomes/cms-sdk's own types are strict (its BCMSPropType enum, its prop data unions), so that
+ * what the SDK answers here is a cms-sdk `BCMSTemplate` or `BCMSEntry` too, where a BCMS UI holds one.
+ */
+export interface BcmsProp {
+  id: string;
+  type: any;
+  required: boolean;
+  name: string;
+  label: string;
+  array: boolean;
+  defaultData: any;
+  [key: string]: any;
+}
+
+/** A template as the SDK's routes answer it (BCMS's `BCMSTemplate`). */
+export interface BcmsTemplate extends Omit<StoredTemplate, 'props'> {
+  cid: string;
+  userId: string;
+  props: BcmsProp[];
+}
+
+/** One language of an entry's meta: `props[i].data` is an array in BCMS. */
+export interface BcmsEntryMeta {
+  lng: string;
+  props: { id: string; data: any }[];
+}
+
+/** An entry as the SDK's routes answer it (BCMS's `BCMSEntry`). */
+export interface BcmsEntry extends Omit<StoredEntry, 'meta' | 'content'> {
+  cid: string;
+  meta: BcmsEntryMeta[];
+  content: any[];
+}
 import type { JWT, JWTRole } from '../security/token';
 
 /** A plugin policy, as BCMS lists it (`plugin.getAll()`); this package defines none yet, so the list is empty. */
@@ -259,4 +296,3 @@ export interface BcmsGlobal {
   vue: { store: BcmsVueStore };
 }
 
-export type { BcmsEntry, BcmsEntryMeta, BcmsTemplate };

@@ -265,9 +265,9 @@ describe('bcms-ext port on a copy of a BCMS v3 project', () => {
       include: ['src/**/*.tsx'],
     });
     const config = read('ui/vite.config.mjs');
-    expect(config).toContain("plugins: [tsconfigPaths(), vue(), vueJsx()],");
+    expect(config).toContain('plugins: [vue(), vueJsx()],');
     expect(config).toContain("base: './',");
-    expect(config).toContain("resolve: { dedupe: ['vue', 'vue-router'] },");
+    expect(config).toContain("resolve: { tsconfigPaths: true, dedupe: ['vue', 'vue-router'] },");
     // Run again: nothing left to change.
     expect((await bcmsExt(['port'], dir)).out).toBe('Nothing to change: . is a plugin project ported to bcms-extensions already.\n');
   });

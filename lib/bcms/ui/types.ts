@@ -1,5 +1,5 @@
 /** The types BCMS plugin UIs import from `@becomes/cms-ui/types`. */
-import type { BcmsGlobal, BcmsModalItem } from 'bcms-extensions/sdk/types';
+import type { BcmsGlobal } from 'bcms-extensions/sdk/types';
 
 /** What a modal's `show(data)` takes besides its own data: the title, and what Done and Cancel do. */
 export interface BCMSModalInputDefaults<OutputData> {
@@ -21,5 +21,5 @@ export type BCMSStoreGetterQuery<Item> = (item: Item) => boolean;
 
 /** `window.bcms`, with the plugin's own modals typed: `declare global { interface Window { bcms: BCMSGlobalScopeMain<CustomModals> } }`. */
 export type BCMSGlobalScopeMain<CustomModals = Record<string, never>> = Omit<BcmsGlobal, 'modal'> & {
-  modal: BcmsGlobal['modal'] & { custom: CustomModals & Record<string, BcmsModalItem<unknown, unknown>> };
+  modal: Omit<BcmsGlobal['modal'], 'custom'> & { custom: CustomModals };
 };
