@@ -11,8 +11,8 @@ export const BCMS_V3_FIXTURES = path.join(ROOT, 'test', 'fixtures', 'bcms-v3');
 /** Where ported copies go: inside the repository (git-ignored), so that jest transforms them. */
 export const PORTED_DIR = path.join(ROOT, 'test-output', 'bcms-v3');
 
-/** `reading-list`: a plugin (backend/, bcms-plugin.config.json); `blog-functions`: functions/*.ts. */
-export type BcmsV3Fixture = 'reading-list' | 'blog-functions';
+/** `reading-list`: a plugin (backend/, bcms-plugin.config.json); `todo-board`: a plugin with a ui/ as plugin-starter has it; `blog-functions`: functions/*.ts. */
+export type BcmsV3Fixture = 'reading-list' | 'blog-functions' | 'todo-board';
 
 /** Copies a fixture project into `parent` (leaving out anything an install or a bundle left in it) and returns its folder. */
 export function copyBcmsV3Fixture(name: BcmsV3Fixture, parent: string): string {

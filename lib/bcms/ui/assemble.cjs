@@ -1,5 +1,5 @@
-// After `tsc -p lib/bcms/ui/tsconfig.json` (npm run build:ui-kit): puts the stylesheet and the
-// Tailwind preset beside the built modules, marks them ES modules, and points the declarations at
+// After `tsc -p lib/bcms/ui/tsconfig.json` (npm run build:ui-kit): puts the stylesheet (with its
+// declarations, for `import 'bcms-extensions/ui/styles.css'`) and the Tailwind preset beside the built modules, marks them ES modules, and points the declarations at
 // the SDK's types by a relative path (a package cannot name itself from a folder that has a
 // package.json of its own).
 const fs = require('node:fs');
@@ -7,7 +7,7 @@ const path = require('node:path');
 
 const from = __dirname;
 const to = path.resolve(__dirname, '..', '..', '..', 'dist', 'bcms', 'ui');
-for (const file of ['styles.css', 'tailwind.config.cjs']) fs.copyFileSync(path.join(from, file), path.join(to, file));
+for (const file of ['styles.css', 'styles.d.ts', 'tailwind.config.cjs']) fs.copyFileSync(path.join(from, file), path.join(to, file));
 fs.writeFileSync(path.join(to, 'package.json'), `${JSON.stringify({ type: 'module' })}\n`);
 const types = path.join(to, 'types.d.ts');
 const text = fs.readFileSync(types, 'utf8');
