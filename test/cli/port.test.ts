@@ -33,7 +33,9 @@ function snapshot(dir: string): Map<string, Buffer> {
 const tempDir = (): string => fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-port-'));
 
 /** The line as port must write it: its BCMS module name (in its own quotes) replaced, nothing else. */
-const ported = (line: string): string => line.replace(/(['"])@becomes\/(?:cms-backend|purple-cheetah)[^'"]*\1/, '$1bcms-extensions$1');
+/** A line as port rewrites it: BCMS's module names, and a namespace import the file calls (the fixtures' `ms`) made a default import. */
+const ported = (line: string): string =>
+  line.replace(/(['"])@becomes\/(?:cms-backend|purple-cheetah)[^'"]*\1/, '$1bcms-extensions$1').replace(/^import \* as ms from 'ms';$/, "import ms from 'ms';");
 
 describe('bcmsPluginSlug: pluginName as BCMS\'s CLI slugs it', () => {
   test.each([
@@ -204,12 +206,12 @@ describe('bcms-ext port on a copy of a BCMS v3 project', () => {
   test('a functions project (functions/*.ts): imports, package.json, a tsconfig over functions/', async () => {
     const { dir, before, after, run } = await portCopy('blog-functions');
     expect(run).toMatchObject({ code: 0, err: '' });
-    expect(expectOnlyImportLinesChanged(before, after)).toBe(6);
+    expect(expectOnlyImportLinesChanged(before, after)).toBe(8);
     expect([...after.keys()].filter((file) => !before.has(file)).sort()).toEqual(['.env.example', 'tsconfig.json']);
     expect(JSON.parse(after.get('tsconfig.json')?.toString() as string)).toMatchObject({ include: ['functions'] });
     const pkg = JSON.parse(after.get('package.json')?.toString() as string) as Record<string, Record<string, string>>;
     expect(pkg.scripts).toEqual({ bundle: 'bcms-ext bundle', deploy: 'bcms-ext deploy' });
-    expect(pkg.devDependencies).toEqual({ '@types/node': '20.19.25', typescript: '7.0.2', 'bcms-extensions': `file:${path.relative(dir, ROOT)}`, vite: '8.3.8' });
+    expect(pkg.devDependencies).toEqual({ '@types/ms': '^2.1.0', '@types/node': '20.19.25', typescript: '7.0.2', 'bcms-extensions': `file:${path.relative(dir, ROOT)}`, vite: '8.3.8' });
     expect(run.out).toContain(`Ported ${dir} (a BCMS v3 functions project) to bcms-extensions:\n`);
     expect(run.out).toContain('  functions/blog-titles.ts: 3 imports of @becomes/cms-backend/src/function, @becomes/cms-backend/src/repo, @becomes/purple-cheetah/types → bcms-extensions\n');
     expect(run.out).toContain('  package.json: scripts.bundle: "bcms --function bundle" → "bcms-ext bundle"\n');

@@ -248,6 +248,8 @@ test('a BCMS v3 functions project (BCMS-idiom fixture): port, install, bundle, d
   });
   // No body at all: request.body is {} as in BCMS.
   expect(await send('POST', '/api/function/ping')).toEqual({ status: 200, body: { success: true, result: { pong: true, echo: null } } });
+  // `import * as ms from 'ms'`, then ms(...): ported to a default import, bundled, called.
+  expect(await send('POST', '/api/function/uptime')).toEqual({ status: 200, body: { success: true, result: { minute: '1m', long: '1 hour' } } });
   // No `public` in its config: private.
   expect((await send('POST', '/api/function/submit-review', { title: 'Dune', rating: 5 })).status).toBe(401);
   const key = run(process.execPath, [BIN, 'keys', 'create', '--name', 'reviewer', '--functions', 'submit-review', '--env'], dir, { BCMS_URL: base, BCMS_TOKEN: token });
