@@ -23,7 +23,7 @@ const VITE_PLUGINS: Record<string, { version: string; binding?: string; call?: s
 const DROPPED_TOOLS = ['vue-tsc'];
 
 type Deps = Record<string, string>;
-type UiPackage = Record<string, unknown> & { dependencies?: Deps; devDependencies?: Deps; scripts?: Record<string, string> };
+export type UiPackage = Record<string, unknown> & { dependencies?: Deps; devDependencies?: Deps; scripts?: Record<string, string> };
 
 /** JSON written back with the file's own indentation and final newline. */
 function jsonLike(original: string, value: unknown): string {
@@ -33,13 +33,13 @@ function jsonLike(original: string, value: unknown): string {
 
 /**
  * Ports `<root>/ui` when it has a package.json: fills `writes` (file → text) and `changes`
- * (what, per file); true when its package.json changed. A UI made by `bcms-ext create` has nothing
- * to change.
+ * (what, per file); returns its package.json as ported when it changed. A UI made by `bcms-ext
+ * create` has nothing to change.
  */
-export function portPluginUi(root: string, writes: Map<string, string>, changes: { file: string; what: string }[]): boolean {
+export function portPluginUi(root: string, writes: Map<string, string>, changes: { file: string; what: string }[]): UiPackage | undefined {
   const ui = path.join(root, 'ui');
   const pkgFile = path.join(ui, 'package.json');
-  if (!fs.existsSync(pkgFile)) return false;
+  if (!fs.existsSync(pkgFile)) return undefined;
   const text = fs.readFileSync(pkgFile, 'utf8');
   const pkg = JSON.parse(text) as UiPackage;
   const what: string[] = [];
@@ -91,7 +91,7 @@ export function portPluginUi(root: string, writes: Map<string, string>, changes:
     writes.set(configFile, viteConfig(plugins.map(([name, plugin]) => ({ name, binding: plugin.binding as string, call: plugin.call as string }))));
     changes.push({ file: 'ui/vite.config.mjs', what: `created: what bcms-ext bundle builds the UI with (${plugins.map(([name]) => name).join(', ') || 'no plugins'}; tsconfig paths, relative URLs, one copy of vue)` });
   }
-  return what.length > 0;
+  return what.length > 0 ? pkg : undefined;
 }
 
 function viteConfig(plugins: { name: string; binding: string; call: string }[]): string {

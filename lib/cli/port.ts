@@ -146,14 +146,17 @@ function tsconfigFiles(root: string): string[] {
 }
 
 /**
- * A lockfile written for the dependencies port changed pins versions the registry no longer has
- * (`@becomes/cms-ui` 3.3.0, `@becomes/cms-sdk` 3.4.1): removed, `npm install` writes a new one.
+ * A lockfile that pins a version of a package of BCMS's the project still uses (`@becomes/cms-sdk`
+ * 3.4.1 in plugin-starter's ui/), which the registry no longer has: removed, and `npm install`
+ * writes a new one. A lockfile whose BCMS packages port removed stays: npm drops them from the tree,
+ * and keeps the rest as the author locked it.
  */
-function staleLock(root: string, folder: string, removes: Set<string>, changes: PortChange[]): void {
+function staleLock(root: string, folder: string, removes: Set<string>, changes: PortChange[], pkg: PackageJson): void {
   const lock = path.join(root, folder, 'package-lock.json');
-  if (!fs.existsSync(lock)) return;
+  const stillBcms = DEPENDENCY_SECTIONS.some((section) => Object.keys(pkg[section] ?? {}).some((name) => name.startsWith('@becomes/')));
+  if (!fs.existsSync(lock) || !stillBcms) return;
   removes.add(lock);
-  changes.push({ file: `${folder}package-lock.json`, what: 'removed: it locked the versions of the dependencies port changed (some gone from the registry); npm install writes a new one' });
+  changes.push({ file: `${folder}package-lock.json`, what: 'removed: it locked versions of @becomes packages the registry no longer has; npm install writes a new one' });
 }
 
 /** Files that only BCMS's own server and tools read, which require packages port removes. */
@@ -259,7 +262,7 @@ export function portProject(root: string, { write = true }: { write?: boolean } 
   if (pkgChanges.length > 0) {
     writes.set(pkgFile, jsonLike(pkgText, pkg));
     for (const what of pkgChanges) changes.push({ file: 'package.json', what });
-    staleLock(root, '', removes, changes);
+    staleLock(root, '', removes, changes, pkg);
   }
 
   if (kind === 'plugin') {
@@ -279,7 +282,8 @@ export function portProject(root: string, { write = true }: { write?: boolean } 
       writes.set(configFile, jsonLike(configText, { ...config, pluginName: slug }));
       changes.push({ file: 'bcms-plugin.config.json', what: `pluginName "${config.pluginName}" → "${slug}" (as BCMS's CLI slugs it: the plugin's URL name)` });
     }
-    if (portPluginUi(root, writes, changes)) staleLock(root, 'ui/', removes, changes);
+    const uiPackage = portPluginUi(root, writes, changes);
+    if (uiPackage !== undefined) staleLock(root, 'ui/', removes, changes, uiPackage);
   }
 
   // The config bcms-ext bundle type-checks the back end with: made when the project has none.

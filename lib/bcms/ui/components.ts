@@ -253,11 +253,34 @@ const textProps = {
   helperText: String,
 };
 
+const TEXT_EMITS = { input: (value: string) => typeof value === 'string', enter: () => true, 'update:modelValue': (value: string) => typeof value === 'string' };
+
+type TextEmit = ((event: 'input', value: string) => void) & ((event: 'update:modelValue', value: string) => void) & ((event: 'enter') => void);
+
+/** What a one-line text control has: its value, its state for screen readers, and `input`, `update:modelValue` and `enter` as the user types. */
+function typing(id: string, props: { value?: string; modelValue?: string; placeholder?: string; disabled: boolean; invalidText?: string; helperText?: string }, emit: TextEmit): Record<string, unknown> {
+  return {
+    id,
+    class: 'bcms-ui-input',
+    value: props.modelValue ?? props.value ?? '',
+    placeholder: props.placeholder,
+    disabled: props.disabled,
+    'aria-invalid': props.invalidText ? 'true' : undefined,
+    'aria-describedby': described(id, props.invalidText, props.helperText),
+    onInput: (event: Event) => {
+      const value = (event.target as HTMLInputElement).value;
+      emit('input', value);
+      emit('update:modelValue', value);
+    },
+    onKeyup: (event: KeyboardEvent) => event.key === 'Enter' && emit('enter'),
+  };
+}
+
 /** BCMS's text input: `value` (or `v-model`) in, `input` (and `update:modelValue`) out with the text; Enter emits `enter`. */
 export const BCMSTextInput = defineComponent({
   name: 'BCMSTextInput',
   props: { ...textProps, type: { type: String, default: 'text' }, focusOnLoad: Boolean },
-  emits: { input: (value: string) => typeof value === 'string', enter: () => true, 'update:modelValue': (value: string) => typeof value === 'string' },
+  emits: TEXT_EMITS,
   setup(props, { emit }) {
     const id = props.id ?? `bcms-ui-input-${++inputCount}`;
     const input = ref<HTMLInputElement>();
@@ -266,23 +289,7 @@ export const BCMSTextInput = defineComponent({
       field(
         id,
         props.label,
-        h('input', {
-          ref: input,
-          id,
-          class: 'bcms-ui-input',
-          type: props.type,
-          value: props.modelValue ?? props.value ?? '',
-          placeholder: props.placeholder,
-          disabled: props.disabled,
-          'aria-invalid': props.invalidText ? 'true' : undefined,
-          'aria-describedby': described(id, props.invalidText, props.helperText),
-          onInput: (event: Event) => {
-            const value = (event.target as HTMLInputElement).value;
-            emit('input', value);
-            emit('update:modelValue', value);
-          },
-          onKeyup: (event: KeyboardEvent) => event.key === 'Enter' && emit('enter'),
-        }),
+        h('input', { ref: input, type: props.type, ...typing(id, props, emit) }),
         props.invalidText,
         props.helperText,
         props.class,
@@ -294,7 +301,7 @@ export const BCMSTextInput = defineComponent({
 export const BCMSPasswordInput = defineComponent({
   name: 'BCMSPasswordInput',
   props: { ...textProps, readonly: { type: Boolean, default: false } },
-  emits: { input: (value: string) => typeof value === 'string', enter: () => true, 'update:modelValue': (value: string) => typeof value === 'string' },
+  emits: TEXT_EMITS,
   setup(props, { emit }) {
     const id = props.id ?? `bcms-ui-input-${++inputCount}`;
     const visible = ref(false);
@@ -303,24 +310,7 @@ export const BCMSPasswordInput = defineComponent({
         id,
         props.label,
         h('div', { class: 'bcms-ui-password' }, [
-          h('input', {
-            id,
-            class: 'bcms-ui-input',
-            type: visible.value ? 'text' : 'password',
-            value: props.modelValue ?? props.value ?? '',
-            placeholder: props.placeholder,
-            disabled: props.disabled,
-            readonly: props.readonly,
-            autocomplete: 'off',
-            'aria-invalid': props.invalidText ? 'true' : undefined,
-            'aria-describedby': described(id, props.invalidText, props.helperText),
-            onInput: (event: Event) => {
-              const value = (event.target as HTMLInputElement).value;
-              emit('input', value);
-              emit('update:modelValue', value);
-            },
-            onKeyup: (event: KeyboardEvent) => event.key === 'Enter' && emit('enter'),
-          }),
+          h('input', { ...typing(id, props, emit), type: visible.value ? 'text' : 'password', readonly: props.readonly, autocomplete: 'off' }),
           h('button', { type: 'button', class: 'bcms-ui-password-toggle', 'aria-pressed': String(visible.value), onClick: () => (visible.value = !visible.value) }, visible.value ? 'Hide' : 'Show'),
         ]),
         props.invalidText,
