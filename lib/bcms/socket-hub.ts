@@ -20,6 +20,8 @@ export const EVENTS_PATH = '/api/extensions/events';
 const MAX_PAYLOAD_BYTES = 7900;
 /** A comment line this often keeps proxies from closing an idle stream. */
 const HEARTBEAT_MS = 25_000;
+/** The longest delay a Node timer takes (about 24.8 days). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 type Subscriber = (event: SocketEvent) => void;
 
@@ -74,14 +76,15 @@ export class SocketHub {
 
 /**
  * `GET /api/extensions/events`: a signed-in user's stream of socket events, as Server-Sent Events
- * (`event: <eventName>`, `data: <eventData as JSON>`). It stays open until the client goes.
+ * (`event: <eventName>`, `data: <eventData as JSON>`). It stays open until the client goes, or
+ * until the token expires.
  */
 export function createEventStream(deps: { hub: SocketHub; verifyAccessToken: AccessTokenVerifier }) {
   const { hub, verifyAccessToken } = deps;
   return function serveEvents(req: Request, res: Response): Work {
     if (req.method !== 'GET') throw new BcmsHttpError('METHOD_NOT_ALLOWED', `${req.method} is not allowed here; use GET.`, { Allow: 'GET' });
     return verifyAccessToken(req).then(
-      () =>
+      (token) =>
         new Promise<void>((resolve) => {
           res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache, no-transform', 'X-Accel-Buffering': 'no' });
           res.write(': connected\n\n');
@@ -92,8 +95,14 @@ export function createEventStream(deps: { hub: SocketHub; verifyAccessToken: Acc
           });
           const heartbeat = setInterval(() => res.write(': ping\n\n'), HEARTBEAT_MS);
           heartbeat.unref();
+          // Events only for as long as the token is valid: then the stream ends, and a client that
+          // comes back with that token is refused (401) like any other request.
+          const exp = token.payload.exp;
+          const expiry = typeof exp === 'number' ? setTimeout(() => res.end(), Math.min(MAX_TIMER_MS, Math.max(0, exp * 1000 - Date.now()))) : undefined;
+          expiry?.unref();
           res.on('close', () => {
             clearInterval(heartbeat);
+            clearTimeout(expiry);
             unsubscribe();
             resolve();
           });

@@ -107,6 +107,22 @@ describe.each(backends())('socket events and propChanges (%s)', (backend) => {
     expect((await request(servers[0] as http.Server).post('/api/extensions/events').set('Authorization', auth)).status).toBe(405);
   });
 
+  test('the stream ends when its token expires, and that token is refused then', async () => {
+    const exp = Math.floor(Date.now() / 1000) + 2;
+    const shortLived = signToken([role('ADMIN', 'READ')], { payload: { exp } });
+    const response = await fetch(`${origins[0]}/api/extensions/events`, { headers: { Authorization: `Bearer ${shortLived}` } });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+    // Read to the end: it comes once the token has expired.
+    const text = await response.text();
+    expect(text.startsWith(': connected')).toBe(true);
+    // Not before the token's expiry (a later end, on a loaded machine, is still right).
+    expect(Date.now()).toBeGreaterThanOrEqual(exp * 1000);
+    const again = await fetch(`${origins[0]}/api/extensions/events`, { headers: { Authorization: `Bearer ${shortLived}` } });
+    expect(again.status).toBe(401);
+    expect(await again.json()).toEqual({ message: 'Token has expired.' });
+  });
+
   test("a plugin's useSocket event and an entry written through the SDK reach the streams of both instances", async () => {
     const [a, b] = [await openStream(origins[0] as string), await openStream(origins[1] as string)];
     try {
