@@ -282,6 +282,9 @@ export function portProject(root: string, { write = true }: { write?: boolean } 
       writes.set(configFile, jsonLike(configText, { ...config, pluginName: slug }));
       changes.push({ file: 'bcms-plugin.config.json', what: `pluginName "${config.pluginName}" → "${slug}" (as BCMS's CLI slugs it: the plugin's URL name)` });
     }
+    if (fs.existsSync(path.join(root, 'vue.config.js')) && !fs.existsSync(path.join(root, 'ui', 'index.html'))) {
+      notes.push("vue.config.js: a Vue CLI (webpack) UI is not ported; bcms-ext bundle builds a plugin's UI with Vite from ui/ (index.html and vite.config.mjs there), so this plugin deploys without one until its UI is moved");
+    }
     const uiPackage = portPluginUi(root, writes, changes);
     if (uiPackage !== undefined) staleLock(root, 'ui/', removes, changes, uiPackage);
   }

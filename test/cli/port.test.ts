@@ -274,6 +274,14 @@ describe('bcms-ext port on a copy of a BCMS v3 project', () => {
     expect((await bcmsExt(['port'], dir)).out).toBe('Nothing to change: . is a plugin project ported to bcms-extensions already.\n');
   });
 
+  test("a Vue CLI UI (bngine's vue.config.js) is named in a note: bundle builds UIs with Vite from ui/", async () => {
+    const dir = copyBcmsV3Fixture('reading-list', tempDir());
+    fs.writeFileSync(path.join(dir, 'vue.config.js'), "module.exports = { publicPath: '/plugin/bcms-plugin---name/' };\n");
+    const run = await bcmsExt(['port'], dir);
+    expect(run.code).toBe(0);
+    expect(run.out).toContain("Note: vue.config.js: a Vue CLI (webpack) UI is not ported; bcms-ext bundle builds a plugin's UI with Vite from ui/ (index.html and vite.config.mjs there), so this plugin deploys without one until its UI is moved\n");
+  });
+
   test('--dry-run prints the changes and writes nothing', async () => {
     const dir = copyBcmsV3Fixture('reading-list', tempDir());
     const before = snapshot(dir);
