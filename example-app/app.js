@@ -4,7 +4,7 @@
 const express = require('express');
 const jwt = require('jsonwebtoken');
 const { expressjwt } = require('express-jwt');
-const { BCMSRepo, bcmsExtensions } = require('bcms-extensions');
+const { bcmsExtensions } = require('bcms-extensions');
 const { seed, verifyPassword } = require('./seed');
 const getAllBlogsTitles = require('./functions/get-all-blogs-titles');
 const submitForm = require('./functions/submit-form');
@@ -23,7 +23,7 @@ async function createExampleApp({ database, adminEmail, adminPassword, logger })
 
   const extensions = bcmsExtensions({ plugins: [contentStats], functions: [getAllBlogsTitles, submitForm] }, { database, jwt: { secret }, logger });
   await extensions.ready;
-  const repo = { entry: BCMSRepo.entry.methods, template: BCMSRepo.template.methods };
+  const repo = extensions.repo; // templates and entries, as handlers read them
   const seeded = await seed(extensions.db, repo, { adminEmail, adminPassword });
   jwtSecret = seeded.jwtSecret;
 

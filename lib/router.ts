@@ -1,36 +1,34 @@
-import type { EventEmitter } from 'node:events';
+import { EventEmitter } from 'node:events';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { Knex } from 'knex';
-import { bindBcmsLayer } from './bcms/bind';
-import { bcmsContentRepoOf, bindBcmsRepo } from './db/bcms-repo';
 import { openDatabase, type DatabaseOption } from './db/connection';
-import { createRepository } from './db/repository';
+import { bcmsContentRepoOf } from './db/content';
+import { type BcmsRepo, createRepository } from './db/repository';
 import { ContentStore } from './db/store';
 import { Deployments } from './deploy/deployments';
 import { LiveExtensions } from './deploy/live';
 import { createDeployRoutes, DEPLOYMENTS_PATH } from './deploy/routes';
 import { createSdkController } from './extensions/content';
 import { createKeysController } from './extensions/keys';
-import { createAccessListServer } from './function/access-list';
 import { checkFunctionModules } from './function/load';
 import { createFunctionServer, readFunctionBody, writeFunctionResult } from './function/serve';
 import type { BcmsFunctionModule } from './function/types';
 import { createDispatch } from './http/dispatch';
 import { errorHandler } from './http/errors';
 import { createExchange } from './http/exchange';
+import { toBcmsLogger } from './handler-logger';
 import { Isolation, registryModuleSources } from './isolate/runtime';
+import { bindLayers } from './layer';
 import { type BcmsExtensionsOptions, resolveOptions } from './options';
 import { createBcmsPlugin } from './plugin/create';
 import { PluginRouteTable } from './plugin/routes';
 import { createPluginServer, writePluginAnswer } from './plugin/serve';
 import type { BcmsPlugin } from './plugin/types';
-import { createClientSignatureVerifier } from './security/bcms-client';
 import { createCallerCheck, createPluginKeyCheck } from './security/caller';
 import { createAccessTokenVerifier } from './security/jwt';
 import { SignatureMemory } from './security/replay';
 import { createSignatureVerifier } from './security/signature';
 import { checkPluginUis, UiRoutes } from './ui/assets';
-import { bindLogger, toBcmsLogger } from './use-logger';
 
 export interface BcmsRegistry {
   plugins?: BcmsPlugin[];
@@ -46,7 +44,9 @@ export interface BcmsExtensionsRouter extends Router {
   readonly ready: Promise<void>;
   /** The Knex instance the router uses (migrated once `ready` resolved). */
   readonly db: Knex;
-  /** `'socket'`: an event a plugin sent with `useSocket()` (`{ scope, eventName, eventData }`), from this process or an isolate. */
+  /** The content repository handlers get as `repo` (templates and entries), for the host's own code. */
+  readonly repo: BcmsRepo;
+  /** `'socket'`: a content change through the SDK's routes, or an event a plugin sent with `useSocket()` (`{ scope, eventName, eventData }`), from this process or an isolate. */
   readonly events: EventEmitter;
   /** Closes what the router opened: its pool, or its embedded database. */
   close(): Promise<void>;
@@ -88,13 +88,13 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   // One memory of keys and accepted signatures for both schemes: a signature is accepted once, whichever way it comes.
   const signatures = { memory: new SignatureMemory(store, logger), clockSkewSeconds: settings.signature.clockSkewSeconds };
   const verifySignedRequest = createSignatureVerifier(signatures);
-  const verifyClientSignedRequest = createClientSignatureVerifier(signatures);
+  const readBody = (req: Request): Promise<Buffer> => readFunctionBody(req, bodyLimit);
 
-  // Nothing below throws: BCMSRepo and useLogger now serve this router (function factories and
-  // controller setups, which run next, included).
-  bindBcmsRepo(store);
-  bindLogger(logger);
-  const bcms = bindBcmsLayer({ filesDir: settings.filesDir, knex: store.database.knex, logger, verifyAccessToken });
+  // Nothing below throws. The layers (lib/layer.ts) now serve this router: the BCMS layer's
+  // BCMSRepo and useLogger included, for the function factories and controller setups run next.
+  const events = new EventEmitter();
+  const layers = bindLayers({ settings, store, logger, verifyAccessToken, signatures, events, functions: () => live.functions ?? new Map(), readBody });
+  const keyVerifiers = { verifySignedRequest, keySchemes: layers.keySchemes };
   const bcmsLogger = toBcmsLogger(logger);
   for (const plugin of registryPlugins) {
     if (Array.isArray(plugin.middleware) && plugin.middleware.length > 0) {
@@ -102,10 +102,10 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     }
   }
 
-  const verifyPluginKey = createPluginKeyCheck({ verifySignedRequest, verifyClientSignedRequest, bodyLimit, logger });
+  const verifyPluginKey = createPluginKeyCheck({ ...keyVerifiers, bodyLimit, logger });
 
   // Isolates: what deployed code (and, with `isolate: 'all'`, the registry's) runs in. Deployments go live by swapping the live tables.
-  const isolation = new Isolation(settings, { store, verifyAccessToken, verifyPluginKey, events: bcms.events });
+  const isolation = new Isolation(settings, { store, verifyAccessToken, verifyPluginKey, events });
   const start = settings.isolate === 'none' ? undefined : isolation.deployment.bind(isolation);
   const deployments = new Deployments({ store, live, ui, logger, start, enabled: settings.deployments === 'on' });
   // Settles only once both are done, so that a refused registry leaves no migration running behind it.
@@ -124,8 +124,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   // The request path.
   const exchange = createExchange({ logger, pending: () => (live.functions === undefined ? ready : undefined) });
   const servePlugin = createPluginServer({ bodyLimit, timeoutMs: settings.pluginTimeoutMs, logger: bcmsLogger, errorHandler, repo, verifyAccessToken, verifyPluginKey });
-  const readBody = (req: Request): Promise<Buffer> => readFunctionBody(req, bodyLimit);
-  const identifyCaller = createCallerCheck({ verifyAccessToken, verifySignedRequest, verifyClientSignedRequest, readBody, logger });
+  const identifyCaller = createCallerCheck({ ...keyVerifiers, verifyAccessToken, readBody, logger });
   const serveFunction = createFunctionServer({
     functions: () => live.functions ?? new Map(),
     pending: (name) => deployments.deployed.pending('function', name),
@@ -136,7 +135,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     errorHandler,
     repo,
   });
-  const sdkController = createSdkController({ plugins: () => live.allPlugins, hasUi: (name) => ui.hasUi(name), functions: () => live.functions ?? new Map(), content: bcmsContentRepoOf(store), events: bcms.events });
+  const sdkController = createSdkController({ plugins: () => live.allPlugins, hasUi: (name) => ui.hasUi(name), functions: () => live.functions ?? new Map(), content: bcmsContentRepoOf(store), events });
   const ownRoutes = new PluginRouteTable([createBcmsPlugin({ name: 'extensions', controllers: [createKeysController(store), sdkController] })], '/api');
 
   const serveDeployments = createDeployRoutes({
@@ -153,9 +152,8 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     ui,
     deploymentsPath: DEPLOYMENTS_PATH,
     serveDeployments,
-    serveEvents: bcms.serveEvents,
     serveFunction,
-    serveAccessList: createAccessListServer({ functions: () => live.functions ?? new Map(), verify: verifyClientSignedRequest, readBody }),
+    layerRoutes: layers.routes,
     plugins: () => live.plugins,
     ownRoutes,
     servePlugin,
@@ -184,13 +182,14 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   return Object.assign(router, {
     ready,
     db: store.database.knex,
-    events: bcms.events,
+    repo,
+    events,
     close: async () => {
       // Loads under way finish, then every isolate is ended, before the database closes under them.
       await deployments.close();
       await ready.catch(() => {});
       await isolation.close();
-      await bcms.close();
+      await layers.close();
       await store.database.close();
     },
   });

@@ -56,4 +56,29 @@ describe('the layout of lib/', () => {
     expect(folders.length).toBeGreaterThan(5);
     for (const folder of folders) expect([folder.name, fs.existsSync(path.join(LIB, folder.name))]).toEqual([folder.name, true]);
   });
+  test('the core never imports the BCMS layer (lib/bcms/): only the lines marked "BCMS layer" of the entry points do', () => {
+    const layer = path.join(LIB, 'bcms') + path.sep;
+    const found: string[] = [];
+    for (const file of filesUnder(LIB, '.ts')) {
+      if (file.startsWith(layer)) continue;
+      const lines = fs.readFileSync(file, 'utf8').split('\n');
+      lines.forEach((line, index) => {
+        const match = /^(?:import|export)\b.*?from\s+'(\.{1,2}\/[^']+)'/.exec(line);
+        if (match === null || !(path.resolve(path.dirname(file), match[1] as string) + path.sep).startsWith(layer)) return;
+        if (!line.endsWith('// BCMS layer')) found.push(`${path.relative(LIB, file)}:${index + 1}`);
+      });
+    }
+    expect(found).toEqual([]);
+    // The marked lines are where the docs say: the package's entry points, nowhere else.
+    const marked = filesUnder(LIB, '.ts').filter((file) => !file.startsWith(layer) && fs.readFileSync(file, 'utf8').includes('// BCMS layer'));
+    expect(marked.map((file) => path.relative(LIB, file)).sort()).toEqual(['api.ts', path.join('cli', 'bin.ts'), 'index.ts']);
+  });
+
+  test('the core\'s tests never import the BCMS layer: its tests are in test/bcms/', () => {
+    const own = path.join(TEST, 'bcms') + path.sep;
+    const found = filesUnder(TEST, '.ts')
+      .filter((file) => !file.startsWith(own) && !file.includes(`${path.sep}fixtures`))
+      .filter((file) => /from '(?:\.\.\/)+lib\/bcms\//.test(fs.readFileSync(file, 'utf8')));
+    expect(found.map((file) => path.relative(TEST, file))).toEqual([]);
+  });
 });

@@ -1,6 +1,7 @@
 'use strict';
-// Written as the BCMS documentation writes its example function; only the require line differs.
-const { BCMSRepo, createBcmsFunction } = require('bcms-extensions');
+// BCMS's documented example function, reading through the handler's `repo` (BCMS's own form, with
+// `BCMSRepo.entry.methods`, works too: see the BCMS layer in the README).
+const { createBcmsFunction } = require('bcms-extensions');
 const { BLOG_TEMPLATE_ID } = require('../seed');
 
 module.exports = createBcmsFunction(async () => {
@@ -9,8 +10,8 @@ module.exports = createBcmsFunction(async () => {
       name: 'get-all-blogs-titles',
       public: true,
     },
-    handler: async () => {
-      const blogs = await BCMSRepo.entry.methods.findAllByTemplateId(BLOG_TEMPLATE_ID);
+    handler: async ({ repo }) => {
+      const blogs = await repo.entry.findAllByTemplateId(BLOG_TEMPLATE_ID);
       return blogs.map((blog) => {
         return {
           _id: blog._id,

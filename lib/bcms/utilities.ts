@@ -2,6 +2,7 @@
  * purple-cheetah's utilities that BCMS plugins import (`StringUtility`, `useObjectUtility`,
  * `ObjectUtilityError`) and `MongoDBEntitySchemaString`, with purple-cheetah's names and shapes.
  */
+import { slugUnderscore } from '../names';
 import { compileObjectSchema, type ObjectSchema, type ObjectSchemaCheck } from '../schema/object-schema';
 
 /** What `compareWithSchema` returns for an object that does not fit: BCMS code tests `instanceof ObjectUtilityError`. */
@@ -42,7 +43,7 @@ export const StringUtility = {
   },
   /** `Hello World!` → `hello_world`: the same with `_`. */
   toSlugUnderscore(data: string): string {
-    return data.toLowerCase().replace(/ /g, '_').replace(/-/g, '_').replace(/[^a-z0-9_]/g, '');
+    return slugUnderscore(data);
   },
   /** `size` random decimal digits. */
   numberCode(size: number): string {

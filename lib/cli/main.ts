@@ -8,23 +8,36 @@ import { CREATE_USAGE, runCreate } from './create';
 import { DEPLOY_USAGE, runDeploy, runList, runRollback, runUndeploy } from './deploy';
 import { DEV_USAGE, runDev } from './dev';
 import { KEYS_USAGE, runKeys } from './keys';
-import { PORT_USAGE, runPort } from './port';
 
-const USAGE = `Usage: bcms-ext <command>
+/** A command a layer adds (the BCMS layer's `port`), registered by the CLI's entry point, lib/cli/bin.ts. */
+export interface CliCommand {
+  name: string;
+  /** Its lines of the usage text. */
+  usage: string;
+  run(args: string[], io: Io, cwd?: string): Promise<number>;
+}
+
+const added = new Map<string, CliCommand>();
+
+export function addCommand(command: CliCommand): void {
+  added.set(command.name, command);
+}
+
+const usage = (): string => `Usage: bcms-ext <command>
 
 Commands:
   migrate [--database URL | --pglite DIR] [--unlock]
                                             Bring the bcms_* tables up to date. --unlock first frees
                                             the lock a crashed migration left taken.
                                             Default database: DATABASE_URL, else PGlite in .bcms/data.
-${CREATE_USAGE}${PORT_USAGE}${BUNDLE_USAGE}${DEPLOY_USAGE}${DEV_USAGE}${KEYS_USAGE}${CALL_USAGE}  help                                      Show this text.
+${CREATE_USAGE}${[...added.values()].map((command) => command.usage).join('')}${BUNDLE_USAGE}${DEPLOY_USAGE}${DEV_USAGE}${KEYS_USAGE}${CALL_USAGE}  help                                      Show this text.
 `;
 
 /** The CLI, with argv and output injectable so that tests run it without spawning. Resolves to the exit code. */
 export async function main(argv: readonly string[], io: Io = defaultIo()): Promise<number> {
   const [command, ...rest] = argv;
   if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
-    io.out(USAGE);
+    io.out(usage());
     return command === undefined ? 1 : 0;
   }
   try {
@@ -32,7 +45,8 @@ export async function main(argv: readonly string[], io: Io = defaultIo()): Promi
     if (command === 'keys') return await runKeys(rest, io);
     if (command === 'call') return await runCall(rest, io);
     if (command === 'create') return await runCreate(rest, io, io.cwd);
-    if (command === 'port') return await runPort(rest, io, io.cwd);
+    const layered = added.get(command);
+    if (layered !== undefined) return await layered.run(rest, io, io.cwd);
     if (command === 'bundle') return await runBundle(rest, io, io.cwd);
     if (command === 'dev') return await runDev(io, io.cwd);
     if (command === 'deploy') return await runDeploy(rest, io, io.cwd);
@@ -44,7 +58,7 @@ export async function main(argv: readonly string[], io: Io = defaultIo()): Promi
     io.err(`bcms-ext ${command}: ${error.message}\n`);
     return 1;
   }
-  io.err(`bcms-ext: unknown command "${command}"\n\n${USAGE}`);
+  io.err(`bcms-ext: unknown command "${command}"\n\n${usage()}`);
   return 1;
 }
 

@@ -1,4 +1,4 @@
-import { kind } from '../db/document-filter';
+import { kind } from '../db/values';
 import type { BcmsEntryMeta } from '../db/shapes';
 import type { ObjectSchema } from '../schema/object-schema';
 

@@ -1,16 +1,16 @@
 import type { EventEmitter } from 'node:events';
-import { applyPropChanges, metaAfterPropChanges } from '../bcms/prop-changes';
-import { type BCMSContentRepo, type BCMSEntry, type BCMSTemplate, BcmsRepoFieldError, TemplateNameTakenError } from '../db/bcms-content';
+import { applyPropChanges, metaAfterPropChanges } from './prop-changes';
+import { type BCMSContentRepo, type BCMSEntry, type BCMSTemplate, BcmsRepoFieldError, TemplateNameTakenError } from '../db/content';
 import type { BcmsFunction } from '../function/types';
 import { BcmsHttpError } from '../http/errors';
 import { createController, createControllerMethod } from '../plugin/create';
 import { createJwtProtectionPreRequestHandler, verifyFromContext } from '../plugin/guard';
-import { BCMSRouteProtection } from '../plugin/route-protection';
 import type { BcmsController, BcmsPlugin, BcmsPluginPolicy, PreRequestHandler } from '../plugin/types';
+import { compileBodyCheck } from '../schema/body';
 import type { ObjectSchema } from '../schema/object-schema';
 import { type JWT, JWTPermissionName, JWTRoleName } from '../security/token';
 import { pluginLabel } from '../ui/assets';
-import type { BcmsLogger } from '../use-logger';
+import type { BcmsLogger } from '../handler-logger';
 import {
   checkMetaData,
   ENTRY_CREATE_SCHEMA,
@@ -29,8 +29,16 @@ const ANY_ROLE = Object.values(JWTRoleName);
 const reader = createJwtProtectionPreRequestHandler(ANY_ROLE, JWTPermissionName.READ);
 const deleter = createJwtProtectionPreRequestHandler(ANY_ROLE, JWTPermissionName.DELETE);
 /** WRITE, and the body checked against the schema (a 400 naming the first field that does not fit). */
-const writer = <Body>(bodySchema: ObjectSchema) =>
-  BCMSRouteProtection.createJwtAndBodyCheckPreRequestHandler<Body>({ roleNames: ANY_ROLE, permissionName: JWTPermissionName.WRITE, bodySchema });
+const writer = <Body>(bodySchema: ObjectSchema): PreRequestHandler<{ accessToken: JWT; body: Body }> => {
+  const guard = createJwtProtectionPreRequestHandler(ANY_ROLE, JWTPermissionName.WRITE);
+  const checkBody = compileBodyCheck(bodySchema);
+  return async (context) => {
+    const { accessToken } = await guard(context);
+    const result = await checkBody(context.request.body);
+    if (!result.ok) throw new BcmsHttpError('HANDLER_ERROR', result.message, undefined, 400);
+    return { accessToken, body: result.value as Body };
+  };
+};
 
 /** Any verified token, whatever its roles hold: the signed-in user may always read who they are. */
 const signedIn: PreRequestHandler<{ accessToken: JWT<Record<string, unknown>> }> = async (context) => ({

@@ -6,7 +6,7 @@ import { BcmsHttpError, type ErrorHandler } from '../http/errors';
 import { IsolateAnswer, isIsolated } from '../isolate/answer';
 import type { Work } from '../http/exchange';
 import { writeJson, writePreflight } from '../http/respond';
-import type { BcmsLogger } from '../use-logger';
+import type { BcmsLogger } from '../handler-logger';
 import type { BcmsFunction, BcmsFunctionAuth, BcmsFunctionContext } from './types';
 
 export const FUNCTION_PREFIX = '/api/function/';

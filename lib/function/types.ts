@@ -1,7 +1,7 @@
 import type { Request } from 'express';
 import type { BcmsRepo } from '../db/repository';
 import type { ErrorHandler } from '../http/errors';
-import type { BcmsLogger } from '../use-logger';
+import type { BcmsLogger } from '../handler-logger';
 import type { JWT } from '../security/token';
 import type { SignatureAuth } from '../security/signature';
 

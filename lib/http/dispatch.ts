@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
-import { ACCESS_LIST_PATH } from '../function/access-list';
 import { FUNCTION_PREFIX } from '../function/serve';
 import type { PluginMatch, PluginRouteTable } from '../plugin/routes';
+import type { LayerRoute } from '../layer';
 import type { UiTarget } from '../ui/assets';
 import type { Exchange, Work, Writer } from './exchange';
 
@@ -9,8 +9,6 @@ const API_PREFIX = '/api/';
 const PLUGIN_PREFIX = '/api/plugin/';
 /** The package's own routes (keys, the SDK's data, its scripts): never a plugin's or a function's path. */
 const EXTENSIONS_PREFIX = '/api/extensions/';
-/** The socket events' stream (its path is the BCMS layer's; the core only routes it). */
-const EVENTS_PATH = '/api/extensions/events';
 
 /** Takes a request the router owns and answers it (returns true), or leaves it to the host (false). */
 export type Dispatch = (req: Request, res: Response) => boolean;
@@ -25,11 +23,9 @@ export function createDispatch(parts: {
   ui: { match(path: string): UiTarget | undefined; serve(req: Request, res: Response, target: UiTarget, base: string): Work };
   deploymentsPath: string;
   serveDeployments: (req: Request, res: Response, path: string) => Work;
-  /** The socket events' stream, `GET /api/extensions/events` (lib/bcms/socket-hub.ts). */
-  serveEvents: (req: Request, res: Response) => Work;
   serveFunction: (req: Request, res: Response, path: string) => Work;
-  /** BCMS's `GET /api/key/access/list`, which the BCMS client asks before its first call. */
-  serveAccessList: (req: Request, res: Response) => Work;
+  /** The paths layers answer (lib/layer.ts), tried before the plugin tables. */
+  layerRoutes: ReadonlyMap<string, LayerRoute>;
   /** The plugin endpoints live now (replaced whole when a deployment changes). */
   plugins: () => PluginRouteTable;
   /** The package's own endpoints under /api/extensions/. */
@@ -40,8 +36,9 @@ export function createDispatch(parts: {
   /** Writes what a function's promise resolved to, in its envelope. */
   writeFunctionResult: Writer;
 }): Dispatch {
-  const { exchange, ui, deploymentsPath, serveDeployments, serveEvents, serveFunction, serveAccessList, plugins, ownRoutes, servePlugin, writePluginAnswer, writeFunctionResult } = parts;
+  const { exchange, ui, deploymentsPath, serveDeployments, serveFunction, layerRoutes, plugins, ownRoutes, servePlugin, writePluginAnswer, writeFunctionResult } = parts;
   const serveUi = (req: Request, res: Response, target: UiTarget): Work => ui.serve(req, res, target, req.baseUrl);
+  const serveLayer = (req: Request, res: Response, route: LayerRoute): Work => route.serve(req, res);
 
   return function dispatch(req, res) {
     const url = req.url;
@@ -62,16 +59,13 @@ export function createDispatch(parts: {
       exchange(req, res, 'plugin', path, serveDeployments, path);
       return true;
     }
-    if (path === EVENTS_PATH) {
-      exchange(req, res, 'plugin', path, serveEvents, undefined);
+    const layerRoute = layerRoutes.get(path);
+    if (layerRoute !== undefined) {
+      exchange(req, res, layerRoute.family, path, serveLayer, layerRoute);
       return true;
     }
     const table = path.startsWith(PLUGIN_PREFIX) ? plugins() : path.startsWith(EXTENSIONS_PREFIX) ? ownRoutes : undefined;
-    if (table === undefined) {
-      if (path !== ACCESS_LIST_PATH) return false;
-      exchange(req, res, 'function', path, serveAccessList, undefined);
-      return true;
-    }
+    if (table === undefined) return false;
     let matches: readonly PluginMatch[] | undefined;
     try {
       matches = table.match(path);

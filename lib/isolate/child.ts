@@ -7,19 +7,17 @@
  */
 import path from 'node:path';
 import type { Knex } from 'knex';
-import { setFilesRoot } from '../bcms/fs';
-import { setSocketPublisher } from '../bcms/socket';
-import { bindBcmsRepo } from '../db/bcms-repo';
 import { createRepository } from '../db/repository';
 import { ContentStore } from '../db/store';
 import { checkExtension, defaultExport, runBundle, type LoadedExtension } from '../deploy/load';
 import { BcmsHttpError, errorHandler, type ErrorCode } from '../http/errors';
 import type { Logger } from '../logger';
+import { toBcmsLogger } from '../handler-logger';
+import type { IsolateServices } from '../layer';
 import { JWT_GUARD_RULE, markGuardedRequest, runGuarded, type JwtGuardRule } from '../plugin/guard';
 import { methodsOf } from '../plugin/mount';
 import type { BcmsControllerMethod, BcmsPlugin } from '../plugin/types';
 import type { JWT } from '../security/token';
-import { bindLogger, toBcmsLogger } from '../use-logger';
 import { createBridgeKnex } from './bridge-knex';
 import { IsolateResponse, makeRequest } from './child-http';
 import type { Ask, ExtensionKind, ExtensionSource, FromIsolate, ToIsolate, WireExtension, WireRoute } from './protocol';
@@ -104,11 +102,12 @@ const database = {
 };
 const store = new ContentStore(database, logger, { migratedElsewhere: true });
 const repo = createRepository(store);
-bindBcmsRepo(store);
-bindLogger(logger);
-// Its files land in its own folder of the service's files directory, which the host made its cwd.
-setFilesRoot(process.cwd());
-setSocketPublisher(({ scope, eventName, eventData }) => send({ t: 'event', scope, eventName, eventData: toWire(eventData) }));
+// The layers' parts in an isolate (lib/layer.ts), which the host names as this process's arguments.
+const layerServices: IsolateServices = { store, logger, emit: (name, data) => send({ t: 'event', name, data: toWire(data) }) };
+for (const file of process.argv.slice(2)) {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  (require(file) as { bindIsolate(services: IsolateServices): void }).bindIsolate(layerServices);
+}
 const bcmsLogger = toBcmsLogger(logger);
 
 let extension: LoadedExtension | undefined;

@@ -19,7 +19,6 @@ import type { AccessTokenVerifier } from '../security/jwt';
 import { IsolateAnswer } from './answer';
 import type { DatabaseBridge } from './database-bridge';
 import type { Ask, ExtensionKind, ExtensionSource, FromIsolate, ToIsolate, WireExtension } from './protocol';
-import type { SocketEvent } from '../bcms/socket';
 import { fromWire, Outbox, toWire, errorToWire, type WireError } from './wire';
 
 /** The compiled child (dist/isolate), from dist or lib alike: a child process runs JavaScript only. */
@@ -37,10 +36,12 @@ export interface IsolateServices {
   env: Readonly<Record<string, string>>;
   /** Wall-clock limit of loading an extension, its top-level code and setups included. */
   loadTimeoutMs: number;
-  /** `files.dir`: each extension's isolates run in a folder of it (their cwd and `useFS` root). */
+  /** `files.dir`: each extension's isolates run in a folder of it (their cwd, where a layer's files land). */
   filesDir: string;
-  /** Where the `useSocket` events of extension code go (the router's `events`). */
-  publish(event: SocketEvent): void;
+  /** The layers' isolate modules, each run in the isolate before extension code (lib/layer.ts). */
+  layerModules: string[];
+  /** An event a layer's code in the isolate sent, for the router's `events` (names the layers allow, others dropped). */
+  publish(name: string, data: unknown): void;
 }
 
 /**
@@ -104,7 +105,7 @@ class Isolate {
     private readonly onGone: (isolate: Isolate, reason: string) => void,
   ) {
     fs.mkdirSync(cwd, { recursive: true });
-    this.child = fork(CHILD, [], {
+    this.child = fork(CHILD, services.layerModules, {
       cwd,
       env: { ...services.env },
       execArgv: [`--max-old-space-size=${services.memoryMb}`],
@@ -272,9 +273,7 @@ class Isolate {
         return;
       }
       case 'event':
-        if (typeof message.eventName === 'string' && message.eventName !== '') {
-          this.services.publish({ scope: String(message.scope), eventName: message.eventName, eventData: fromWire(message.eventData) });
-        }
+        if (typeof message.name === 'string') this.services.publish(message.name, fromWire(message.data));
         return;
       case 'loaded':
         this.loading?.resolve(message.extension);

@@ -94,8 +94,8 @@ export type FromIsolate =
   | { t: 'failed'; id: number; error: WireError }
   | { t: 'ask'; id: number; ask: Ask }
   | { t: 'log'; level: 'info' | 'warn' | 'error' | 'debug'; object: unknown; message?: string }
-  /** An event the extension sent with `useSocket()` (its data as wire.ts encodes values). */
-  | { t: 'event'; scope: string; eventName: string; eventData: unknown };
+  /** An event for the router's `events`, sent by a layer's code in the isolate (its data as wire.ts encodes values). */
+  | { t: 'event'; name: string; data: unknown };
 
 /** The rows of a query, as pg shapes them. */
 export interface WireQueryResult {

@@ -1,9 +1,9 @@
 import type { EventEmitter } from 'node:events';
-import type { SocketEvent } from '../bcms/socket';
 import { Module } from 'node:module';
 import type { ContentStore } from '../db/store';
 import { LOAD_TIMEOUT_MS, type RunningExtension } from '../deploy/deployed';
 import type { LiveExtensions } from '../deploy/live';
+import { addedLayers } from '../layer';
 import { bundleFilename, type DeploymentKind } from '../deploy/load';
 import type { BcmsFunction, BcmsFunctionModule } from '../function/types';
 import type { ResolvedOptions } from '../options';
@@ -38,8 +38,12 @@ export class Isolation {
   ) {
     const { logger, extensionMemoryMb: memoryMb, extensionEnv: env, pluginTimeoutMs, functionTimeoutMs, bodyLimit, filesDir } = settings;
     const { store, verifyAccessToken, verifyPluginKey, events } = deps;
-    const publish = (event: SocketEvent): void => void events.emit('socket', event);
-    this.services = { logger, bridge: new DatabaseBridge(store), verifyAccessToken, verifyPluginKey, memoryMb, env, loadTimeoutMs: LOAD_TIMEOUT_MS, filesDir, publish };
+    // An isolate may emit only the events its layers name: never 'error', which would throw here.
+    const layers = addedLayers();
+    const layerModules = layers.flatMap((layer) => layer.isolateModule ?? []);
+    const allowed = new Set(layers.flatMap((layer) => layer.isolateEvents ?? []));
+    const publish = (name: string, data: unknown): void => void (allowed.has(name) && events.emit(name, data));
+    this.services = { logger, bridge: new DatabaseBridge(store), verifyAccessToken, verifyPluginKey, memoryMb, env, loadTimeoutMs: LOAD_TIMEOUT_MS, filesDir, layerModules, publish };
     this.calls = { pluginTimeoutMs, functionTimeoutMs, bodyLimit };
   }
 

@@ -9,7 +9,7 @@ import type { Work } from '../http/exchange';
 import { writeBytes, writeJson, writePreflight } from '../http/respond';
 import type { IdentifyPluginKey } from '../security/caller';
 import type { AccessTokenVerifier } from '../security/jwt';
-import type { BcmsLogger } from '../use-logger';
+import type { BcmsLogger } from '../handler-logger';
 import { JWT_GUARD_CHECK, type JwtGuardCheck, markGuardedRequest, runGuarded } from './guard';
 import { paramsOf, type PluginMatch, type PluginRoute } from './routes';
 import type { BcmsPluginContext } from './types';

@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import type { BcmsRepo } from '../db/repository';
 import type { ErrorHandler } from '../http/errors';
-import type { BcmsLogger } from '../use-logger';
+import type { BcmsLogger } from '../handler-logger';
 import type { JWT } from '../security/token';
 
 /** HTTP verbs a controller method may answer, as in BCMS (lower case; `patch` is ours). */

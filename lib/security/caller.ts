@@ -3,28 +3,42 @@ import type { BcmsFunctionAuth, BcmsFunctionKeyAuth } from '../function/types';
 import { hasBody, isJsonType, parseJsonBody, RAW_BODY, readRawBody } from '../http/body';
 import { BcmsHttpError } from '../http/errors';
 import type { Logger } from '../logger';
-import { clientSignatureQuery, type VerifyClientSignedRequest } from './bcms-client';
 import { type AccessTokenVerifier, hasBearerToken } from './jwt';
 import { isSignedRequest, SIGNATURE_CHALLENGE, type SignatureAuth, type VerifySignedRequest } from './signature';
 import { JWTPermissionName, tokenAllows } from './token';
 
 /**
- * Who calls a private function: an HTTP Signature of an API key that lists it, the BCMS client's
- * query-string signature of a key that opted in, or a JWT whose role holds EXECUTE. Rejects with
+ * An API-key signature scheme besides HTTP Signatures (a layer's: the BCMS client's query string).
+ * `find` returns what of the request it verifies, or `undefined` when the request carries none of
+ * it; `verify` checks it for the permission against the body's bytes, and resolves to the key and
+ * the body those bytes hold.
+ */
+export interface KeySignatureScheme {
+  find(req: Request): unknown;
+  verify(req: Request, found: unknown, permission: { function: string } | { plugin: string }, readBody: () => Promise<Buffer>): Promise<{ auth: SignatureAuth; body: unknown }>;
+}
+
+/** How a router verifies API-key signatures: HTTP Signatures, then the layers' schemes. */
+export interface KeyVerifiers {
+  verifySignedRequest: VerifySignedRequest;
+  keySchemes: readonly KeySignatureScheme[];
+}
+
+/**
+ * Who calls a private function: an HTTP Signature of an API key that lists it, a layer's scheme
+ * (the BCMS client's query-string signature of a key that opted in), or a JWT whose role holds EXECUTE. Rejects with
  * the 401 or 403 that says what is missing. A signed request's body is read and checked here, and
  * left parsed in `req.body`.
  */
 export type IdentifyCaller = (req: Request, name: string) => Promise<BcmsFunctionAuth>;
 
-export function createCallerCheck(deps: {
+export function createCallerCheck(deps: KeyVerifiers & {
   verifyAccessToken: AccessTokenVerifier;
-  verifySignedRequest: VerifySignedRequest;
-  verifyClientSignedRequest: VerifyClientSignedRequest;
   /** The function body, as the function route reads it (type and size checked). */
   readBody: (req: Request) => Promise<Buffer>;
   logger: Logger;
 }): IdentifyCaller {
-  const { verifyAccessToken, verifySignedRequest, verifyClientSignedRequest, readBody, logger } = deps;
+  const { verifyAccessToken, readBody, logger } = deps;
 
   return async function identifyCaller(req, name) {
     if (hasBearerToken(req)) {
@@ -42,8 +56,8 @@ export function createCallerCheck(deps: {
       }
       return { type: 'jwt', accessToken, ...accessToken };
     }
-    // Only now, for a private function without a token: a signature, then the URL's `signature=`.
-    const signed = await verifyKeySignature({ verifySignedRequest, verifyClientSignedRequest }, req, { function: name }, () => readBody(req), () => {
+    // Only now, for a private function without a token: an HTTP Signature, then a layer's scheme.
+    const signed = await verifyKeySignature(deps, req, { function: name }, () => readBody(req), () => {
       if (bodyWasRead(req)) throw refuseParsedBody(req, logger);
     });
     if (signed !== undefined) {
@@ -60,21 +74,18 @@ export function createCallerCheck(deps: {
 
 /**
  * The API key that signed a request to a plugin route, checked for the plugin: an HTTP Signature,
- * or the BCMS client's query-string signature of a key that opted in, as a function call accepts
- * them (the same ledger: a signature is accepted once, on every instance, on any route).
+ * or a layer's scheme, as a function call accepts them (the same ledger: a signature is accepted once, on every instance, on any route).
  * Resolves to `undefined` when the request carries neither, so that the guard answers the 401;
  * rejects with the 401 or 403 that says what is wrong. The body, which the plugin server read
  * and parsed before the guard ran, is checked as the bytes it kept (`RAW_BODY`).
  */
 export type IdentifyPluginKey = (req: Request, plugin: string) => Promise<BcmsFunctionKeyAuth | undefined>;
 
-export function createPluginKeyCheck(deps: {
-  verifySignedRequest: VerifySignedRequest;
-  verifyClientSignedRequest: VerifyClientSignedRequest;
+export function createPluginKeyCheck(deps: KeyVerifiers & {
   bodyLimit: number;
   logger: Logger;
 }): IdentifyPluginKey {
-  const { verifySignedRequest, verifyClientSignedRequest, bodyLimit, logger } = deps;
+  const { bodyLimit, logger } = deps;
 
   /** The bytes to check: those the plugin server kept; else read now (a GET's body), unless a host parser took them. */
   function readBody(req: Request): Promise<Buffer> {
@@ -91,7 +102,7 @@ export function createPluginKeyCheck(deps: {
   }
 
   return async function identifyPluginKey(req, plugin) {
-    const signed = await verifyKeySignature({ verifySignedRequest, verifyClientSignedRequest }, req, { plugin }, () => readBody(req));
+    const signed = await verifyKeySignature(deps, req, { plugin }, () => readBody(req));
     if (signed === undefined) return undefined;
     // The plugin server parsed the same bytes already, unless they arrived with a GET.
     if (req.body === undefined && hasBody(req)) req.body = signed.body();
@@ -101,14 +112,14 @@ export function createPluginKeyCheck(deps: {
 
 /**
  * The API-key signature a request carries, whichever scheme: an HTTP Signature (`Authorization:
- * Signature`), else the BCMS client's query string (looked for only then). Checked for
+ * Signature`), else the first layer scheme that finds its part (looked for only then). Checked for
  * `permission` against `readBody()`'s bytes; resolves to the key in BCMS's shape and the body
  * those bytes hold (parsed when asked; `undefined` for an empty HTTP-Signature body), or to
- * `undefined` when the request carries neither. `before` runs once a scheme is found, before
+ * `undefined` when the request carries none. `before` runs once a scheme is found, before
  * anything is verified.
  */
 async function verifyKeySignature(
-  verify: { verifySignedRequest: VerifySignedRequest; verifyClientSignedRequest: VerifyClientSignedRequest },
+  verify: KeyVerifiers,
   req: Request,
   permission: { function: string } | { plugin: string },
   readBody: () => Promise<Buffer>,
@@ -119,11 +130,14 @@ async function verifyKeySignature(
     const { auth, body } = await verify.verifySignedRequest(req, permission, readBody);
     return { auth: withBcmsShape(auth), body: () => parseJsonBody(body, req.headers['content-type']) };
   }
-  const query = clientSignatureQuery(req.url);
-  if (query === undefined) return undefined;
-  before?.();
-  const { auth, body } = await verify.verifyClientSignedRequest(req, query, permission, readBody);
-  return { auth: withBcmsShape(auth), body: () => body };
+  for (const scheme of verify.keySchemes) {
+    const found = scheme.find(req);
+    if (found === undefined) continue;
+    before?.();
+    const { auth, body } = await scheme.verify(req, found, permission, readBody);
+    return { auth: withBcmsShape(auth), body: () => body };
+  }
+  return undefined;
 }
 
 /** Signed bodies are checked against the raw bytes: a body parser that ran before the router took them. */

@@ -54,7 +54,6 @@ describe.each(backends())('handlers reach the database on %s', (backend) => {
 
   beforeAll(async () => {
     database = await openTestDatabase(backend);
-    // Built last, so BCMSRepo (used by the fixture) is bound to this router's database.
     const router = bcmsExtensions({ plugins: [stats], functions: [getAllBlogsTitles, store] }, { database: database.knex, logger: memoryLogger().logger });
     app = express().use(router);
     await router.ready;

@@ -1,6 +1,8 @@
 import request from 'supertest';
-import { BCMSRepo, createBcmsPlugin, createController, createControllerMethod } from '../../lib';
-import { buildApp, role, signToken, type TestApp } from '../support/app';
+import { createBcmsPlugin, createController, createControllerMethod } from '../../lib';
+import { createBcmsContentRepo, type BCMSContentRepo } from '../../lib/db/content';
+import { ContentStore } from '../../lib/db/store';
+import { buildApp, memoryLogger, role, signToken, type TestApp } from '../support/app';
 import { backends, openTestDatabase, type TestDatabase } from '../support/database';
 
 // The routes `window.bcms.sdk` calls (`/api/extensions/...`): real HTTP, real tokens, on each backend.
@@ -17,7 +19,10 @@ const readOnly = bearer(signToken([role('GUEST', 'READ')]));
 const writeOnly = bearer(signToken([role('USER', 'WRITE')]));
 const noPermission = bearer(signToken([role('SUPPORT')], { payload: { userId: 'support-1' } }));
 
-/** What a plugin handler sees through its context's `repo` and through `BCMSRepo`, for one template and one entry. */
+/** The content repository the SDK routes write through (and BCMSRepo reads through), on the test database. */
+let content: BCMSContentRepo;
+
+/** What a plugin handler sees through its context's `repo` and through the content repository, for one template and one entry. */
 const probe = createBcmsPlugin({
   name: 'probe',
   controllers: [
@@ -30,7 +35,7 @@ const probe = createBcmsPlugin({
           type: 'get',
           handler: async ({ repo, request: req }) => ({
             repo: await repo.template.findById(req.params.id as string),
-            bcmsRepo: await BCMSRepo.template.findById(req.params.id as string),
+            bcmsRepo: await content.template.findById(req.params.id as string),
           }),
         }),
         entry: createControllerMethod({
@@ -38,7 +43,7 @@ const probe = createBcmsPlugin({
           type: 'get',
           handler: async ({ repo, request: req }) => ({
             repo: await repo.entry.findById(req.params.id as string),
-            bcmsRepo: await BCMSRepo.entry.findById(req.params.id as string),
+            bcmsRepo: await content.entry.findById(req.params.id as string),
           }),
         }),
       }),
@@ -63,6 +68,7 @@ describe.each(backends())('the SDK routes under /api/extensions on %s', (backend
 
   beforeAll(async () => {
     database = await openTestDatabase(backend);
+    content = createBcmsContentRepo(new ContentStore({ knex: database.knex, description: 'test', close: async () => {} }, memoryLogger().logger, { migratedElsewhere: true }));
     t = await buildApp({ plugins: [probe, asyncPolicy, throwingPolicy, notAnArrayPolicy, noPolicy] }, { database: database.knex });
   });
   afterAll(async () => {
@@ -82,7 +88,7 @@ describe.each(backends())('the SDK routes under /api/extensions on %s', (backend
   };
 
   describe('templates', () => {
-    test('POST makes the template in BCMS shape, named from its label as BCMS names it, by the token user; repo and BCMSRepo read it', async () => {
+    test('POST makes the template in BCMS shape, named from its label as BCMS names it, by the token user; repo and the content repository read it', async () => {
       const res = await request(t.app).post(api('/templates')).set('Authorization', editor).send({ label: 'Blog posts - 2024', desc: 'Posts', props: [{ id: 'p1', type: 'STRING' }] });
       expect(res.status).toBe(200);
       expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
@@ -102,7 +108,7 @@ describe.each(backends())('the SDK routes under /api/extensions on %s', (backend
       expect(seen.body.bcmsRepo).toEqual(res.body);
       const { cid: _cid, userId: _userId, ...repoShape } = res.body;
       expect(seen.body.repo).toEqual(repoShape);
-      expect(await BCMSRepo.template.methods.findByName('blog_posts___2024')).toEqual(res.body);
+      expect(await content.template.methods.findByName('blog_posts___2024')).toEqual(res.body);
     });
 
     test('POST with a name and singleEntry keeps them; a taken name, or a label that slugs to one, is a 400 that says so', async () => {
@@ -162,7 +168,7 @@ describe.each(backends())('the SDK routes under /api/extensions on %s', (backend
       }
     });
 
-    test('PUT changes the given fields; a new label renames it as BCMS does, unless a name is given; BCMSRepo reads the change', async () => {
+    test('PUT changes the given fields; a new label renames it as BCMS does, unless a name is given; the content repository reads the change', async () => {
       const created = await createTemplate({ label: 'Recipes' });
       const res = await request(t.app).put(api('/templates')).set('Authorization', editor).send({ _id: created._id, label: 'Family recipes', desc: 'Ours' });
       expect(res.status).toBe(200);
@@ -170,7 +176,7 @@ describe.each(backends())('the SDK routes under /api/extensions on %s', (backend
       expect(res.body.updatedAt).toBeGreaterThanOrEqual(res.body.createdAt);
       const named = await request(t.app).put(api('/templates')).set('Authorization', editor).send({ _id: created._id, label: 'Recipes!', name: 'kitchen', singleEntry: true, props: [{ id: 'x' }] });
       expect(named.body).toMatchObject({ name: 'kitchen', label: 'Recipes!', singleEntry: true, props: [{ id: 'x' }], desc: 'Ours' });
-      expect(await BCMSRepo.template.findById(created._id)).toEqual(named.body);
+      expect(await content.template.findById(created._id)).toEqual(named.body);
       // Its own name again is no clash.
       expect((await request(t.app).put(api('/templates')).set('Authorization', editor).send({ _id: created._id, name: 'kitchen' })).status).toBe(200);
     });
@@ -203,8 +209,8 @@ describe.each(backends())('the SDK routes under /api/extensions on %s', (backend
       const res = await request(t.app).delete(api(`/templates/${doomed._id}`)).set('Authorization', editor);
       expect(res.status).toBe(200);
       expect(res.body).toBe(true);
-      expect(await BCMSRepo.template.findById(doomed._id)).toBeNull();
-      expect(await BCMSRepo.entry.findById(entry._id)).toBeNull();
+      expect(await content.template.findById(doomed._id)).toBeNull();
+      expect(await content.entry.findById(entry._id)).toBeNull();
       for (const id of [doomed._id, 'not-an-id']) {
         const again = await request(t.app).delete(api(`/templates/${id}`)).set('Authorization', editor);
         expect({ status: again.status, body: again.body }).toEqual({ status: 404, body: { message: 'Template not found.' } });
@@ -221,7 +227,7 @@ describe.each(backends())('the SDK routes under /api/extensions on %s', (backend
       other = await createTemplate({ label: 'Entries elsewhere' });
     });
 
-    test('POST makes the entry in BCMS shape, by the token user; repo and BCMSRepo read it', async () => {
+    test('POST makes the entry in BCMS shape, by the token user; repo and the content repository read it', async () => {
       const res = await request(t.app).post(api(`/templates/${template._id}/entries`)).set('Authorization', editor).send({ meta, content: [{ lng: 'en', nodes: [], plainText: '' }] });
       expect(res.status).toBe(200);
       expect(res.body).toEqual({
@@ -239,7 +245,7 @@ describe.each(backends())('the SDK routes under /api/extensions on %s', (backend
       expect(seen.body.bcmsRepo).toEqual(res.body);
       const { cid: _cid, ...repoShape } = res.body;
       expect(seen.body.repo).toEqual(repoShape);
-      expect(await BCMSRepo.entry.methods.findByTemplateIdAndRef(template._id, 'first')).toEqual(res.body);
+      expect(await content.entry.methods.findByTemplateIdAndRef(template._id, 'first')).toEqual(res.body);
     });
 
     test('GET all (oldest first), lite (no content), count and one', async () => {
@@ -309,13 +315,13 @@ describe.each(backends())('the SDK routes under /api/extensions on %s', (backend
       }
     });
 
-    test('PUT changes the given fields (BCMS sends templateId too); BCMSRepo reads the change', async () => {
+    test('PUT changes the given fields (BCMS sends templateId too); the content repository reads the change', async () => {
       const entry = await createEntry(template._id, { meta, status: 'draft' });
       const changedMeta = [{ lng: 'en', props: [{ id: 'title', data: ['Changed'] }] }];
       const res = await request(t.app).put(api(`/templates/${template._id}/entries`)).set('Authorization', editor).send({ _id: entry._id, templateId: template._id, status: 'published', meta: changedMeta });
       expect(res.status).toBe(200);
       expect(res.body).toMatchObject({ _id: entry._id, templateId: template._id, status: 'published', meta: changedMeta, content: [], userId: 'editor-7' });
-      expect(await BCMSRepo.entry.findById(entry._id)).toEqual(res.body);
+      expect(await content.entry.findById(entry._id)).toEqual(res.body);
       const contentOnly = await request(t.app).put(api(`/templates/${template._id}/entries`)).set('Authorization', editor).send({ _id: entry._id, content: [{ lng: 'en', nodes: [] }] });
       expect(contentOnly.body).toMatchObject({ status: 'published', meta: changedMeta, content: [{ lng: 'en', nodes: [] }] });
     });
@@ -341,18 +347,18 @@ describe.each(backends())('the SDK routes under /api/extensions on %s', (backend
         const res = await request(t.app).put(api(`/templates/${template._id}/entries`)).set('Authorization', editor).send(body as object);
         expect({ body, status: res.status, answer: res.body }).toEqual({ body, status: 400, answer: { message } });
       }
-      expect(await BCMSRepo.entry.findById(entry._id)).toMatchObject({ templateId: template._id, meta });
+      expect(await content.entry.findById(entry._id)).toMatchObject({ templateId: template._id, meta });
     });
 
     test('DELETE answers true; then, or under another template, 404', async () => {
       const entry = await createEntry(template._id, { meta });
       const elsewhere = await request(t.app).delete(api(`/templates/${other._id}/entries/${entry._id}`)).set('Authorization', editor);
       expect(elsewhere.status).toBe(404);
-      expect(await BCMSRepo.entry.findById(entry._id)).not.toBeNull();
+      expect(await content.entry.findById(entry._id)).not.toBeNull();
       const res = await request(t.app).delete(api(`/templates/${template._id}/entries/${entry._id}`)).set('Authorization', editor);
       expect(res.status).toBe(200);
       expect(res.body).toBe(true);
-      expect(await BCMSRepo.entry.findById(entry._id)).toBeNull();
+      expect(await content.entry.findById(entry._id)).toBeNull();
       const again = await request(t.app).delete(api(`/templates/${template._id}/entries/${entry._id}`)).set('Authorization', editor);
       expect({ status: again.status, body: again.body }).toEqual({ status: 404, body: { message: 'Entry not found.' } });
     });
@@ -407,9 +413,9 @@ describe.each(backends())('the SDK routes under /api/extensions on %s', (backend
           expect({ method, path, holds, status: res.status, body: res.body }).toEqual({ method, path, holds, status: 403, body: { message: 'Token is not authorized for this action.' } });
         }
       }
-      expect(await BCMSRepo.template.findById(template._id)).toMatchObject({ label: 'Guarded' });
-      expect(await BCMSRepo.entry.findById(entry._id)).toMatchObject({ status: '' });
-      expect(await BCMSRepo.template.methods.findByName('never_made')).toBeNull();
+      expect(await content.template.findById(template._id)).toMatchObject({ label: 'Guarded' });
+      expect(await content.entry.findById(entry._id)).toMatchObject({ status: '' });
+      expect(await content.template.methods.findByName('never_made')).toBeNull();
     });
 
     test('the permission under any role name is enough', async () => {

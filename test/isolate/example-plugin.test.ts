@@ -1,7 +1,7 @@
 import path from 'node:path';
 import express from 'express';
 import request from 'supertest';
-import { bcmsExtensions, BCMSRepo, type BcmsExtensionsRouter, type BcmsPlugin } from '../../lib';
+import { bcmsExtensions, type BcmsExtensionsRouter, type BcmsPlugin } from '../../lib';
 import { JWT_SECRET, memoryLogger, role, signToken } from '../support/app';
 import { backends, openTestDatabase, type TestDatabase } from '../support/database';
 import { bundleFile, deploy } from '../support/deploy';
@@ -32,9 +32,9 @@ describe.each(backends())("the example app's plugin, deployed (%s)", (backend) =
     await inProcess.ready;
     const deployer = await hmacKey(db.knex, [], { deploy: true });
     await deploy(deployedApp, deployer, 'plugin', 'content-stats', bundleFile(EXAMPLE, path.join(EXAMPLE, 'plugins', 'content-stats.js')));
-    const submissions = await BCMSRepo.template.add({ name: 'form-submissions', label: 'Form submissions' } as never);
+    const submissions = await inProcess.repo.template.add({ name: 'form-submissions', label: 'Form submissions' });
     for (const email of ['a@example.com', 'b@example.com']) {
-      await BCMSRepo.entry.add({ templateId: submissions._id, meta: [{ lng: 'en', props: [{ id: 'email', data: [email] }] }] } as never);
+      await inProcess.repo.entry.add({ templateId: submissions._id, meta: [{ lng: 'en', props: [{ id: 'email', data: [email] }] }] });
     }
   }, 60_000);
   afterAll(async () => {

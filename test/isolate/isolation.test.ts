@@ -274,7 +274,7 @@ module.exports = createBcmsPlugin({ name: 'inside', controllers: [createControll
     const code = functionSource(
       'half-done',
       `async ({ request }) => {
-        const knex = require(${JSON.stringify(path.resolve(__dirname, '..', '..', 'dist', 'db', 'bcms-repo.js'))}).boundStore('test').database.knex;
+        const knex = require(${JSON.stringify(path.resolve(__dirname, '..', '..', 'dist', 'bcms', 'repo.js'))}).boundStore('test').database.knex;
         if (request.body.die) {
           await knex.transaction(async (trx) => { await trx('bcms_templates').insert({ id: 'half-${backend}', name: 'half-${backend}', label: 'Half', props: '[]' }); process.exit(2); });
         }

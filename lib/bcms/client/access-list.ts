@@ -1,9 +1,9 @@
 import type { Request, Response } from 'express';
-import { BcmsHttpError } from '../http/errors';
-import type { Work } from '../http/exchange';
-import { writeJson, writePreflight } from '../http/respond';
-import { BCMS_CLIENT_CHALLENGE, clientSignatureQuery, type VerifyClientSignedRequest } from '../security/bcms-client';
-import type { BcmsFunction, BcmsFunctionKeyAuth } from './types';
+import { BcmsHttpError } from '../../http/errors';
+import type { Work } from '../../http/exchange';
+import { writeJson, writePreflight } from '../../http/respond';
+import { BCMS_CLIENT_CHALLENGE, clientSignatureQuery, type VerifyClientSignedRequest } from './signature';
+import type { BcmsFunction, BcmsFunctionKeyAuth } from '../../function/types';
 
 /** BCMS's path, which each BCMS client object asks before its first call. */
 export const ACCESS_LIST_PATH = '/api/key/access/list';

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { BcmsHttpError } from '../http/errors';
-import { StringUtility } from './utilities';
+import { slugUnderscore } from '../names';
 
 /** A template's prop, as BCMS shapes it. */
 export interface BCMSProp {
@@ -50,7 +50,7 @@ export function applyPropChanges(props: readonly unknown[], changes: readonly un
       const { label, type, required, array, defaultData } = change.add;
       if (typeof label !== 'string' || label.trim() === '') throw bad(`${at}.add.label must be a non-empty string.`);
       if (typeof type !== 'string' || type === '') throw bad(`${at}.add.type must be a prop type (STRING, NUMBER, BOOLEAN...).`);
-      const name = StringUtility.toSlugUnderscore(label);
+      const name = slugUnderscore(label);
       if (next.some((prop) => prop.name === name)) throw bad(`${at}: the template has a prop named "${name}" already.`);
       const prop: BCMSProp = { id: randomUUID(), type, required: required === true, name, label, array: array === true, defaultData: defaultData ?? [] };
       next.push(prop);
@@ -61,7 +61,7 @@ export function applyPropChanges(props: readonly unknown[], changes: readonly un
       if (index === -1) throw bad(`${at}.update.id: the template has no prop ${JSON.stringify(id)}.`);
       const prop = next[index] as BCMSProp;
       if (typeof label === 'string' && label.trim() !== '' && label !== prop.label) {
-        const name = StringUtility.toSlugUnderscore(label);
+        const name = slugUnderscore(label);
         if (next.some((other) => other !== prop && other.name === name)) throw bad(`${at}: the template has a prop named "${name}" already.`);
         prop.label = label;
         prop.name = name;

@@ -3,7 +3,7 @@ import express from 'express';
 import request from 'supertest';
 import { bcmsExtensions, type BcmsExtensionsRouter, type BcmsPlugin } from '../../lib';
 import { JWT_SECRET, memoryLogger, role, signToken } from '../support/app';
-import { portBcmsV3Fixture } from '../support/bcms-v3';
+import { portBcmsV3Fixture } from './support/bcms-v3';
 import { backends, openTestDatabase, type TestDatabase } from '../support/database';
 
 // The reading-list fixture is a plugin written as BCMS's plugin-starter is: its controller's setup

@@ -7,7 +7,7 @@ import express from 'express';
 import request from 'supertest';
 import { bcmsExtensions, blockApiKey, createApiKey, createBcmsFunction, listApiKeys, type BcmsExtensionsRouter } from '../../lib';
 import { signRequest } from '../../lib/client';
-import { bcmsClientSignature, clientSignatureQuery } from '../../lib/security/bcms-client';
+import { bcmsClientSignature, clientSignatureQuery } from '../../lib/bcms/client/signature';
 import { memoryLogger } from '../support/app';
 import { backends, openTestDatabase, serverSchema, type TestDatabase } from '../support/database';
 import { hmacKey } from '../support/signature';

@@ -1,6 +1,5 @@
 import type { Knex } from 'knex';
-import { inList, kind, unstorable, usableId } from './document-filter';
-import { newObjectId } from './documents';
+import { inList, kind, newObjectId, unstorable, usableId } from './values';
 import { isIdShaped } from './repository';
 import type { BcmsEntry, BcmsEntryMeta, BcmsTemplate } from './shapes';
 import type { ContentStore } from './store';
@@ -463,4 +462,19 @@ export function createBcmsContentRepo(store: ContentStore): BCMSContentRepo {
     entry: { ...publicBase(entryBase), methods: entryMethods },
     template: { ...publicBase(templateBase), methods: templateMethods },
   };
+}
+
+const contentRepos = new WeakMap<ContentStore, BCMSContentRepo>();
+
+/**
+ * BCMSRepo's repositories on one router's database, one per store: the package's own routes
+ * (`/api/extensions/templates`) read and write through the object `BCMSRepo` uses.
+ */
+export function bcmsContentRepoOf(store: ContentStore): BCMSContentRepo {
+  let repo = contentRepos.get(store);
+  if (repo === undefined) {
+    repo = createBcmsContentRepo(store);
+    contentRepos.set(store, repo);
+  }
+  return repo;
 }

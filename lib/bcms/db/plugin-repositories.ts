@@ -1,8 +1,9 @@
 import type { Knex } from 'knex';
-import type { ObjectPropSchema, ObjectSchema } from '../schema/object-schema';
+import type { ObjectPropSchema, ObjectSchema } from '../../schema/object-schema';
 import { useLogger, type BcmsLogger } from '../use-logger';
-import { boundStore } from './bcms-repo';
-import { isPlainObject, kind, pathSql, renderFilter, UNSAFE_SEGMENTS, type DocumentFilter, type SqlFragment } from './document-filter';
+import { boundStore } from '../repo';
+import { isPlainObject, kind, UNSAFE_SEGMENTS } from '../../db/values';
+import { pathSql, renderFilter, type DocumentFilter, type SqlFragment } from './document-filter';
 import {
   checkRepositorySettings,
   createDocumentCore,
@@ -14,7 +15,7 @@ import {
 
 // BCMS plugins keep their own data in repositories made by purple-cheetah's FSDB and MongoDB
 // modules. Here both are fronts of one repository on the router's Postgres database
-// (lib/db/documents.ts): the names, arguments and `methods` factory data are BCMS's, so that a
+// (lib/bcms/db/documents.ts): the names, arguments and `methods` factory data are BCMS's, so that a
 // plugin's repository file ports by changing its imports.
 
 /** FSDB's entity: what every document has. */

@@ -291,3 +291,15 @@ describe.each(backends())('BCMSRepo as BCMS has it, on %s', (backend) => {
     expect((await request(app).get(`/api/plugin/content/entries/${template._id}/${legacy.id}`)).body._id).toBe(legacy.id);
   });
 });
+
+describe('BCMSRepo', () => {
+  test('used before any router was built, it says what to do', () => {
+    jest.isolateModules(() => {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const fresh = require('../../lib') as typeof import('../../lib');
+      expect(() => fresh.BCMSRepo.entry.methods.findAllByTemplateId('x')).toThrow(
+        'BCMSRepo was used before any router was built: call bcmsExtensions(...) first, or use `repo` from the handler context',
+      );
+    });
+  });
+});

@@ -2,6 +2,8 @@
 // Only values travel as bindings; the SQL text is made of this file's own fragments, and field names
 // are checked against a strict pattern before they are bound as path elements.
 
+import { isPlainObject, kind, UNSAFE_SEGMENTS, unstorable } from '../../db/values';
+
 /** The operators a filter may use on a field. */
 export type DocumentFieldOperators = {
   $eq?: unknown;
@@ -46,23 +48,6 @@ const SEGMENT = /^(?:[A-Za-z_][A-Za-z0-9_-]{0,99}|\d{1,9})$/;
 const MAX_DEPTH = 8;
 const MAX_CONDITIONS = 1000;
 
-/** The longest id (and collection name) a document may have. */
-export const MAX_ID_LENGTH = 200;
-
-/** Whether `id` can be an id at all: a non-empty string of at most MAX_ID_LENGTH characters that Postgres can store. */
-export const usableId = (id: unknown): id is string =>
-  typeof id === 'string' && id !== '' && id.length <= MAX_ID_LENGTH && unstorable(JSON.stringify(id)) === undefined;
-
-/** Names a path may not take: walking them in a JS object reaches a prototype shared by every object. */
-export const UNSAFE_SEGMENTS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
-
-/** Whether `value` is a plain object (a filter, an operator object), not an array or a class instance. */
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
-  // Object.prototype of any realm (a vm context's, structuredClone's), not only this one's.
-  const proto = Object.getPrototypeOf(value) as object | null;
-  return proto === null || Object.getPrototypeOf(proto) === null;
-}
 
 /**
  * Renders `filter` as a condition on `doc`; `where` names the caller in errors. Throws a
@@ -227,31 +212,4 @@ function not(part: SqlFragment): SqlFragment {
 
 function count(state: { conditions: number }, where: string): void {
   if (++state.conditions > MAX_CONDITIONS) throw new TypeError(`${where}: the filter has more than ${MAX_CONDITIONS} conditions`);
-}
-
-/**
- * What in JSON text Postgres refuses to store: a NUL character (`\u0000`) or half of a UTF-16
- * surrogate pair (JSON.stringify writes a lone one as `\ud800`). Only real escapes count: a
- * backslash written as `\\` before `u0000` is text.
- */
-export function unstorable(text: string): string | undefined {
-  const match = /(?:^|[^\\])(?:\\\\)*\\u(0000|d[89a-f][0-9a-f]{2})/i.exec(text);
-  if (match === null) return undefined;
-  return match[1] === '0000' ? 'a NUL character' : 'half of a UTF-16 surrogate pair';
-}
-
-/**
- * `column in (the ids)`, as `whereRaw`'s arguments, with the ids as one JSON array bound as one value: any number of ids
- * (Postgres takes at most 65,535 bound values), the primary key still used.
- */
-export function inList(column: 'id' | 'cid', ids: string[]): [sql: string, bindings: string[]] {
-  return [`${column} in (select jsonb_array_elements_text(?::jsonb))`, [JSON.stringify(ids)]];
-}
-
-export function kind(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'object') return isPlainObject(value) ? 'an object' : `a ${(value as object).constructor?.name ?? 'object'}`;
-  if (typeof value === 'number' && !Number.isFinite(value)) return String(value);
-  return /^[aeiou]/.test(typeof value) ? `an ${typeof value}` : `a ${typeof value}`;
 }

@@ -3,12 +3,12 @@ import type { BcmsFunctionKeyAuth } from '../function/types';
 import { BcmsHttpError } from '../http/errors';
 import { compileBodyCheck, type BodyCheckResult } from '../schema/body';
 import type { ObjectSchema } from '../schema/object-schema';
-import { BCMS_CLIENT_CHALLENGE } from '../security/bcms-client';
+import { BCMS_CLIENT_CHALLENGE } from './client/signature';
 import { hasBearerToken } from '../security/jwt';
 import { SIGNATURE_CHALLENGE } from '../security/signature';
 import type { JWT, JWTPermissionName, JWTRoleName } from '../security/token';
-import { createJwtGuard, type GuardContext, verifyKeyFromContext } from './guard';
-import type { Guard } from './types';
+import { createJwtGuard, type GuardContext, verifyKeyFromContext } from '../plugin/guard';
+import type { Guard } from '../plugin/types';
 
 /** What BCMS keeps in a token's `props` for its users (the host's tokens may hold other things). */
 export interface BCMSUserCustomPool {

@@ -1,13 +1,13 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { replacePluginNamePlaceholder } from '../../lib/cli/bundle';
-import { backendTsconfigOf, pluginBackendDir } from '../../lib/cli/layout';
-import { portProject, type PortResult } from '../../lib/cli/port';
+import { replacePluginNamePlaceholder } from '../../../lib/cli/bundle';
+import { backendTsconfigOf, pluginBackendDir } from '../../../lib/cli/layout';
+import { portProject, type PortResult } from '../../../lib/bcms/port/port';
 
-const ROOT = path.resolve(__dirname, '..', '..');
+const ROOT = path.resolve(__dirname, '..', '..', '..');
 /** BCMS v3 projects written as BCMS users write them, with BCMS's own import lines. */
-export const BCMS_V3_FIXTURES = path.join(ROOT, 'test', 'fixtures', 'bcms-v3');
+export const BCMS_V3_FIXTURES = path.join(ROOT, 'test', 'bcms', 'fixtures');
 /** Where ported copies go: inside the repository (git-ignored), so that jest transforms them. */
 export const PORTED_DIR = path.join(ROOT, 'test-output', 'bcms-v3');
 

@@ -17,7 +17,7 @@ import {
   type BcmsExtensionsRouter,
 } from '../../lib';
 import { signRequest } from '../../lib/client';
-import { bcmsClientSignature } from '../../lib/security/bcms-client';
+import { bcmsClientSignature } from '../../lib/bcms/client/signature';
 import { JWT_SECRET, memoryLogger, role, signToken } from '../support/app';
 import { backends, openTestDatabase, type TestDatabase } from '../support/database';
 import { hmacKey, signedPost } from '../support/signature';

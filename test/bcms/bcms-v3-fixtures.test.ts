@@ -4,14 +4,14 @@ import request from 'supertest';
 import { bcmsExtensions, BCMSRepo, createApiKey, type BcmsExtensionsRouter, type BcmsFunctionModule, type BcmsPlugin } from '../../lib';
 import { signRequest } from '../../lib/client';
 import { JWT_SECRET, memoryLogger, role, signToken } from '../support/app';
-import { portBcmsV3Fixture } from '../support/bcms-v3';
+import { portBcmsV3Fixture } from './support/bcms-v3';
 import { backends, openTestDatabase, type Backend, type TestDatabase } from '../support/database';
 import { bundleFile, deploy } from '../support/deploy';
 import { hmacKey } from '../support/signature';
 
-// The BCMS v3 fixtures (test/fixtures/bcms-v3: a plugin and a functions project written as BCMS
+// The BCMS v3 fixtures (test/bcms/fixtures: a plugin and a functions project written as BCMS
 // users write them, with BCMS's own import lines), ported with `bcms-ext port`'s own code into a
-// folder of this file's own, then served over HTTP: everything but what test/db/bcms-v3-plugin
+// folder of this file's own, then served over HTTP: everything but what test/bcms/bcms-v3-plugin
 // covers (the book repository's round trip).
 const DIR = path.join(__dirname, '..', '..', 'test-output', 'plugin-bcms-v3');
 

@@ -1,12 +1,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { isUrlSafe } from '../names';
-import { parseArgs, UsageError, type Io } from './_io';
-import { backendTsconfig, VERSIONS } from './create';
-import { backendTsconfigOf, BACKEND_DIRS, functionsDir, packageSpec, pluginBackendDir, type BackendDir } from './layout';
-import { bcmsModuleTarget, exportedNames, namedImports, PACKAGE, rewriteBcmsImports, rewriteCalledNamespaceImports } from './port-imports';
-import { bcmsPathAliases, parseJsonc, portTsconfig } from './port-tsconfig';
-import { portPluginUi } from './port-ui';
+import { isUrlSafe } from '../../names';
+import { parseArgs, UsageError, type Io } from '../../cli/_io';
+import { backendTsconfig, VERSIONS } from '../../cli/create';
+import { backendTsconfigOf, BACKEND_DIRS, functionsDir, packageSpec, pluginBackendDir, type BackendDir } from '../../cli/layout';
+import { bcmsModuleTarget, exportedNames, namedImports, PACKAGE, rewriteBcmsImports, rewriteCalledNamespaceImports } from './imports';
+import { bcmsPathAliases, parseJsonc, portTsconfig } from './tsconfig';
+import { portPluginUi } from './ui';
 
 export const PORT_USAGE = `  port [DIR] [--dry-run]                    Rewrite a BCMS v3 plugin or functions project (DIR, default
                                             here) for bcms-extensions: its imports of
@@ -316,6 +316,9 @@ export function portProject(root: string, { write = true }: { write?: boolean } 
   }
   return { kind, changes, notes, warnings };
 }
+
+/** `bcms-ext port`, which lib/cli/bin.ts adds to the CLI. */
+export const portCommand = { name: 'port', usage: PORT_USAGE, run: (args: string[], io: Io, cwd?: string) => runPort(args, io, cwd) };
 
 export async function runPort(args: readonly string[], io: Io, cwd = process.cwd()): Promise<number> {
   const { positionals, flags } = parseArgs(args, { 'dry-run': 'boolean' });

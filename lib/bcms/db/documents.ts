@@ -1,8 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
-import { compileObjectSchema, type ObjectSchema, type ObjectSchemaCheck } from '../schema/object-schema';
-import { inList, isPlainObject, kind, MAX_ID_LENGTH, renderFilter, unstorable, usableId, type DocumentFilter, type SqlFragment } from './document-filter';
-import type { ContentStore } from './store';
+import { compileObjectSchema, type ObjectSchema, type ObjectSchemaCheck } from '../../schema/object-schema';
+import { inList, isPlainObject, kind, MAX_ID_LENGTH, newObjectId, unstorable, usableId } from '../../db/values';
+import { renderFilter, type DocumentFilter, type SqlFragment } from './document-filter';
+import type { ContentStore } from '../../db/store';
 
 export type { DocumentFieldOperators, DocumentFilter } from './document-filter';
 
@@ -106,11 +106,6 @@ export interface DocumentCore<Entity extends DocumentEntity> {
   where: string;
 }
 
-/** A MongoDB-style ObjectId: 4 bytes of seconds, then 8 random bytes, in hex (24 characters). */
-export function newObjectId(): string {
-  const time = Math.floor(Date.now() / 1000).toString(16).padStart(8, '0');
-  return time + randomBytes(8).toString('hex');
-}
 
 /**
  * The repository over one collection. `createFSDBRepository`, `createMongoDBCachedRepository` and

@@ -1,5 +1,5 @@
-import { createBcmsContentRepo, type BCMSContentRepo, type BCMSEntryRepository, type BCMSTemplateRepository } from './bcms-content';
-import type { ContentStore } from './store';
+import { bcmsContentRepoOf, type BCMSContentRepo, type BCMSEntryRepository, type BCMSTemplateRepository } from '../db/content';
+import type { ContentStore } from '../db/store';
 
 let current: ContentStore | undefined;
 
@@ -17,21 +17,6 @@ const NOT_BOUND = 'was used before any router was built: call bcmsExtensions(...
 export function boundStore(user: string): ContentStore {
   if (current === undefined) throw new Error(`${user} ${NOT_BOUND}`);
   return current;
-}
-
-const contentRepos = new WeakMap<ContentStore, BCMSContentRepo>();
-
-/**
- * BCMSRepo's repositories on one router's database, one per store: the package's own routes
- * (`/api/extensions/templates`) read and write through the object `BCMSRepo` uses.
- */
-export function bcmsContentRepoOf(store: ContentStore): BCMSContentRepo {
-  let repo = contentRepos.get(store);
-  if (repo === undefined) {
-    repo = createBcmsContentRepo(store);
-    contentRepos.set(store, repo);
-  }
-  return repo;
 }
 
 function content(): BCMSContentRepo {

@@ -6,9 +6,9 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { VERSIONS } from './create';
-import { packageSpec } from './layout';
-import { PACKAGE } from './port-imports';
+import { VERSIONS } from '../../cli/create';
+import { packageSpec } from '../../cli/layout';
+import { PACKAGE } from './imports';
 
 /**
  * Vite plugins a BCMS UI lists, the versions that run under the Vite `bundle` uses, and how

@@ -1,4 +1,4 @@
-import { portBcmsV3Fixture, typeCheckPorted } from '../support/bcms-v3';
+import { portBcmsV3Fixture, typeCheckPorted } from './support/bcms-v3';
 
 // The BCMS-idiom fixtures, ported by bcms-ext port (only their import lines change), type-check
 // strictly against this package's declarations, as bcms-ext bundle checks them in a project.

@@ -1,10 +1,10 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Request } from 'express';
-import { decodeText, hasBody } from '../http/body';
-import { BcmsHttpError, type ErrorCode } from '../http/errors';
-import { isKeyId } from './api-keys';
-import { refuseUnlessAccepted, forbiddenMessage, keyPermits, type Permission, type SignatureMemory } from './replay';
-import { signatureAuthOf, type SignatureAuth } from './signature';
+import { decodeText, hasBody } from '../../http/body';
+import { BcmsHttpError, type ErrorCode } from '../../http/errors';
+import { isKeyId } from '../../security/api-keys';
+import { refuseUnlessAccepted, forbiddenMessage, keyPermits, type Permission, type SignatureMemory } from '../../security/replay';
+import { signatureAuthOf, type SignatureAuth } from '../../security/signature';
 
 /**
  * Sent with every 401 of a request signed the BCMS client's way: the scheme's parameters. (A

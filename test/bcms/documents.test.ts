@@ -21,7 +21,7 @@ import {
   type MongoDBInterface,
 } from '../../lib';
 import type { ObjectSchema } from '../../lib/schema/object-schema';
-import { renderFilter } from '../../lib/db/document-filter';
+import { renderFilter } from '../../lib/bcms/db/document-filter';
 import { memoryLogger } from '../support/app';
 import { backends, openTestDatabase, serverSchema, type TestDatabase } from '../support/database';
 

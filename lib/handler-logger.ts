@@ -1,6 +1,7 @@
-import { createDefaultLogger, type Logger } from './logger';
+// The logger handed to handlers (the context's `logger`): pino's calls, and BCMS's `(place, message)`.
+import type { Logger } from './logger';
 
-type Level = 'info' | 'warn' | 'error' | 'debug';
+export type Level = 'info' | 'warn' | 'error' | 'debug';
 
 /**
  * The logger BCMS code is handed (the context's `logger`, `useLogger`): it takes BCMS's call form
@@ -21,7 +22,7 @@ export interface BcmsLogger {
   debug(object: object, message?: string): void;
 }
 
-const LEVELS: readonly Level[] = ['info', 'warn', 'error', 'debug'];
+export const LEVELS: readonly Level[] = ['info', 'warn', 'error', 'debug'];
 
 /** Wraps a pino-compatible logger; `component` (useLogger's name) is added to each line. */
 export function toBcmsLogger(base: Logger, component?: string): BcmsLogger {
@@ -45,37 +46,3 @@ export function toBcmsLogger(base: Logger, component?: string): BcmsLogger {
   return Object.freeze(wrapped) as BcmsLogger;
 }
 
-let current: Logger | undefined;
-
-/** Called by `bcmsExtensions`: `useLogger` loggers write through the logger of the router built last. */
-export function bindLogger(logger: Logger): void {
-  current = logger;
-}
-
-/**
- * BCMS's `useLogger`: a logger named for a part of a plugin, writing through the logger of the
- * router built last (the default pino logger before one is built). It may be made at a module's
- * top level, before any router exists.
- *
- * @example
- * const logger = useLogger({ name: 'Project controller' });
- * logger.warn('setup', error); // {"component":"Project controller","place":"setup","err":{...},"msg":"..."}
- */
-export function useLogger(config: { name: string }): BcmsLogger {
-  if (config === null || typeof config !== 'object' || typeof config.name !== 'string') {
-    throw new TypeError('useLogger: argument config must be { name: string }');
-  }
-  // Resolved at each call, not now: the router may be built after this logger.
-  const resolve = (): Logger => (current ??= createDefaultLogger());
-  const wrappers = new WeakMap<Logger, BcmsLogger>();
-  const named = {} as Record<Level, (first: unknown, message?: unknown) => void>;
-  for (const level of LEVELS) {
-    named[level] = function log(...args: [unknown, unknown?]): void {
-      const base = resolve();
-      let logger = wrappers.get(base);
-      if (logger === undefined) wrappers.set(base, (logger = toBcmsLogger(base, config.name)));
-      (logger[level] as (...a: unknown[]) => void)(...args);
-    };
-  }
-  return Object.freeze(named) as BcmsLogger;
-}

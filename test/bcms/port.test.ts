@@ -1,12 +1,14 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { main } from '../../lib/cli/main';
-import { bcmsPluginSlug } from '../../lib/cli/port';
-import { rewriteBcmsImports } from '../../lib/cli/port-imports';
-import { BCMS_V3_FIXTURES, copyBcmsV3Fixture, type BcmsV3Fixture } from '../support/bcms-v3';
+import { addCommand, main } from '../../lib/cli/main';
+import { bcmsPluginSlug, portCommand } from '../../lib/bcms/port/port';
+import { rewriteBcmsImports } from '../../lib/bcms/port/imports';
+import { BCMS_V3_FIXTURES, copyBcmsV3Fixture, type BcmsV3Fixture } from './support/bcms-v3';
 
 const ROOT = path.resolve(__dirname, '..', '..');
+// As the CLI's entry point (lib/cli/bin.ts) adds it.
+addCommand(portCommand);
 
 /** The CLI run in-process, its output captured. */
 async function bcmsExt(args: string[], cwd: string): Promise<{ code: number; out: string; err: string }> {

@@ -4,7 +4,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { PACKAGE_ROOT } from './layout';
+import { PACKAGE_ROOT } from '../../cli/layout';
 
 /** The package every BCMS back-end module name is replaced with. */
 export const PACKAGE = 'bcms-extensions';
@@ -150,7 +150,7 @@ function collectExports(file: string, names: Set<string>, seen: Set<string>): vo
   }
   for (const match of source.matchAll(/\bexport\s+\*\s+from\s+['"](\.[^'"]+)['"]/g)) {
     const base = path.resolve(path.dirname(file), match[1] as string);
-    const next = [`${base}.d.ts`, `${base}.ts`].find((candidate) => fs.existsSync(candidate));
+    const next = [`${base}.d.ts`, `${base}.ts`, path.join(base, 'index.d.ts'), path.join(base, 'index.ts')].find((candidate) => fs.existsSync(candidate));
     if (next !== undefined) collectExports(next, names, seen);
   }
 }
