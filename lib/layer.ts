@@ -60,8 +60,11 @@ export interface Layer {
   bindRouter(services: RouterServices): BoundLayer;
   /** A compiled module whose `bindIsolate(services: IsolateServices)` each isolate runs before extension code. */
   isolateModule?: string;
-  /** The names of the events its code in an isolate may emit on the router's `events` (others are dropped). */
-  isolateEvents?: readonly string[];
+  /**
+   * The events its code in an isolate may emit on the router's `events`, each with the check that
+   * makes an event from untrusted code safe to hand on (`undefined`: dropped). Others are dropped.
+   */
+  isolateEvents?: Readonly<Record<string, (data: unknown) => unknown>>;
 }
 
 const added: Layer[] = [];
@@ -71,6 +74,9 @@ export function addLayer(layer: Layer): void {
   if (!added.some((known) => known.name === layer.name)) added.push(layer);
 }
 
+/** The paths the core routes to a layer: under /api/, and never a function's or a deployment's. */
+const LAYER_PATH = /^\/api\/(?!function(?:\/|$)|extensions\/deployments(?:\/|$))[A-Za-z0-9._~\/-]+$/;
+
 export function addedLayers(): readonly Layer[] {
   return added;
 }
@@ -78,7 +84,11 @@ export function addedLayers(): readonly Layer[] {
 /** Binds every added layer to a router: their routes and key schemes, and one close. */
 export function bindLayers(services: RouterServices): { routes: ReadonlyMap<string, LayerRoute>; keySchemes: KeySignatureScheme[]; close(): Promise<void> } {
   const bound = added.map((layer) => layer.bindRouter(services));
-  const routes = new Map(bound.flatMap((layer) => layer.routes ?? []).map((route) => [route.path, route]));
+  const routes = new Map<string, LayerRoute>();
+  for (const route of bound.flatMap((layer) => layer.routes ?? [])) {
+    if (!LAYER_PATH.test(route.path) || routes.has(route.path)) throw new Error(`a layer's route ${JSON.stringify(route.path)} is taken or cannot be routed`);
+    routes.set(route.path, route);
+  }
   const keySchemes = bound.flatMap((layer) => layer.keySchemes ?? []);
   return { routes, keySchemes, close: async () => void (await Promise.all(bound.map((layer) => layer.close?.()))) };
 }

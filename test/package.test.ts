@@ -6,24 +6,14 @@ import path from 'node:path';
 const root = path.resolve(__dirname, '..');
 const run = (args: string[]) => execFileSync(process.execPath, args, { cwd: root, encoding: 'utf8' });
 
-const PUBLIC = [
-  'BCMSConfig',
-  'BCMSRepo',
-  'BCMSRouteProtection',
+const CORE = [
   'BcmsHttpError',
-  'FSDBEntitySchema',
-  'FilesRootError',
   'HTTPStatus',
   'JWTPermissionName',
   'JWTRoleName',
-  'MAX_DOCUMENT_BYTES',
   'MIGRATIONS_DIRECTORY',
   'MIGRATIONS_TABLE',
-  'MongoDBEntitySchemaString',
-  'ObjectUtility',
-  'ObjectUtilityError',
   'SIGNATURE_ALGORITHMS',
-  'StringUtility',
   'bcmsExtensions',
   'blockApiKey',
   'createApiKey',
@@ -31,14 +21,27 @@ const PUBLIC = [
   'createBcmsPlugin',
   'createController',
   'createControllerMethod',
-  'createDocumentRepository',
-  'createFSDBRepository',
   'createJwtProtectionPreRequestHandler',
-  'createMongoDBCachedRepository',
   'deleteApiKey',
   'errorCodes',
   'listApiKeys',
   'migrate',
+];
+/** The BCMS layer's names (lib/bcms/index.ts), exported beside the core's while the layer is there. */
+const BCMS_LAYER = [
+  'BCMSConfig',
+  'BCMSRepo',
+  'BCMSRouteProtection',
+  'FSDBEntitySchema',
+  'FilesRootError',
+  'MAX_DOCUMENT_BYTES',
+  'MongoDBEntitySchemaString',
+  'ObjectUtility',
+  'ObjectUtilityError',
+  'StringUtility',
+  'createDocumentRepository',
+  'createFSDBRepository',
+  'createMongoDBCachedRepository',
   'objectSchemaToMongoDBSchema',
   'useFS',
   'useLogger',
@@ -46,6 +49,7 @@ const PUBLIC = [
   'useSocket',
   'useStringUtility',
 ];
+const PUBLIC = [...CORE, ...(fs.existsSync(path.join(root, 'lib', 'bcms')) ? BCMS_LAYER : [])].sort();
 
 describe('the built package', () => {
   test('require("bcms-extensions") gives the public API', () => {

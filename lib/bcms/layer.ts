@@ -21,17 +21,15 @@ export const bcmsLayer: Layer = {
   name: 'bcms',
   // Always the compiled file: isolates are forked from dist/ (lib/isolate/host.ts).
   isolateModule: path.resolve(__dirname, '..', '..', 'dist', 'bcms', 'isolate.js'),
-  isolateEvents: ['socket'],
+  isolateEvents: { socket: toSocketEvent },
   bindRouter(services: RouterServices) {
     const { settings, store, logger, verifyAccessToken, signatures, events, functions, readBody } = services;
     bindBcmsRepo(store);
     bindLogger(logger);
     setFilesRoot(settings.filesDir);
     const hub = new SocketHub(store.database.knex, logger);
-    // Events from isolates too: their shape is checked here, where it is known.
-    const toHub = (event: SocketEvent): void => {
-      if (isSocketEvent(event)) hub.publish({ scope: String(event.scope), eventName: event.eventName, eventData: event.eventData });
-    };
+    // Events from isolates arrive checked (toSocketEvent); the SDK's and useSocket's are made here.
+    const toHub = (event: SocketEvent): void => hub.publish(event);
     events.on('socket', toHub);
     setSocketPublisher((event) => events.emit('socket', event));
     const verifyClient = createClientSignatureVerifier(signatures);
@@ -49,9 +47,12 @@ export const bcmsLayer: Layer = {
   },
 };
 
-function isSocketEvent(value: unknown): value is SocketEvent {
-  const event = value as Partial<SocketEvent> | null;
-  return typeof event === 'object' && event !== null && typeof event.eventName === 'string' && event.eventName !== '';
+/** An isolate's `useSocket` event, from untrusted code: a non-empty name, a string scope; anything else is dropped. */
+function toSocketEvent(value: unknown): SocketEvent | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { scope, eventName, eventData } = value as Record<string, unknown>;
+  if (typeof eventName !== 'string' || eventName === '') return undefined;
+  return { scope: typeof scope === 'string' ? scope : 'global', eventName, eventData };
 }
 
 /** The BCMS client's query-string signature (`?key&nonce&timestamp&signature`), as a key scheme of the core. */

@@ -19,7 +19,10 @@ export interface CliCommand {
 
 const added = new Map<string, CliCommand>();
 
+const BUILT_IN = new Set(['migrate', 'keys', 'call', 'create', 'bundle', 'dev', 'deploy', 'list', 'rollback', 'undeploy', 'help']);
+
 export function addCommand(command: CliCommand): void {
+  if (BUILT_IN.has(command.name)) throw new Error(`bcms-ext: a layer cannot replace the command "${command.name}"`);
   added.set(command.name, command);
 }
 

