@@ -71,7 +71,9 @@ describe('the layout of lib/', () => {
     expect(found).toEqual([]);
     // The marked lines are where the docs say: the package's entry points, nowhere else.
     const marked = filesUnder(LIB, '.ts').filter((file) => !file.startsWith(layer) && fs.readFileSync(file, 'utf8').includes('// BCMS layer'));
-    expect(marked.map((file) => path.relative(LIB, file)).sort()).toEqual(['api.ts', path.join('cli', 'bin.ts'), 'index.ts']);
+    // (.ci/core-alone deletes the layer with its marked lines: then there are none.)
+    const entryPoints = fs.existsSync(layer) ? ['api.ts', path.join('cli', 'bin.ts'), 'index.ts'] : [];
+    expect(marked.map((file) => path.relative(LIB, file)).sort()).toEqual(entryPoints);
   });
 
   test('the core\'s tests never import the BCMS layer: its tests are in test/bcms/', () => {

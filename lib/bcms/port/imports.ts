@@ -50,7 +50,7 @@ const isUnder = (name: string, alias: string): boolean => name === alias || name
  */
 export function bcmsModuleTarget(name: string, aliases: BcmsAliases = NO_ALIASES, fromDir?: string): string | undefined {
   if (BCMS_MODULE.test(name) || aliases.backend.some((alias) => isUnder(name, alias))) return PACKAGE;
-  if (/^@becomes\/cms-ui\/tailwind\.config(?:\.c?js)?$/.test(name)) return `${UI_KIT}/tailwind.config.cjs`;
+  if (/^@becomes\/cms-ui\/(?:tailwind\.config|tw)(?:\.c?js)?$/.test(name)) return `${UI_KIT}/tailwind.config.cjs`;
   if (/^@becomes\/cms-ui\/styles(?:\/|$)/.test(name)) return `${UI_KIT}/styles.css`;
   if (/^@becomes\/cms-ui(?:$|\/)/.test(name) || aliases.ui.some((alias) => isUnder(name, alias))) return UI_KIT;
   if (fromDir !== undefined && name.startsWith('.')) {

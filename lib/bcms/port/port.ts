@@ -7,6 +7,7 @@ import { backendTsconfigOf, BACKEND_DIRS, functionsDir, packageSpec, pluginBacke
 import { bcmsModuleTarget, exportedNames, namedImports, PACKAGE, rewriteBcmsImports, rewriteCalledNamespaceImports } from './imports';
 import { bcmsPathAliases, parseJsonc, portTsconfig } from './tsconfig';
 import { portPluginUi } from './ui';
+import { hasVueCliUi, portVueCliUi } from './vue-cli';
 
 export const PORT_USAGE = `  port [DIR] [--dry-run]                    Rewrite a BCMS v3 plugin or functions project (DIR, default
                                             here) for bcms-extensions: its imports of
@@ -17,7 +18,8 @@ export const PORT_USAGE = `  port [DIR] [--dry-run]                    Rewrite a
                                             run again, it changes nothing. --dry-run writes nothing.
 `;
 
-const SOURCE_FILE = /\.(?:[cm]?[jt]sx?|vue)$/;
+// Stylesheets too: `@import '@becomes/cms-ui/styles/_main.scss'`.
+const SOURCE_FILE = /\.(?:[cm]?[jt]sx?|vue|s?css|sass)$/;
 /** Build output, dependencies and version control: never the author's code. */
 const SKIPPED_DIRS = new Set(['node_modules', 'dist', 'bcms-bundle', '.git']);
 const DEPENDENCY_SECTIONS = ['dependencies', 'devDependencies', 'peerDependencies', 'optionalDependencies'] as const;
@@ -66,13 +68,13 @@ function jsonLike(original: string, value: unknown): string {
 type PackageJson = Record<string, unknown> & Partial<Record<(typeof DEPENDENCY_SECTIONS)[number] | 'scripts', Record<string, string>>>;
 
 /** package.json's part of the port: what it becomes, and what changed. */
-function portPackageJson(pkg: PackageJson, kind: PortResult['kind'], root: string, changes: string[], notes: string[]): void {
+function portPackageJson(pkg: PackageJson, kind: PortResult['kind'], root: string, changes: string[], notes: string[], kept: ReadonlySet<string>): void {
   const removed: string[] = [];
   for (const section of DEPENDENCY_SECTIONS) {
     const deps = pkg[section];
     if (deps === undefined) continue;
     for (const name of Object.keys(deps)) {
-      if (!name.startsWith('@becomes/')) continue;
+      if (!name.startsWith('@becomes/') || kept.has(name)) continue;
       delete deps[name];
       removed.push(name);
     }
@@ -223,6 +225,8 @@ export function portProject(root: string, { write = true }: { write?: boolean } 
     if (removes.has(file)) continue;
     const source = fs.readFileSync(file, 'utf8');
     const imports = rewriteBcmsImports(source, { backend: [...aliases.backend], ui: [...aliases.ui] }, path.dirname(file));
+    // Sass inlines a stylesheet it imports without its extension (a `.css` one stays a CSS @import, which Tailwind never sees).
+    if (/\.s[ac]ss$/.test(file)) imports.text = imports.text.replace(/(['"])bcms-extensions\/ui\/styles\.css\1/g, '$1bcms-extensions/ui/styles$1');
     const namespaces = rewriteCalledNamespaceImports(imports.text);
     if (imports.replaced.length === 0 && namespaces.changed.length === 0) continue;
     writes.set(file, namespaces.text);
@@ -258,7 +262,16 @@ export function portProject(root: string, { write = true }: { write?: boolean } 
     throw new UsageError(`${where}: neither its package.json nor its code uses @becomes/* packages (or ${PACKAGE}, for a project ported already)`);
   }
   const pkgChanges: string[] = [];
-  portPackageJson(pkg, kind, root, pkgChanges, notes);
+  // A UI's imports of @becomes/cms-sdk (its types and enums, such as BCMSJwtRoleName; the registry
+  // has it) stay: window.bcms.sdk is this service's, the package only names its shapes.
+  const inBackEnd = (file: string): boolean => /^(?:src\/)?backend\/|^functions\//.test(relative(file));
+  const sdkInUi = sourceFiles(root).some((file) => !inBackEnd(file) && /['"]@becomes\/cms-sdk(?:\/[^'"]*)?['"]/.test(fs.readFileSync(file, 'utf8')));
+  const kept = new Set(sdkInUi ? ['@becomes/cms-sdk'] : []);
+  if (sdkInUi && DEPENDENCY_SECTIONS.some((section) => pkg[section]?.['@becomes/cms-sdk'] !== undefined)) {
+    notes.push("package.json: @becomes/cms-sdk kept: the UI imports its types and enums (window.bcms.sdk itself is this service's)");
+  }
+  portPackageJson(pkg, kind, root, pkgChanges, notes, kept);
+  if (kind === 'plugin' && hasVueCliUi(root)) portVueCliUi(root, pkg, { writes, removes, changes, notes }, pkgChanges);
   if (pkgChanges.length > 0) {
     writes.set(pkgFile, jsonLike(pkgText, pkg));
     for (const what of pkgChanges) changes.push({ file: 'package.json', what });
@@ -281,9 +294,6 @@ export function portProject(root: string, { write = true }: { write?: boolean } 
     if (slug !== config.pluginName) {
       writes.set(configFile, jsonLike(configText, { ...config, pluginName: slug }));
       changes.push({ file: 'bcms-plugin.config.json', what: `pluginName "${config.pluginName}" → "${slug}" (as BCMS's CLI slugs it: the plugin's URL name)` });
-    }
-    if (fs.existsSync(path.join(root, 'vue.config.js')) && !fs.existsSync(path.join(root, 'ui', 'index.html'))) {
-      notes.push("vue.config.js: a Vue CLI (webpack) UI is not ported; bcms-ext bundle builds a plugin's UI with Vite from ui/ (index.html and vite.config.mjs there), so this plugin deploys without one until its UI is moved");
     }
     const uiPackage = portPluginUi(root, writes, changes);
     if (uiPackage !== undefined) staleLock(root, 'ui/', removes, changes, uiPackage);
@@ -311,7 +321,10 @@ export function portProject(root: string, { write = true }: { write?: boolean } 
   }
 
   if (write) {
-    for (const [file, text] of writes) fs.writeFileSync(file, text);
+    for (const [file, text] of writes) {
+      fs.mkdirSync(path.dirname(file), { recursive: true });
+      fs.writeFileSync(file, text);
+    }
     for (const file of removes) fs.rmSync(file);
   }
   return { kind, changes, notes, warnings };
