@@ -276,12 +276,29 @@ describe('bcms-ext port on a copy of a BCMS v3 project', () => {
     expect((await bcmsExt(['port'], dir)).out).toBe('Nothing to change: . is a plugin project ported to bcms-extensions already.\n');
   });
 
-  test("a Vue CLI UI (bngine's vue.config.js) is named in a note: bundle builds UIs with Vite from ui/", async () => {
-    const dir = copyBcmsV3Fixture('reading-list', tempDir());
-    fs.writeFileSync(path.join(dir, 'vue.config.js'), "module.exports = { publicPath: '/plugin/bcms-plugin---name/' };\n");
-    const run = await bcmsExt(['port'], dir);
-    expect(run.code).toBe(0);
-    expect(run.out).toContain("Note: vue.config.js: a Vue CLI (webpack) UI is not ported; bcms-ext bundle builds a plugin's UI with Vite from ui/ (index.html and vite.config.mjs there), so this plugin deploys without one until its UI is moved\n");
+  test("a Vue CLI UI at the root (bngine's layout): ui/ builds it with Vite where it is; the Vue CLI leaves package.json", async () => {
+    const { dir, before, after, run } = await portCopy('job-runner');
+    expect(run).toMatchObject({ code: 0, err: '' });
+    const read = (file: string): string => after.get(file)?.toString() as string;
+    expect([...after.keys()].filter((file) => !before.has(file)).sort()).toEqual(['.env.example', '.gitignore', 'ui/index.html', 'ui/vite.config.mjs']);
+    expect([...before.keys()].filter((file) => !after.has(file)).sort()).toEqual(['babel.config.js', 'bcms.config.js', 'postcss.config.js', 'vue.config.js']);
+    // The page: its template tags and BCMS's own stylesheet out, the root's src/main.ts in.
+    expect(read('ui/index.html')).toContain('<script type="module" src="../src/main.ts"></script>\n  </body>');
+    expect(read('ui/index.html')).not.toMatch(/<%|\/assets\/css|auto injected/);
+    expect(run.out).toContain('Note: ui/index.html: left out /assets/css/codemirror.css, BCMS\'s own stylesheets, which this service does not serve\n');
+    expect(read('ui/vite.config.mjs')).toContain("createRequire(import.meta.url)('../tailwind.config.js')");
+    // Stylesheets and the Tailwind config name the kit; a UI's @becomes/cms-sdk stays, for its types and enums.
+    expect(read('src/ui/assets/styles/_main.scss')).toContain("@import 'bcms-extensions/ui/styles';");
+    expect(read('tailwind.config.js')).toContain("require('bcms-extensions/ui/tailwind.config.cjs')");
+    expect(read('src/ui/views/jobs.tsx')).toContain("from '@becomes/cms-sdk/types'");
+    const pkg = JSON.parse(read('package.json')) as Record<string, Record<string, string>>;
+    expect(Object.keys(pkg.devDependencies ?? {}).sort()).toEqual([
+      '@becomes/cms-sdk', '@types/node', '@vitejs/plugin-vue', '@vitejs/plugin-vue-jsx', 'autoprefixer', 'bcms-extensions', 'postcss', 'sass', 'tailwindcss', 'typescript', 'vite', 'vue', 'vue-router', 'vuex',
+    ]);
+    expect(pkg.devDependencies).toMatchObject({ tailwindcss: '3.4.9', postcss: '8.5.33', sass: '1.108.2' });
+    expect(pkg.scripts).toEqual({ 'build:backend': 'tsc --project tsconfig.backend.json', bundle: 'bcms-ext bundle', deploy: 'bcms-ext deploy', 'build:ui': 'vite build --config ui/vite.config.mjs' });
+    expect(JSON.parse(read('tsconfig.json')).compilerOptions.types).toEqual([]);
+    expect(fs.existsSync(path.join(dir, 'ui', 'package.json'))).toBe(false);
   });
 
   test('--dry-run prints the changes and writes nothing', async () => {

@@ -176,3 +176,57 @@ test("a BCMS v3 plugin with a UI in plugin-starter's layout (BCMS-idiom fixture)
     await browser.close();
   }
 }, 300_000);
+
+test("a BCMS v3 plugin in bngine's layout (a Vue CLI UI at the root, BCMS-idiom fixture): port, install, bundle, deploy; in Chromium it runs a job from a local git repository, its log arriving live", async () => {
+  const dir = portedProject('job-runner');
+  const bundled = run('npm', ['run', 'bundle'], dir);
+  expect(output(bundled)).toMatch(/Type-checking src\/backend\/\.\.\. ok\nBundling src\/backend\/main\.ts\.\.\. [\d.]+ KB\nBuilding ui\/\.\.\. [\s\S]*\d+ files\nWrote bcms-bundle\/plugin-job-runner\.json/);
+  expect(output(run('npm', ['run', 'deploy'], dir))).toMatch(/Deploying plugin job-runner 0\.1\.0 .*live\./);
+
+  // The repository a job clones: a local one, whose build.sh waits for the test between its steps.
+  const source = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-job-source-'));
+  const go = path.join(source, '..', `${path.basename(source)}.go`);
+  fs.writeFileSync(path.join(source, 'build.sh'), `echo "step 1"\nwhile [ ! -f ${go} ]; do sleep 0.1; done\necho "step 2"\n`);
+  for (const args of [['init', '-q', '-b', 'main'], ['add', '.'], ['-c', 'user.email=t@example.com', '-c', 'user.name=t', 'commit', '-qm', 'build']]) {
+    expect(run('git', args, source).status).toBe(0);
+  }
+  const auth = { Authorization: `Bearer ${service.token}` };
+  expect(await send('POST', '/api/plugin/job-runner/job', { repo: 'x; rm -rf /' }, auth)).toEqual({ status: 400, body: { message: '"x; rm -rf /" is not a repository URL.' } });
+
+  if (!fs.existsSync(CHROMIUM)) {
+    if (process.env.CI) throw new Error(`no Chromium at ${CHROMIUM}`);
+    process.stderr.write(`\nThe job-runner UI was NOT driven in a browser: no Chromium at ${CHROMIUM}.\n`);
+    return;
+  }
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu'] });
+  try {
+    const page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
+    const errors: string[] = [];
+    page.on('pageerror', (error) => errors.push(String(error)));
+    await page.goto(`${service.base}/bcms`);
+    await page.getByLabel('Email').fill('admin@example.com');
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('link', { name: 'Job runner' }).click();
+    const ui = page.frameLocator('iframe[title="Job runner plugin"]');
+    // Tailwind ran over the UI's own classes (text-2xl), with the project's config.
+    expect(await ui.getByRole('heading', { name: 'Job runner' }).evaluate((element) => (globalThis as unknown as { getComputedStyle(e: unknown): { fontSize: string } }).getComputedStyle(element).fontSize)).toBe('24px');
+    // BCMSJwtRoleName (@becomes/cms-sdk's enum) said the user is an admin: the form is there.
+    await ui.getByLabel('Repository').fill(source);
+    await ui.getByRole('button', { name: 'Run job' }).click();
+    await page.getByRole('alertdialog', { name: 'Run job' }).getByRole('button', { name: 'OK' }).click();
+    const log = ui.getByLabel(`Log of ${source}`);
+    // The first line arrives while the job still runs (useSocket → sdk.socket.subscribe), before the second exists.
+    await log.getByText('step 1').waitFor();
+    expect(await log.innerText()).not.toContain('step 2');
+    await ui.getByText(`${source}: RUNNING`).waitFor();
+    fs.writeFileSync(go, '');
+    await log.getByText('step 2').waitFor();
+    await ui.getByText(`${source}: SUCCESS`).waitFor();
+    const jobs = (await send('GET', '/api/plugin/job-runner/job/all', undefined, auth)).body as { items: { repo: string; status: string; log: string }[] };
+    expect(jobs.items).toEqual([expect.objectContaining({ repo: source, status: 'SUCCESS', log: 'step 1\nstep 2\n' })]);
+    expect(errors).toEqual([]);
+  } finally {
+    await browser.close();
+  }
+}, 300_000);

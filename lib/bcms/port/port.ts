@@ -235,7 +235,8 @@ export function portProject(root: string, { write = true }: { write?: boolean } 
       // Grouped by what they became: `bcms-extensions`, `bcms-extensions/ui`...
       const byTarget = new Map<string, string[]>();
       for (const name of new Set(replaced)) {
-        const target = bcmsModuleTarget(name, { backend: [...aliases.backend], ui: [...aliases.ui] }, path.dirname(file)) as string;
+        const found = bcmsModuleTarget(name, { backend: [...aliases.backend], ui: [...aliases.ui] }, path.dirname(file)) as string;
+        const target = /\.s[ac]ss$/.test(file) ? found.replace(/\/styles\.css$/, '/styles') : found;
         byTarget.set(target, [...(byTarget.get(target) ?? []), name]);
       }
       const parts = [...byTarget].map(([target, names]) => `${names.join(', ')} → ${target}`);

@@ -12,7 +12,7 @@ export const BCMS_V3_FIXTURES = path.join(ROOT, 'test', 'bcms', 'fixtures');
 export const PORTED_DIR = path.join(ROOT, 'test-output', 'bcms-v3');
 
 /** `reading-list`: a plugin (backend/, bcms-plugin.config.json); `todo-board`: a plugin with a ui/ as plugin-starter has it; `blog-functions`: functions/*.ts. */
-export type BcmsV3Fixture = 'reading-list' | 'blog-functions' | 'todo-board';
+export type BcmsV3Fixture = 'reading-list' | 'blog-functions' | 'todo-board' | 'job-runner';
 
 /** Copies a fixture project into `parent` (leaving out anything an install or a bundle left in it) and returns its folder. */
 export function copyBcmsV3Fixture(name: BcmsV3Fixture, parent: string): string {
