@@ -139,6 +139,11 @@ test("a BCMS v3 plugin with a UI in plugin-starter's layout (BCMS-idiom fixture)
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('link', { name: 'Todo board' }).click();
     const ui = page.frameLocator('iframe[title="Todo board plugin"]');
+    // cms-ui's nav, teleported into #plugin_nav, is a side bar in view: the browser scrolls to `#/`,
+    // which is also the id of plugin-starter's page, and a nav above it would be scrolled away.
+    const nav = ui.getByRole('navigation', { name: 'Todo board' });
+    await nav.getByRole('link', { name: 'Entries' }).waitFor();
+    expect(await nav.evaluate((element) => element.getBoundingClientRect().top)).toBe(0);
     // Create, through the plugin's own modal (modal.register, custom.addEditTodo.show).
     await ui.getByRole('button', { name: 'Create todo' }).click();
     const dialog = ui.getByRole('dialog', { name: 'Add todo' });
