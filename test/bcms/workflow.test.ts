@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
+import { chromium, type FrameLocator, type Page } from 'playwright-core';
 import { BIN, output, PASSWORD, run, send, service, useWorkflowService, writeEnv } from '../support/workflow';
 import { copyBcmsV3Fixture, type BcmsV3Fixture } from './support/bcms-v3';
 
@@ -101,6 +101,34 @@ test('a BCMS v3 functions project (BCMS-idiom fixture): port, install, bundle, d
 
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 
+/**
+ * A plugin's UI in the shell, in Chromium, signed in as the admin: `use` drives it, and no page
+ * error may happen meanwhile. Without Chromium: a failure in CI, a plain notice elsewhere.
+ */
+async function inPluginUi(label: string, use: (page: Page, ui: FrameLocator) => Promise<void>): Promise<void> {
+  if (!fs.existsSync(CHROMIUM)) {
+    // CI installs one (.ci/run): there a missing browser fails; elsewhere it is said plainly.
+    if (process.env.CI) throw new Error(`no Chromium at ${CHROMIUM}`);
+    process.stderr.write(`\nThe ${label} UI was NOT driven in a browser: no Chromium at ${CHROMIUM}.\n`);
+    return;
+  }
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu'] });
+  try {
+    const page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
+    const errors: string[] = [];
+    page.on('pageerror', (error) => errors.push(String(error)));
+    await page.goto(`${service.base}/bcms`);
+    await page.getByLabel('Email').fill('admin@example.com');
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('link', { name: label }).click();
+    await use(page, page.frameLocator(`iframe[title="${label} plugin"]`));
+    expect(errors).toEqual([]);
+  } finally {
+    await browser.close();
+  }
+}
+
 test("a BCMS v3 plugin with a UI in plugin-starter's layout (BCMS-idiom fixture): port, install, bundle, deploy; its endpoints over HTTP and its UI in Chromium", async () => {
   const dir = portedProject('todo-board');
   expect(fs.existsSync(path.join(dir, 'ui', 'node_modules', 'bcms-extensions'))).toBe(true); // postinstall: npm --prefix ui install
@@ -122,23 +150,7 @@ test("a BCMS v3 plugin with a UI in plugin-starter's layout (BCMS-idiom fixture)
   expect(await send('DELETE', `/api/plugin/todo-board/todo/${id}`, undefined, auth)).toMatchObject({ status: 200, body: { item: { _id: id } } });
   expect(await send('GET', '/api/plugin/todo-board/todo/Water%20the%20plants', undefined, auth)).toEqual({ status: 404, body: { message: 'Todo "Water the plants" does not exist.' } });
 
-  if (!fs.existsSync(CHROMIUM)) {
-    // CI installs one (.ci/run): there a missing browser fails; elsewhere it is said plainly.
-    if (process.env.CI) throw new Error(`no Chromium at ${CHROMIUM}`);
-    process.stderr.write(`\nThe todo-board UI was NOT driven in a browser: no Chromium at ${CHROMIUM}.\n`);
-    return;
-  }
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu'] });
-  try {
-    const page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
-    const errors: string[] = [];
-    page.on('pageerror', (error) => errors.push(String(error)));
-    await page.goto(`${service.base}/bcms`);
-    await page.getByLabel('Email').fill('admin@example.com');
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('link', { name: 'Todo board' }).click();
-    const ui = page.frameLocator('iframe[title="Todo board plugin"]');
+  await inPluginUi('Todo board', async (page, ui) => {
     // cms-ui's nav, teleported into #plugin_nav, is a side bar in view: the browser scrolls to `#/`,
     // which is also the id of plugin-starter's page, and a nav above it would be scrolled away.
     const nav = ui.getByRole('navigation', { name: 'Todo board' });
@@ -176,10 +188,7 @@ test("a BCMS v3 plugin with a UI in plugin-starter's layout (BCMS-idiom fixture)
     expect(template?.props.map((prop) => prop.name)).toEqual(['description']);
     const entries = (await send('GET', `/api/extensions/templates/${template?._id}/entries`, undefined, auth)).body as { entries: { meta: { props: { id: string; data: unknown[] }[] }[] }[] };
     expect(entries.entries.map((entry) => entry.meta[0]?.props)).toEqual([[{ id: template?.props[0]?.id, data: ['From an entry'] }]]);
-    expect(errors).toEqual([]);
-  } finally {
-    await browser.close();
-  }
+  });
 }, 300_000);
 
 test("a BCMS v3 plugin in bngine's layout (a Vue CLI UI at the root, BCMS-idiom fixture): port, install, bundle, deploy; in Chromium it runs a job from a local git repository, its log arriving live", async () => {
@@ -198,22 +207,7 @@ test("a BCMS v3 plugin in bngine's layout (a Vue CLI UI at the root, BCMS-idiom 
   const auth = { Authorization: `Bearer ${service.token}` };
   expect(await send('POST', '/api/plugin/job-runner/job', { repo: 'x; rm -rf /' }, auth)).toEqual({ status: 400, body: { message: '"x; rm -rf /" is not a repository URL.' } });
 
-  if (!fs.existsSync(CHROMIUM)) {
-    if (process.env.CI) throw new Error(`no Chromium at ${CHROMIUM}`);
-    process.stderr.write(`\nThe job-runner UI was NOT driven in a browser: no Chromium at ${CHROMIUM}.\n`);
-    return;
-  }
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu'] });
-  try {
-    const page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
-    const errors: string[] = [];
-    page.on('pageerror', (error) => errors.push(String(error)));
-    await page.goto(`${service.base}/bcms`);
-    await page.getByLabel('Email').fill('admin@example.com');
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('link', { name: 'Job runner' }).click();
-    const ui = page.frameLocator('iframe[title="Job runner plugin"]');
+  await inPluginUi('Job runner', async (page, ui) => {
     // Tailwind ran over the UI's own classes (text-2xl), with the project's config.
     expect(await ui.getByRole('heading', { name: 'Job runner' }).evaluate((element) => (globalThis as unknown as { getComputedStyle(e: unknown): { fontSize: string } }).getComputedStyle(element).fontSize)).toBe('24px');
     // BCMSJwtRoleName (@becomes/cms-sdk's enum) said the user is an admin: the form is there.
@@ -230,8 +224,5 @@ test("a BCMS v3 plugin in bngine's layout (a Vue CLI UI at the root, BCMS-idiom 
     await ui.getByText(`${source}: SUCCESS`).waitFor();
     const jobs = (await send('GET', '/api/plugin/job-runner/job/all', undefined, auth)).body as { items: { repo: string; status: string; log: string }[] };
     expect(jobs.items).toEqual([expect.objectContaining({ repo: source, status: 'SUCCESS', log: 'step 1\nstep 2\n' })]);
-    expect(errors).toEqual([]);
-  } finally {
-    await browser.close();
-  }
+  });
 }, 300_000);
