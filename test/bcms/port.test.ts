@@ -301,6 +301,37 @@ describe('bcms-ext port on a copy of a BCMS v3 project', () => {
     expect(fs.existsSync(path.join(dir, 'ui', 'package.json'))).toBe(false);
   });
 
+  test('a Vue CLI UI ported once changes nothing on a second run; without Tailwind, Vite runs none; a src/main.js entry works too', async () => {
+    const { dir } = await portCopy('job-runner');
+    const ported = snapshot(dir);
+    const again = await bcmsExt(['port'], dir);
+    expect(again).toEqual({ code: 0, out: 'Nothing to change: . is a plugin project ported to bcms-extensions already.\n', err: '' });
+    expect(snapshot(dir)).toEqual(ported);
+
+    const plain = copyBcmsV3Fixture('job-runner', tempDir());
+    fs.rmSync(path.join(plain, 'tailwind.config.js'));
+    fs.writeFileSync(path.join(plain, 'postcss.config.js'), "module.exports = { plugins: { 'postcss-nested': {}, autoprefixer: {} } };\n");
+    fs.renameSync(path.join(plain, 'src', 'main.ts'), path.join(plain, 'src', 'main.js'));
+    const run = await bcmsExt(['port'], plain);
+    expect(run.code).toBe(0);
+    const config = fs.readFileSync(path.join(plain, 'ui', 'vite.config.mjs'), 'utf8');
+    expect(config).not.toMatch(/tailwind/i);
+    expect(fs.readFileSync(path.join(plain, 'ui', 'index.html'), 'utf8')).toContain('<script type="module" src="../src/main.js"></script>');
+    expect(run.out).toContain('  postcss.config.js: removed: the Vue CLI\'s (ui/vite.config.mjs takes its place)\n');
+    expect(run.out).toContain('Note: postcss.config.js: its other plugins (postcss-nested) no longer run: add them to css.postcss.plugins in ui/vite.config.mjs\n');
+    expect(JSON.parse(fs.readFileSync(path.join(plain, 'package.json'), 'utf8')).devDependencies).not.toHaveProperty('autoprefixer');
+  });
+
+  test('a vue.config.js without the Vue CLI\'s page and entry is named in a note, and left', async () => {
+    const dir = copyBcmsV3Fixture('job-runner', tempDir());
+    fs.rmSync(path.join(dir, 'public', 'index.html'));
+    const run = await bcmsExt(['port'], dir);
+    expect(run.code).toBe(0);
+    expect(run.out).toContain("Note: vue.config.js: a Vue CLI UI without public/index.html and src/main.ts (or .js) is not ported; bcms-ext bundle builds a plugin's UI with Vite from ui/ (index.html and vite.config.mjs there)\n");
+    expect(fs.existsSync(path.join(dir, 'vue.config.js'))).toBe(true);
+    expect(fs.existsSync(path.join(dir, 'ui'))).toBe(false);
+  });
+
   test('--dry-run prints the changes and writes nothing', async () => {
     const dir = copyBcmsV3Fixture('reading-list', tempDir());
     const before = snapshot(dir);

@@ -200,29 +200,34 @@ test("a BCMS v3 plugin in bngine's layout (a Vue CLI UI at the root, BCMS-idiom 
   // The repository a job clones: a local one, whose build.sh waits for the test between its steps.
   const source = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-job-source-'));
   const go = path.join(source, '..', `${path.basename(source)}.go`);
-  fs.writeFileSync(path.join(source, 'build.sh'), `echo "step 1"\nwhile [ ! -f ${go} ]; do sleep 0.1; done\necho "step 2"\n`);
+  // At most 2 minutes, should the test stop first: the service's shell would outlive it.
+  fs.writeFileSync(path.join(source, 'build.sh'), `echo "step 1"\nfor i in $(seq 1200); do [ -f ${go} ] && break; sleep 0.1; done\necho "step 2"\n`);
   for (const args of [['init', '-q', '-b', 'main'], ['add', '.'], ['-c', 'user.email=t@example.com', '-c', 'user.name=t', 'commit', '-qm', 'build']]) {
     expect(run('git', args, source).status).toBe(0);
   }
   const auth = { Authorization: `Bearer ${service.token}` };
   expect(await send('POST', '/api/plugin/job-runner/job', { repo: 'x; rm -rf /' }, auth)).toEqual({ status: 400, body: { message: '"x; rm -rf /" is not a repository URL.' } });
 
-  await inPluginUi('Job runner', async (page, ui) => {
-    // Tailwind ran over the UI's own classes (text-2xl), with the project's config.
-    expect(await ui.getByRole('heading', { name: 'Job runner' }).evaluate((element) => (globalThis as unknown as { getComputedStyle(e: unknown): { fontSize: string } }).getComputedStyle(element).fontSize)).toBe('24px');
-    // BCMSJwtRoleName (@becomes/cms-sdk's enum) said the user is an admin: the form is there.
-    await ui.getByLabel('Repository').fill(source);
-    await ui.getByRole('button', { name: 'Run job' }).click();
-    await page.getByRole('alertdialog', { name: 'Run job' }).getByRole('button', { name: 'OK' }).click();
-    const log = ui.getByLabel(`Log of ${source}`);
-    // The first line arrives while the job still runs (useSocket → sdk.socket.subscribe), before the second exists.
-    await log.getByText('step 1').waitFor();
-    expect(await log.innerText()).not.toContain('step 2');
-    await ui.getByText(`${source}: RUNNING`).waitFor();
-    fs.writeFileSync(go, '');
-    await log.getByText('step 2').waitFor();
-    await ui.getByText(`${source}: SUCCESS`).waitFor();
-    const jobs = (await send('GET', '/api/plugin/job-runner/job/all', undefined, auth)).body as { items: { repo: string; status: string; log: string }[] };
-    expect(jobs.items).toEqual([expect.objectContaining({ repo: source, status: 'SUCCESS', log: 'step 1\nstep 2\n' })]);
-  });
+  try {
+    await inPluginUi('Job runner', async (page, ui) => {
+      // Tailwind ran over the UI's own classes (text-2xl), with the project's config.
+      expect(await ui.getByRole('heading', { name: 'Job runner' }).evaluate((element) => (globalThis as unknown as { getComputedStyle(e: unknown): { fontSize: string } }).getComputedStyle(element).fontSize)).toBe('24px');
+      // BCMSJwtRoleName (@becomes/cms-sdk's enum) said the user is an admin: the form is there.
+      await ui.getByLabel('Repository').fill(source);
+      await ui.getByRole('button', { name: 'Run job' }).click();
+      await page.getByRole('alertdialog', { name: 'Run job' }).getByRole('button', { name: 'OK' }).click();
+      const log = ui.getByLabel(`Log of ${source}`);
+      // The first line arrives while the job still runs, held between its two lines (useSocket → sdk.socket.subscribe).
+      await log.getByText('step 1').waitFor();
+      await ui.getByText(`${source}: RUNNING`).waitFor();
+      fs.writeFileSync(go, '');
+      await log.getByText('step 2').waitFor();
+      await ui.getByText(`${source}: SUCCESS`).waitFor();
+      const jobs = (await send('GET', '/api/plugin/job-runner/job/all', undefined, auth)).body as { items: { repo: string; status: string; log: string }[] };
+      expect(jobs.items).toEqual([expect.objectContaining({ repo: source, status: 'SUCCESS', log: 'step 1\nstep 2\n' })]);
+    });
+  } finally {
+    fs.writeFileSync(go, ''); // never leave the job's shell waiting
+    fs.rmSync(source, { recursive: true, force: true });
+  }
 }, 300_000);

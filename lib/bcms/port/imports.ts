@@ -29,7 +29,9 @@ function isModuleName(source: string, quote: number): boolean {
   while (i >= 0 && /[\w$]/.test(source[i] as string)) i--;
   if (i >= 0 && source[i] === '.') return false; // a method: `something.from('x')`
   const word = source.slice(i + 1, end);
-  return call ? word === 'require' || word === 'import' : word === 'from' || word === 'import';
+  if (call) return word === 'require' || word === 'import';
+  // Sass's @use and @forward name modules too (`@import` is `import` here).
+  return word === 'from' || word === 'import' || ((word === 'use' || word === 'forward') && source[i] === '@');
 }
 
 /** Module names a project's tsconfig `paths` gave BCMS's sources: its back end (`@bcms/*`) and its UI kit (`@bcms-ui/*`). */
@@ -48,7 +50,9 @@ const isUnder = (name: string, alias: string): boolean => name === alias || name
  * aliases a tsconfig gave them, and for a relative path into the `bcms-ui/` folder that BCMS's
  * postinstall copied cms-ui's sources to (`fromDir`: the importing file's folder); else undefined.
  */
-export function bcmsModuleTarget(name: string, aliases: BcmsAliases = NO_ALIASES, fromDir?: string): string | undefined {
+export function bcmsModuleTarget(module: string, aliases: BcmsAliases = NO_ALIASES, fromDir?: string): string | undefined {
+  // webpack's `~` (a package, in a stylesheet): Vite resolves packages without it.
+  const name = module.startsWith('~@becomes/') ? module.slice(1) : module;
   if (BCMS_MODULE.test(name) || aliases.backend.some((alias) => isUnder(name, alias))) return PACKAGE;
   if (/^@becomes\/cms-ui\/(?:tailwind\.config|tw)(?:\.c?js)?$/.test(name)) return `${UI_KIT}/tailwind.config.cjs`;
   if (/^@becomes\/cms-ui\/styles(?:\/|$)/.test(name)) return `${UI_KIT}/styles.css`;

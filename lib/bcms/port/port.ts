@@ -7,7 +7,7 @@ import { backendTsconfigOf, BACKEND_DIRS, functionsDir, packageSpec, pluginBacke
 import { bcmsModuleTarget, exportedNames, namedImports, PACKAGE, rewriteBcmsImports, rewriteCalledNamespaceImports } from './imports';
 import { bcmsPathAliases, parseJsonc, portTsconfig } from './tsconfig';
 import { portPluginUi } from './ui';
-import { hasVueCliUi, portVueCliUi } from './vue-cli';
+import { portVueCliUi, vueCliUi } from './vue-cli';
 
 export const PORT_USAGE = `  port [DIR] [--dry-run]                    Rewrite a BCMS v3 plugin or functions project (DIR, default
                                             here) for bcms-extensions: its imports of
@@ -68,18 +68,21 @@ function jsonLike(original: string, value: unknown): string {
 type PackageJson = Record<string, unknown> & Partial<Record<(typeof DEPENDENCY_SECTIONS)[number] | 'scripts', Record<string, string>>>;
 
 /** package.json's part of the port: what it becomes, and what changed. */
-function portPackageJson(pkg: PackageJson, kind: PortResult['kind'], root: string, changes: string[], notes: string[], kept: ReadonlySet<string>): void {
+function portPackageJson(pkg: PackageJson, kind: PortResult['kind'], root: string, changes: string[], notes: string[], kept?: { name: string; why: string }): void {
   const removed: string[] = [];
   for (const section of DEPENDENCY_SECTIONS) {
     const deps = pkg[section];
     if (deps === undefined) continue;
     for (const name of Object.keys(deps)) {
-      if (!name.startsWith('@becomes/') || kept.has(name)) continue;
+      if (!name.startsWith('@becomes/') || name === kept?.name) continue;
       delete deps[name];
       removed.push(name);
     }
   }
   if (removed.length > 0) changes.push(`removed ${removed.join(', ')}`);
+  if (removed.length > 0 && kept !== undefined && DEPENDENCY_SECTIONS.some((section) => pkg[section]?.[kept.name] !== undefined)) {
+    notes.push(`package.json: ${kept.name} kept: ${kept.why}`);
+  }
   const declared = (name: string): string | undefined => DEPENDENCY_SECTIONS.map((section) => pkg[section]?.[name]).find((range) => range !== undefined);
   const addDevDependency = (name: string, version: string): void => {
     pkg.devDependencies = { ...pkg.devDependencies, [name]: version };
@@ -265,14 +268,14 @@ export function portProject(root: string, { write = true }: { write?: boolean } 
   const pkgChanges: string[] = [];
   // A UI's imports of @becomes/cms-sdk (its types and enums, such as BCMSJwtRoleName; the registry
   // has it) stay: window.bcms.sdk is this service's, the package only names its shapes.
-  const inBackEnd = (file: string): boolean => /^(?:src\/)?backend\/|^functions\//.test(relative(file));
-  const sdkInUi = sourceFiles(root).some((file) => !inBackEnd(file) && /['"]@becomes\/cms-sdk(?:\/[^'"]*)?['"]/.test(fs.readFileSync(file, 'utf8')));
-  const kept = new Set(sdkInUi ? ['@becomes/cms-sdk'] : []);
-  if (sdkInUi && DEPENDENCY_SECTIONS.some((section) => pkg[section]?.['@becomes/cms-sdk'] !== undefined)) {
-    notes.push("package.json: @becomes/cms-sdk kept: the UI imports its types and enums (window.bcms.sdk itself is this service's)");
-  }
+  const inBackEnd = (file: string): boolean => /^(?:src\/)?(?:backend|functions)\//.test(relative(file));
+  const importsSdk = /(?:\bfrom\s*|\bimport\s*\(?\s*|\brequire\s*\(\s*)['"]@becomes\/cms-sdk(?:\/[^'"]*)?['"]/;
+  const sdkImporter = sourceFiles(root).find((file) => !removes.has(file) && !inBackEnd(file) && importsSdk.test(fs.readFileSync(file, 'utf8')));
+  const kept = sdkImporter === undefined ? undefined : { name: '@becomes/cms-sdk', why: `${relative(sdkImporter)} imports its types and enums (window.bcms.sdk itself is this service's)` };
   portPackageJson(pkg, kind, root, pkgChanges, notes, kept);
-  if (kind === 'plugin' && hasVueCliUi(root)) portVueCliUi(root, pkg, { writes, removes, changes, notes }, pkgChanges);
+  const vueCli = kind === 'plugin' ? vueCliUi(root) : undefined;
+  if (vueCli !== undefined && 'entry' in vueCli) portVueCliUi(root, vueCli.entry, pkg, { writes, removes, changes, notes }, pkgChanges);
+  else if (vueCli !== undefined) notes.push(vueCli.unported);
   if (pkgChanges.length > 0) {
     writes.set(pkgFile, jsonLike(pkgText, pkg));
     for (const what of pkgChanges) changes.push({ file: 'package.json', what });
