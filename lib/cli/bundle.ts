@@ -74,15 +74,19 @@ async function bundleBackend(vite: Vite, root: string, entry: string): Promise<s
         write: false,
         minify: false,
         target: 'node20',
-        rollupOptions: { external: ['bcms-extensions', /^node:/], output: { format: 'cjs', exports: 'named' } },
+        // One file: an import() of a dependency (mongoose's optional transports) is inlined, never a chunk beside it.
+        rollupOptions: { external: ['bcms-extensions', /^node:/], output: { format: 'cjs', exports: 'named', inlineDynamicImports: true } },
       },
     });
   } catch (error) {
     throw new UsageError(`the build of ${path.relative(root, entry)} failed: ${(error as Error).message}`);
   }
   const outputs = (Array.isArray(output) ? output : [output]) as { output: { type: string; code?: string }[] }[];
-  const chunk = outputs[0]?.output.find((item) => item.type === 'chunk');
+  const chunks = outputs[0]?.output.filter((item) => item.type === 'chunk') ?? [];
+  const chunk = chunks[0];
   if (chunk?.code === undefined) throw new UsageError(`the build of ${path.relative(root, entry)} produced no code`);
+  // A bundle is one file: a second chunk would be required at run time, and is not there.
+  if (chunks.length > 1) throw new UsageError(`the build of ${path.relative(root, entry)} was split into ${chunks.length} files; a bundle must be one`);
   return chunk.code;
 }
 

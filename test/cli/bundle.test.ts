@@ -97,3 +97,18 @@ test('bcms-ext bundle finds a BCMS v3 functions project\'s functions/ folder', (
   expect(result.stdout).toMatch(/^Type-checking functions\/\.\.\. ok\nBundling functions\/hi\.ts\.\.\. [\d.]+ KB\nWrote bcms-bundle\/function-hi\.json/);
   expect(result.status).toBe(0);
 }, 120_000);
+
+test('a dynamic import() is bundled into the one file, never left as a chunk beside it (mongoose 6 imports its transports so)', () => {
+  const dir = linkedProject({
+    'package.json': JSON.stringify({ name: 'fns', version: '0.1.0', private: true }),
+    'tsconfig.json': TSCONFIG.replace('"backend"', '"functions"'),
+    'functions/lazy.ts':
+      "import { createBcmsFunction } from 'bcms-extensions';\n\nexport default createBcmsFunction(async () => ({ config: { name: 'lazy', public: true }, handler: async () => (await import('./lib/shout')).shout('hi') }));\n",
+    'functions/lib/shout.ts': 'export function shout(text: string): string {\n  return `${text.toUpperCase()}!`;\n}\n',
+  });
+  const result = spawnSync(process.execPath, [BIN, 'bundle'], { cwd: dir, encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' }, timeout: 120_000 });
+  expect(result.status).toBe(0);
+  const { code } = JSON.parse(fs.readFileSync(path.join(dir, 'bcms-bundle', 'function-lazy.json'), 'utf8')) as { code: string };
+  expect(code).toContain('toUpperCase');
+  expect(code).not.toMatch(/require\(["']\.\//);
+}, 120_000);
