@@ -167,7 +167,7 @@ export function createDeployRoutes(deps: {
     if (taken(kind, name)) throw new BcmsHttpError('NAME_TAKEN', `The app itself has a ${kind} named "${name}": deploy under another name.`);
     // The same code and UI as the live version (npm run dev saving without a change): nothing to store.
     const live = await store.run(() => activeVersion(knex, kind, name));
-    if (live !== undefined && live.sha256 === sha256 && JSON.stringify(live.ui ?? null) === JSON.stringify(bundle.ui ?? null)) {
+    if (live !== undefined && live.sha256 === sha256 && sameFiles(live.ui, bundle.ui)) {
       writeJson(res, 200, JSON.stringify({ unchanged: true }));
       return;
     }
@@ -201,4 +201,14 @@ export function createDeployRoutes(deps: {
     logger.info({ kind, name, version, by: auth.key.name }, 'bcms-extensions: deployed');
     writeJson(res, 201, JSON.stringify({ deployment }));
   };
+}
+
+/**
+ * Whether two UIs are the same files (path → base64). Compared path by path: Postgres gives a jsonb
+ * object's keys back in its own order, so the stored UI never serialises as it was sent.
+ */
+function sameFiles(a: Record<string, string> | null | undefined, b: Record<string, string> | null | undefined): boolean {
+  if (a == null || b == null) return a == null && b == null;
+  const paths = Object.keys(a);
+  return paths.length === Object.keys(b).length && paths.every((file) => Object.hasOwn(b, file) && a[file] === b[file]);
 }

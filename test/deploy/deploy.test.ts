@@ -82,6 +82,19 @@ module.exports = createBcmsPlugin({
     expect((await request(app).get('/api/plugin/counted/count')).body).toEqual(first.body);
   });
 
+  test('the same plugin and UI again answers unchanged and stores nothing, whatever order the UI\'s files come in', async () => {
+    // jsonb gives an object's keys back shortest first: the stored UI never serialises as it was sent.
+    const ui = { 'index.html': Buffer.from('<div id="app"></div>').toString('base64'), 'assets/index-1a2b.js': Buffer.from('console.log(1)').toString('base64'), 'a.css': Buffer.from('a{}').toString('base64') };
+    const first = { ...bundle('plugin', 'same-ui', pluginCode('same')), ui };
+    expect((await signed(app, 'POST', '/api/extensions/deployments', deployer, first)).status).toBe(201);
+    const again = await signed(app, 'POST', '/api/extensions/deployments', deployer, { ...bundle('plugin', 'same-ui', pluginCode('same')), ui });
+    expect([again.status, again.body]).toEqual([200, { unchanged: true }]);
+    const changed = await signed(app, 'POST', '/api/extensions/deployments', deployer, { ...bundle('plugin', 'same-ui', pluginCode('same')), ui: { ...ui, 'a.css': Buffer.from('a{color:red}').toString('base64') } });
+    expect(changed.status).toBe(201);
+    const rows = await db.knex('bcms_deployments').where({ kind: 'plugin', name: 'same-ui' }).count({ n: '*' });
+    expect(Number((rows as { n: unknown }[])[0]?.n)).toBe(2);
+  });
+
   test('a request in flight during a deploy finishes on the version it started with', async () => {
     const slow = (answer: string) => `const { createBcmsFunction } = require('bcms-extensions');
 exports.default = createBcmsFunction(async () => ({ config: { name: 'slow', public: true }, handler: () => new Promise((resolve) => setTimeout(() => resolve(${JSON.stringify(answer)}), 400)) }));`;
