@@ -13,7 +13,8 @@ export const BUNDLE_USAGE = `  bundle                                    In a pl
                                             back end (or each function) as one file with
                                             bcms-extensions external, build the UI, and write
                                             bcms-bundle/*.json with a manifest (kind, name, version,
-                                            sha256). Nothing is written when a step fails.
+                                            sha256). When a step fails nothing is written, and
+                                            bcms-bundle/ is removed: nothing stale to deploy.
                                             In a plugin, BCMS's placeholder bcms-plugin---name
                                             becomes pluginName in the back end and the built UI.
 `;
@@ -136,6 +137,21 @@ export async function runBundle(args: readonly string[], io: Io, cwd = process.c
   const pkg = JSON.parse(fs.readFileSync(pkgFile, 'utf8')) as { name?: string; version?: string };
   const version = pkg.version ?? '0.0.0';
   const project = pkg.name ?? path.basename(cwd);
+  const out = path.join(cwd, BUNDLE_DIR);
+  try {
+    await bundleProject(cwd, out, version, project, io);
+  } catch (error) {
+    // A failed run leaves nothing to deploy: bcms-ext deploy would send the previous bundles as if they were this code.
+    if (fs.existsSync(out)) {
+      fs.rmSync(out, { recursive: true, force: true });
+      io.err(`Removed ${BUNDLE_DIR}/: it held the bundles of the code before this change.\n`);
+    }
+    throw error;
+  }
+  return 0;
+}
+
+async function bundleProject(cwd: string, out: string, version: string, project: string, io: Io): Promise<void> {
   const configFile = path.join(cwd, 'bcms-plugin.config.json');
   const bundles: Bundle[] = [];
   const vite = await projectVite(cwd);
@@ -179,8 +195,7 @@ export async function runBundle(args: readonly string[], io: Io, cwd = process.c
     }
   }
 
-  // Only now, with every step done: a failed run leaves the previous bundles as they were.
-  const out = path.join(cwd, BUNDLE_DIR);
+  // Only now, with every step done, the new bundles replace the old.
   fs.rmSync(out, { recursive: true, force: true });
   fs.mkdirSync(out, { recursive: true });
   for (const bundle of bundles) {
@@ -188,5 +203,4 @@ export async function runBundle(args: readonly string[], io: Io, cwd = process.c
     fs.writeFileSync(file, JSON.stringify(bundle));
     io.out(`Wrote ${path.relative(cwd, file)} (${bundle.manifest.kind} ${bundle.manifest.name} ${version}, sha256 ${bundle.manifest.sha256.slice(0, 12)}...)\n`);
   }
-  return 0;
 }

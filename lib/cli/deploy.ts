@@ -5,7 +5,8 @@ import { fetchFailure } from '../http/fetch-failure';
 import { parseArgs, UsageError, type Io } from './_io';
 
 export const DEPLOY_USAGE = `  deploy [FILE ...]                         Send bundles (default: every file in bcms-bundle/) to
-                                            the service, signed with a key that may deploy.
+                                            the service, signed with a key that may deploy;
+                                            refused when a source changed after bcms-bundle/.
   list [--json]                             List deployed versions (* = active), and why a version
                                             failed to load, if one did.
   rollback NAME [--kind plugin|function]    Make the version before the active one live again
@@ -103,6 +104,10 @@ export async function runDeploy(args: readonly string[], io: Io, cwd = process.c
     const dir = path.join(cwd, BUNDLE_DIR);
     files = fs.existsSync(dir) ? fs.readdirSync(dir).filter((file) => file.endsWith('.json')).sort().map((file) => path.join(dir, file)) : [];
     if (files.length === 0) throw new UsageError(`no bundle in ${BUNDLE_DIR}/: run npm run bundle first`);
+    const changed = changedSince(cwd, Math.min(...files.map((file) => fs.statSync(file).mtimeMs)));
+    if (changed !== undefined) {
+      throw new UsageError(`${changed} changed after ${BUNDLE_DIR}/ was made: run npm run bundle, then deploy (or name the bundle files to send them as they are)`);
+    }
   }
   const to = target(io, cwd);
   for (const file of files) {
@@ -193,4 +198,23 @@ export async function runUndeploy(args: readonly string[], io: Io, cwd = process
   const gone = answer.undeployed as DeploymentSummary;
   io.out(`Undeployed: ${gone.kind} ${gone.name} ${gone.version} is no longer served.\n`);
   return 0;
+}
+
+/** Folders of a project that hold no sources: installed packages, build output, the bundles. */
+const NOT_SOURCES = new Set(['node_modules', 'dist', BUNDLE_DIR, '.git', 'test-output']);
+const SOURCE = /\.(?:[cm]?[jt]sx?|vue|s?css|sass|html|json)$/;
+
+/** A source file of the project (relative path) changed after `since` (ms), if any. */
+function changedSince(root: string, since: number, dir = root): string | undefined {
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) {
+      if (NOT_SOURCES.has(entry.name)) continue;
+      const found = changedSince(root, since, full);
+      if (found !== undefined) return found;
+    } else if (entry.isFile() && SOURCE.test(entry.name) && entry.name !== 'package-lock.json' && fs.statSync(full).mtimeMs > since) {
+      return path.relative(root, full).split(path.sep).join('/');
+    }
+  }
+  return undefined;
 }

@@ -112,3 +112,20 @@ test('a dynamic import() is bundled into the one file, never left as a chunk bes
   expect(code).toContain('toUpperCase');
   expect(code).not.toMatch(/require\(["']\.\//);
 }, 120_000);
+
+test('a bundle that fails removes the bundles of the code before it: deploy has nothing stale to send', () => {
+  const dir = linkedProject({
+    'package.json': JSON.stringify({ name: 'fns', version: '0.1.0', private: true }),
+    'tsconfig.json': TSCONFIG.replace('"backend"', '"functions"'),
+    'functions/hi.ts': "import { createBcmsFunction } from 'bcms-extensions';\n\nexport default createBcmsFunction(async () => ({ config: { name: 'hi', public: true }, handler: async () => 'hi' }));\n",
+  });
+  const bundle = () => spawnSync(process.execPath, [BIN, 'bundle'], { cwd: dir, encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' }, timeout: 120_000 });
+  expect(bundle().status).toBe(0);
+  expect(fs.existsSync(path.join(dir, 'bcms-bundle', 'function-hi.json'))).toBe(true);
+  fs.writeFileSync(path.join(dir, 'functions', 'hi.ts'), "const n: number = 'not a number';\nexport default n;\n");
+  const failed = bundle();
+  expect(failed.status).toBe(1);
+  expect(failed.stderr).toContain('Removed bcms-bundle/: it held the bundles of the code before this change.\n');
+  expect(fs.existsSync(path.join(dir, 'bcms-bundle'))).toBe(false);
+}, 120_000);
+

@@ -149,4 +149,21 @@ describe('bcms-ext deploy, list, rollback, undeploy', () => {
     expect(refused.out).toMatch(/\.\.\. failed\.\n$/);
     expect(refused.err).toBe('bcms-ext deploy: the service answered 403: This API key may not deploy. Deploy with a key that may: bcms-ext keys create --name deployer --deploy.\n');
   });
+
+  test('a source changed after the bundle was made: deploy refuses, and says to bundle; a bundle named on the command line goes as it is', async () => {
+    const project = await deployProject();
+    writeBundle(project, 'stale', '1.0.0', 'stale-fn');
+    fs.mkdirSync(path.join(project, 'src', 'functions'), { recursive: true });
+    fs.writeFileSync(path.join(project, 'src', 'functions', 'stale-fn.ts'), 'export default 1;\n');
+    // Later than the bundle, whatever the file system's clock resolution.
+    const later = new Date(Date.now() + 60_000);
+    fs.utimesSync(path.join(project, 'src', 'functions', 'stale-fn.ts'), later, later);
+    const refused = await run(['deploy'], {}, project);
+    expect(refused).toMatchObject({ status: 1, out: '' });
+    expect(refused.err).toBe('bcms-ext deploy: src/functions/stale-fn.ts changed after bcms-bundle/ was made: run npm run bundle, then deploy (or name the bundle files to send them as they are)\n');
+    expect((await request(t.app).post('/api/function/stale-fn')).status).toBe(404);
+    const named = await run(['deploy', 'bcms-bundle/function-stale-fn.json'], {}, project);
+    expect(named).toMatchObject({ status: 0, err: '' });
+    expect((await request(t.app).post('/api/function/stale-fn')).body.result).toBe('stale');
+  });
 });

@@ -48,16 +48,19 @@ test('a plugin project: create, install, bundle, deploy, rename, a type error, a
   expect((await get('/api/plugin/workflow-renamed/hello/world')).status).toBe(200);
   expect((await get('/api/plugin/workflow-plugin/hello/world')).status).toBe(404);
 
-  // A type error: reported with file and line, and no bundle written.
+  // A type error: reported with file and line, no bundle written, and the earlier one gone: deploy has nothing stale to send.
   const main = path.join(dir, 'backend', 'main.ts');
   const good = fs.readFileSync(main, 'utf8');
-  const before = fs.readFileSync(path.join(dir, 'bcms-bundle', 'plugin-workflow-renamed.json'), 'utf8');
   fs.writeFileSync(main, good.replace("handler: async () => ({ message: 'Hello from workflow-plugin!' }),", 'handler: async () => ({ message: 42 * "x" }),'));
   const typeError = run('npm', ['run', 'bundle'], dir);
   expect(typeError.status).not.toBe(0);
   expect(output(typeError)).toMatch(/backend\/main\.ts\(\d+,\d+\): error TS\d+/);
   expect(output(typeError)).toMatch(/no bundle written/);
-  expect(fs.readFileSync(path.join(dir, 'bcms-bundle', 'plugin-workflow-renamed.json'), 'utf8')).toBe(before);
+  expect(output(typeError)).toContain('Removed bcms-bundle/: it held the bundles of the code before this change.');
+  expect(fs.existsSync(path.join(dir, 'bcms-bundle'))).toBe(false);
+  const nothing = run('npm', ['run', 'deploy'], dir);
+  expect(nothing.status).not.toBe(0);
+  expect(output(nothing)).toContain('bcms-ext deploy: no bundle in bcms-bundle/: run npm run bundle first');
 
   // A bundle that breaks when loaded: refused with its error, and the old version still answers.
   fs.writeFileSync(main, `${good}\nthrow new Error('missing configuration');\n`);
