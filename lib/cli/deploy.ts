@@ -30,6 +30,8 @@ interface DeploymentSummary {
   createdAt: number;
   /** Why an instance could not load this version (first line), or null. */
   loadError?: string | null;
+  /** SHA-256 of the code and the UI's files together. */
+  contentSha256?: string;
 }
 
 /** KEY=VALUE lines of a .env file (quotes stripped); the environment wins over it. */
@@ -145,7 +147,11 @@ export async function runList(args: readonly string[], io: Io, cwd = process.cwd
     io.out('Nothing deployed yet.\n');
     return 0;
   }
-  const rows = [['', 'KIND', 'NAME', 'VERSION', 'DEPLOYED', 'BY'], ...deployments.map((d) => [d.active ? '*' : '', d.kind, d.name, d.version, new Date(d.createdAt).toISOString(), d.deployedBy])];
+  // HASH: the first 12 hex digits of the content's SHA-256 (code and UI), which tells apart versions of one version number.
+  const rows = [
+    ['', 'KIND', 'NAME', 'VERSION', 'HASH', 'DEPLOYED', 'BY'],
+    ...deployments.map((d) => [d.active ? '*' : '', d.kind, d.name, d.version, (d.contentSha256 ?? d.sha256).slice(0, 12), new Date(d.createdAt).toISOString(), d.deployedBy]),
+  ];
   const widths = (rows[0] as string[]).map((_, column) => Math.max(...rows.map((row) => (row[column] as string).length)));
   const line = (row: string[]) => row.map((cell, column) => cell.padEnd(widths[column] as number)).join('  ').trimEnd();
   // A version an instance could not load: why (its first line), on the line under it, below KIND.

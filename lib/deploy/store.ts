@@ -18,6 +18,8 @@ export interface Deployment {
   createdAt: number;
   /** Why an instance could not load it (the first line), or null. */
   loadError: string | null;
+  /** In lists: SHA-256 of its code and its UI's files together (`sha256` is of the code alone). */
+  contentSha256?: string;
 }
 
 /** An active deployment, with what it takes to load it. */
@@ -48,6 +50,7 @@ interface DeploymentRow {
   active: boolean;
   created_at: Date;
   load_error: string | null;
+  content_sha256?: string;
   code?: string;
   ui?: Record<string, string> | null;
 }
@@ -66,6 +69,7 @@ function toDeployment(row: DeploymentRow): Deployment {
     active: row.active,
     createdAt: new Date(row.created_at).getTime(),
     loadError: row.load_error ?? null,
+    ...(row.content_sha256 === undefined ? {} : { contentSha256: row.content_sha256 }),
   };
 }
 
@@ -104,9 +108,11 @@ export async function recordDeployment(knex: Knex, deployment: NewDeployment): P
   });
 }
 
-/** Every version, oldest first, without code. */
+/** Every version, oldest first, without code: what tells two versions apart is the hash of their content. */
 export async function listDeployments(knex: Knex): Promise<Deployment[]> {
-  const rows = (await knex(DEPLOYMENTS_TABLE).select(SUMMARY).orderBy('seq')) as DeploymentRow[];
+  // jsonb's text is canonical (its keys in jsonb's own order), so the same UI hashes the same.
+  const content = knex.raw("encode(sha256(convert_to(code || coalesce(ui::text, ''), 'UTF8')), 'hex') as content_sha256");
+  const rows = (await knex(DEPLOYMENTS_TABLE).select([...SUMMARY, content]).orderBy('seq')) as DeploymentRow[];
   return rows.map(toDeployment);
 }
 

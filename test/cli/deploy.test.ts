@@ -62,7 +62,7 @@ describe('bcms-ext deploy, list, rollback, undeploy', () => {
     expect((await request(t.app).post('/api/function/cli-fn')).body.result).toBe('two');
 
     const list = await run(['list'], {}, project);
-    expect(list.out).toMatch(/^\s+KIND\s+NAME\s+VERSION\s+DEPLOYED\s+BY\n\s+function\s+cli-fn\s+1\.0\.0\s+\S+\s+cli deployer \(/);
+    expect(list.out).toMatch(/^\s+KIND\s+NAME\s+VERSION\s+HASH\s+DEPLOYED\s+BY\n\s+function\s+cli-fn\s+1\.0\.0\s+[0-9a-f]{12}\s+\S+\s+cli deployer \(/);
     expect(list.out).toMatch(/\n\*\s+function\s+cli-fn\s+2\.0\.0/);
     expect(await run(['rollback', 'cli-fn'], {}, project)).toMatchObject({ status: 0, out: 'Rolled back: function cli-fn 1.0.0 is live again.\n' });
     expect((await request(t.app).post('/api/function/cli-fn')).body.result).toBe('one');

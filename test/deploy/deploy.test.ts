@@ -93,6 +93,12 @@ module.exports = createBcmsPlugin({
     expect(changed.status).toBe(201);
     const rows = await db.knex('bcms_deployments').where({ kind: 'plugin', name: 'same-ui' }).count({ n: '*' });
     expect(Number((rows as { n: unknown }[])[0]?.n)).toBe(2);
+    // The list tells the two apart: the code's sha256 is the same, the content's (code and UI) is not.
+    const listed = (await signed(app, 'GET', '/api/extensions/deployments', deployer)).body.deployments as { name: string; sha256: string; contentSha256: string }[];
+    const versions = listed.filter((each) => each.name === 'same-ui');
+    expect(versions.map((each) => each.sha256)).toEqual([versions[0]?.sha256, versions[0]?.sha256]);
+    expect(versions.map((each) => each.contentSha256)).toEqual([expect.stringMatching(/^[0-9a-f]{64}$/), expect.stringMatching(/^[0-9a-f]{64}$/)]);
+    expect(versions[0]?.contentSha256).not.toBe(versions[1]?.contentSha256);
   });
 
   test('a request in flight during a deploy finishes on the version it started with', async () => {
