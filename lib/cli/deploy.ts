@@ -53,7 +53,7 @@ function target(io: Io, cwd: string): { baseUrl: string; keyId: string; secret: 
   if (!env.BCMS_KEY_ID || !env.BCMS_KEY_SECRET) {
     throw new UsageError(
       'set BCMS_KEY_ID and BCMS_KEY_SECRET (in the environment or a .env file here) to a key that may deploy: ' +
-        'bcms-ext keys create --name deployer --deploy --env',
+        'bcms-ext keys create --name deployer --deploy --env-file .env',
     );
   }
   return { baseUrl, keyId: env.BCMS_KEY_ID, secret: env.BCMS_KEY_SECRET };

@@ -1,16 +1,20 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import { openDatabase, type DatabaseOption } from '../db/connection';
 import { isUnreachable } from '../db/store';
 import { fetchFailure } from '../http/fetch-failure';
 import type { SignatureAlgorithm } from '../security/algorithms';
 import { blockApiKey, checkNewApiKey, createApiKey, deleteApiKey, listApiKeys, type ApiKey, type CreatedApiKey, type NewApiKey } from '../security/api-keys';
 import { parseArgs, UsageError, type Io } from './_io';
+import { readDotEnv } from './deploy';
 
 export const KEYS_USAGE = `  keys create --name NAME [--functions a,b] [--plugins a,b] [--deploy] [--bcms-client]
-              [--algorithm rsa-sha256|ed25519 --public-key FILE] [--env]
+              [--algorithm rsa-sha256|ed25519 --public-key FILE] [--env | --env-file FILE]
                                             Create an API key. An hmac-sha256 key (the default) gets
                                             a secret, shown this once. --env prints only
                                             export lines, for eval "$(bcms-ext keys create ... --env)".
+                                            --env-file FILE writes BCMS_KEY_ID and BCMS_KEY_SECRET
+                                            into FILE (a project's .env), in place of theirs there.
                                             --plugins: the plugins whose routes guarded by
                                             createJwtApiPreRequestHandler the key may call.
                                             --bcms-client: the key also accepts the BCMS client's
@@ -21,6 +25,7 @@ export const KEYS_USAGE = `  keys create --name NAME [--functions a,b] [--plugin
       keys commands reach the database through --database URL, --pglite DIR or DATABASE_URL;
       otherwise the running service at --url or BCMS_URL (default http://localhost:8080), with
       --token or BCMS_TOKEN: a JWT whose SUDO or ADMIN role holds READ, WRITE or DELETE.
+      Variables come from the environment, then from a .env file in the current folder.
       --json prints what the command returns as JSON.
 `;
 
@@ -35,7 +40,7 @@ interface KeyStore {
 }
 
 const TARGET_FLAGS = { database: 'string', pglite: 'string', url: 'string', token: 'string', json: 'boolean' } as const;
-const CREATE_FLAGS = { ...TARGET_FLAGS, name: 'string', functions: 'string', plugins: 'string', algorithm: 'string', 'public-key': 'string', deploy: 'boolean', 'bcms-client': 'boolean', env: 'boolean' } as const;
+const CREATE_FLAGS = { ...TARGET_FLAGS, name: 'string', functions: 'string', plugins: 'string', algorithm: 'string', 'public-key': 'string', deploy: 'boolean', 'bcms-client': 'boolean', env: 'boolean', 'env-file': 'string' } as const;
 
 export async function runKeys(args: readonly string[], io: Io): Promise<number> {
   const [action, ...rest] = args;
@@ -48,12 +53,19 @@ export async function runKeys(args: readonly string[], io: Io): Promise<number> 
     throw new UsageError(wantsId ? `keys ${action} takes one key id (see bcms-ext keys list)` : `keys ${action} takes no argument ${JSON.stringify(positionals[0])}`);
   }
   const input = action === 'create' ? newKeyFrom(flags) : undefined;
-  const store = openKeyStore(flags, io.env);
+  const cwd = io.cwd ?? process.cwd();
+  if (flags.env !== undefined && flags['env-file'] !== undefined) throw new UsageError('choose one of --env and --env-file');
+  // The environment wins over the project's .env (its BCMS_URL, say), as for deploy.
+  const store = openKeyStore(flags, { ...readDotEnv(cwd), ...io.env });
   try {
     switch (action) {
       case 'create': {
         const created = await store.create(input as NewApiKey);
-        if (flags.json) io.out(`${JSON.stringify(created)}\n`);
+        if (typeof flags['env-file'] === 'string') {
+          const file = path.resolve(cwd, flags['env-file']);
+          writeEnvFile(file, { BCMS_KEY_ID: created.id, ...(created.secret === undefined ? {} : { BCMS_KEY_SECRET: created.secret }) });
+          io.out(`Created API key ${created.id}; wrote BCMS_KEY_ID${created.secret === undefined ? '' : ' and BCMS_KEY_SECRET'} to ${flags['env-file']}.\n`);
+        } else if (flags.json) io.out(`${JSON.stringify(created)}\n`);
         else if (flags.env) io.out(exportLines(created));
         else io.out(describeCreated(created, input as NewApiKey));
         if (input?.functions.length === 0 && (input.plugins ?? []).length === 0 && !input.deploy) {
@@ -111,6 +123,27 @@ function namesOf(flag: string | true | undefined): string[] {
 }
 
 /** For `eval`: nothing to run when the command fails, unlike `export $(...)`, which then lists every variable. */
+/**
+ * Sets `values` in a .env file: each one's line replaced where the file has it (the first; later
+ * ones of the same name go), else added at the end. Other lines stay as they are.
+ */
+function writeEnvFile(file: string, values: Record<string, string>): void {
+  const text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
+  const lines = text === '' ? [] : text.replace(/\r?\n$/, '').split(/\r?\n/);
+  const quoted = (value: string): string => (/^[\w+/=.:@-]*$/.test(value) ? value : `'${value}'`);
+  for (const [name, value] of Object.entries(values)) {
+    const ours = (line: string): boolean => new RegExp(`^\\s*(?:export\\s+)?${name}\\s*=`).test(line);
+    const at = lines.findIndex(ours);
+    const line = `${name}=${quoted(value)}`;
+    if (at === -1) lines.push(line);
+    else {
+      lines[at] = line;
+      for (let i = lines.length - 1; i > at; i--) if (ours(lines[i] as string)) lines.splice(i, 1);
+    }
+  }
+  fs.writeFileSync(file, `${lines.join('\n')}\n`, { mode: 0o600 });
+}
+
 function exportLines(created: CreatedApiKey): string {
   const lines = [`export BCMS_KEY_ID='${created.id}'`];
   if (created.secret !== undefined) lines.push(`export BCMS_KEY_SECRET='${created.secret}'`);

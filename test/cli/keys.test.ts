@@ -105,6 +105,33 @@ describe('bcms-ext keys, through the running service (the embedded database is t
     expect(created.out).toMatch(/^export BCMS_KEY_ID='[0-9a-f-]{36}'\nexport BCMS_KEY_SECRET='[A-Za-z0-9_-]{43}'\n$/);
   });
 
+  test("--env-file .env: the key's lines in place of the empty ones .env.example gave, once each, and BCMS_URL read from that .env", async () => {
+    const project = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-keys-env-'));
+    fs.writeFileSync(path.join(project, '.env'), `# the service\nBCMS_URL=${url}\nBCMS_KEY_ID=\nBCMS_KEY_SECRET=\nOTHER=kept\n`);
+    const inProject = async (args: string[]) => {
+      const c = capture({ BCMS_TOKEN: token });
+      const code = await main(args, { ...c.io, cwd: project });
+      return { code, out: c.out(), err: c.err() };
+    };
+    for (const round of [1, 2]) {
+      const created = await inProject(['keys', 'create', '--name', `deployer ${round}`, '--deploy', '--env-file', '.env']);
+      expect(created).toMatchObject({ code: 0, err: '' });
+      expect(created.out).toMatch(/^Created API key [0-9a-f-]{36}; wrote BCMS_KEY_ID and BCMS_KEY_SECRET to \.env\.\n$/);
+      const lines = fs.readFileSync(path.join(project, '.env'), 'utf8').split('\n');
+      expect(lines.filter((line) => line.startsWith('BCMS_KEY_ID='))).toEqual([expect.stringMatching(/^BCMS_KEY_ID=[0-9a-f-]{36}$/)]);
+      expect(lines.filter((line) => line.startsWith('BCMS_KEY_SECRET='))).toEqual([expect.stringMatching(/^BCMS_KEY_SECRET=\S{43}$/)]);
+      expect(lines.filter((line) => line === '')).toEqual(['']); // the final newline, nothing more
+      expect(lines.slice(0, 2)).toEqual(['# the service', `BCMS_URL=${url}`]);
+      expect(lines).toContain('OTHER=kept');
+    }
+    // The key it wrote deploys: the service knows it, under the last name.
+    const keys = JSON.parse((await inProject(['keys', 'list', '--json'])).out) as { id: string; name: string; deploy: boolean }[];
+    const id = /BCMS_KEY_ID=(\S+)/.exec(fs.readFileSync(path.join(project, '.env'), 'utf8'))?.[1];
+    expect(keys.find((key) => key.id === id)).toMatchObject({ name: 'deployer 2', deploy: true });
+    expect((await inProject(['keys', 'create', '--name', 'x', '--env', '--env-file', '.env'])).err).toBe('bcms-ext keys: choose one of --env and --env-file\n');
+    fs.rmSync(project, { recursive: true, force: true });
+  });
+
   test('no token, a refused token, no service: exit 1 saying what to do', async () => {
     const none = await run(['keys', 'list'], { BCMS_URL: url });
     expect(none.code).toBe(1);
