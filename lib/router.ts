@@ -21,7 +21,7 @@ import { Isolation, registryModuleSources } from './isolate/runtime';
 import { bindLayers } from './layer';
 import { type BcmsExtensionsOptions, resolveOptions } from './options';
 import { createBcmsPlugin } from './plugin/create';
-import { PluginRouteTable } from './plugin/routes';
+import { PluginRouteTable, warnWithoutSecret } from './plugin/routes';
 import { createPluginServer, writePluginAnswer } from './plugin/serve';
 import type { BcmsPlugin } from './plugin/types';
 import { createCallerCheck, createPluginKeyCheck } from './security/caller';
@@ -116,6 +116,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     })
     .then(() => {
       live.open();
+      warnWithoutSecret(live.plugins.jwtGuarded(), settings.jwt.secret, logger);
       deployments.start();
     });
   // The refusal is logged even when the host never awaits `ready`, and is not an unhandled rejection.

@@ -1,4 +1,5 @@
 import { isUrlSafe } from '../names';
+import { JWT_GUARD_RULE } from './guard';
 import { methodsOf } from './mount';
 import type { BcmsControllerMethod, BcmsPlugin, HttpVerb } from './types';
 
@@ -46,6 +47,12 @@ export class PluginRouteTable {
    * A controller whose `setup` has not run yet is left out (see `plugin/mount.ts`): the router
    * builds its table again once every setup ran.
    */
+  /** The routes whose pre-request handler is the JWT guard, as `plugin Controller.method` (for the warning when no secret can verify tokens). */
+  jwtGuarded(): string[] {
+    const paths = [...this.staticPaths.values(), ...this.paramPaths];
+    return paths.flatMap((path) => [...path.verbs.values()].filter((route) => (route.method.preRequestHandler as { [JWT_GUARD_RULE]?: unknown } | undefined)?.[JWT_GUARD_RULE] !== undefined).map((route) => `${route.plugin} ${route.label}`));
+  }
+
   constructor(plugins: readonly BcmsPlugin[], prefix = '/api/plugin') {
     const names = new Set<string>();
     // Two paths that differ only in parameter names (`/:id` and `/:key`) are one path.
@@ -177,3 +184,10 @@ function checkPath(path: unknown, owner: string, optional: boolean): string {
 function joinPath(...parts: string[]): string {
   return parts.map((part) => (part.endsWith('/') ? part.slice(0, -1) : part)).join('');
 }
+
+/** Says, once the registry is up, that JWT-guarded routes answer 401 to every token: no `jwt.secret` verifies them. */
+export function warnWithoutSecret(guarded: readonly string[], secret: unknown, logger: { warn(object: object, message: string): void }): void {
+  if (guarded.length === 0 || (secret !== undefined && secret !== null && secret !== '')) return;
+  logger.warn({ routes: guarded }, 'bcms-extensions: these routes are guarded by a JWT check, but no jwt.secret is set, so every request to them is refused 401: set the jwt option to the key your tokens are signed with');
+}
+

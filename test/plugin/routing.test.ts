@@ -1,5 +1,5 @@
 import request from 'supertest';
-import { createBcmsFunction, createBcmsPlugin, createController, createControllerMethod } from '../../lib';
+import { createBcmsFunction, createBcmsPlugin, createController, createControllerMethod, createJwtProtectionPreRequestHandler, JWTPermissionName, JWTRoleName } from '../../lib';
 import { buildApp, type TestApp } from '../support/app';
 
 // Paths that overlap: the first path that serves the verb wins, as Express picks its route.
@@ -141,5 +141,38 @@ describe('answers shaped by the handler', () => {
     expect(res.headers['access-control-allow-origin']).toBe('*');
     const json = await request(t.app).post('/api/function/form').set('Content-Type', 'application/vnd.api+json').send('{"a":1}');
     expect(json.body).toEqual({ success: true, result: { a: 1 } });
+  });
+});
+
+describe('JWT-guarded routes without a jwt.secret', () => {
+  const guarded = createBcmsPlugin({
+    name: 'locked',
+    controllers: [
+      createController({
+        name: 'Vault',
+        path: '/vault',
+        methods: () => ({
+          open: createControllerMethod({ type: 'get', handler: async () => ({ open: true }) }),
+          read: createControllerMethod({ path: '/read', type: 'get', preRequestHandler: createJwtProtectionPreRequestHandler([JWTRoleName.ADMIN], JWTPermissionName.READ), handler: async () => ({ read: true }) }),
+        }),
+      }),
+    ],
+  });
+  const warning = (t: TestApp) => t.log.lines.filter((line) => String(line.msg).includes('no jwt.secret is set'));
+
+  test('a warning once the router is ready, naming the guarded routes; the routes answer 401', async () => {
+    const t = await buildApp({ plugins: [guarded] }, { jwt: {} });
+    expect(warning(t)).toEqual([expect.objectContaining({ level: 40, routes: ['locked Vault.read'] })]);
+    expect((await request(t.app).get('/api/plugin/locked/vault/read').set('Authorization', 'Bearer x.y.z')).status).toBe(401);
+    await t.router.close();
+  });
+
+  test('none with a secret, or without guarded routes', async () => {
+    const withSecret = await buildApp({ plugins: [guarded] });
+    expect(warning(withSecret)).toEqual([]);
+    await withSecret.router.close();
+    const open = await buildApp({ plugins: [items] }, { jwt: {} });
+    expect(warning(open)).toEqual([]);
+    await open.router.close();
   });
 });
