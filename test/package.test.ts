@@ -76,6 +76,23 @@ describe('the built package', () => {
     for (const file of ['sdk.js', 'shell.js']) expect(fs.existsSync(path.join(root, 'dist', 'browser', 'browser', file))).toBe(true);
   });
 
+  test('source maps carry their sources: the tarball has dist/, not lib/', () => {
+    const maps: string[] = [];
+    const walk = (dir: string): void => {
+      for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+        if (entry.isDirectory() && entry.name !== 'pglite-template') walk(path.join(dir, entry.name));
+        else if (entry.name.endsWith('.js.map')) maps.push(path.join(dir, entry.name));
+      }
+    };
+    walk(path.join(root, 'dist'));
+    expect(maps.length).toBeGreaterThan(50);
+    const without = maps.filter((file) => {
+      const map = JSON.parse(fs.readFileSync(file, 'utf8')) as { sources: string[]; sourcesContent?: (string | null)[] };
+      return map.sources.length !== map.sourcesContent?.filter((text) => typeof text === 'string' && text.length > 0).length;
+    });
+    expect(without.map((file) => path.relative(root, file))).toEqual([]);
+  });
+
   test('the bin, bcms-ext, is executable as npx runs it', () => {
     const bin = path.join(root, 'dist', 'cli', 'bin.js');
     expect(fs.statSync(bin).mode & 0o111).not.toBe(0);
