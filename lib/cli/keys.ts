@@ -192,7 +192,13 @@ function openKeyStore(flags: Record<string, string | true | undefined>, env: Nod
   else if (env.DATABASE_URL) option = env.DATABASE_URL;
   else return serviceKeyStore(env.BCMS_URL || 'http://localhost:8080', flags, env);
   const quiet = { info() {}, debug() {}, warn() {}, error() {} };
-  const database = openDatabase(option, env, quiet);
+  let database: ReturnType<typeof openDatabase>;
+  try {
+    database = openDatabase(option, env, quiet);
+  } catch (error) {
+    // A data directory another process holds, a URL that is not one: the reason, not a stack trace.
+    throw new UsageError((error as Error).message);
+  }
   const guard = async <T>(work: () => Promise<T>): Promise<T> => {
     try {
       return await work();

@@ -193,6 +193,20 @@ describe('bcms-ext keys, on the database directly', () => {
     await database.close();
   }, 60_000);
 
+  test('a PGlite directory another router holds: exit 1 with the reason, no stack trace', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-keys-locked-'));
+    const holder = openDatabase({ pglite: dir }, {}, { info() {}, debug() {}, warn() {}, error() {} });
+    try {
+      const listed = await run(['keys', 'list', '--pglite', dir]);
+      expect(listed.code).toBe(1);
+      expect(listed.err).toMatch(/^bcms-ext keys: the PGlite data directory .* is in use by another router of this process \(close it first: router\.close\(\)\): an embedded database has one owner at a time\. Stop that one, or give this one another directory \(or a Postgres server through DATABASE_URL\)\n$/);
+      expect(listed.err).not.toMatch(/\n\s+at /);
+    } finally {
+      await holder.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test('an unreachable database: exit 1 and what to check', async () => {
     const down = await run(['keys', 'list', '--database', 'postgres://postgres@127.0.0.1:1/none']);
     expect(down.code).toBe(1);
