@@ -20,6 +20,7 @@ export { JWTPermissionName, JWTRoleName } from './security/token';
 export type { JWT, JWTPayload, JWTPermission, JWTPreRequestHandlerResult, JWTRole } from './security/token';
 export type { JwtOptions } from './security/jwt';
 export { BcmsHttpError, errorCodes } from './http/errors';
+export { keepRawBody } from './http/body';
 export type { ErrorCode, ErrorHandler } from './http/errors';
 export { createApiKey, listApiKeys, blockApiKey, deleteApiKey } from './security/api-keys';
 export type { ApiKey, CreatedApiKey, NewApiKey } from './security/api-keys';

@@ -24,6 +24,7 @@ const CORE = [
   'createJwtProtectionPreRequestHandler',
   'deleteApiKey',
   'errorCodes',
+  'keepRawBody',
   'listApiKeys',
   'migrate',
 ];

@@ -12,6 +12,18 @@ const UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 
  */
 export const RAW_BODY = Symbol('bcms-extensions.rawBody');
 
+/**
+ * A body parser's `verify` hook that keeps the bytes it parsed, for a host that mounts its parser
+ * before the router: signed calls are then checked against those bytes.
+ *
+ * @example
+ * app.use(express.json({ verify: keepRawBody }));
+ * app.use(bcmsExtensions(registry, options));
+ */
+export function keepRawBody(req: object, _res: unknown, buffer: Buffer): void {
+  (req as { [RAW_BODY]?: Buffer })[RAW_BODY] = buffer;
+}
+
 /** `bodyLimit` as bytes: a number of bytes or a string such as `'1mb'`, `'512kb'`. */
 export function parseByteSize(value: number | string, name: string): number {
   if (typeof value === 'number' && Number.isInteger(value) && value >= 0) return value;

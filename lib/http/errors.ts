@@ -36,7 +36,7 @@ export const errorCodes = {
   SIGNATURE_REPLAYED: { status: 401, message: 'This signed request was already accepted once.' },
   DIGEST_MISMATCH: { status: 401, message: 'Body digest does not match the body.' },
   KEY_FORBIDDEN: { status: 403, message: 'This API key may not call this function.' },
-  BODY_ALREADY_PARSED: { status: 500, message: 'A body parser ran before the router, so the signed body cannot be checked.' },
+  BODY_ALREADY_PARSED: { status: 500, message: 'A body parser ran before the router, so the signed body cannot be checked: mount the router first, or give the parser verify: keepRawBody.' },
   HANDLER_ERROR: { status: 500, message: 'Handler error.' },
   INTERNAL_ERROR: { status: 500, message: 'Internal error.' },
   FUNCTION_TIMEOUT: { status: 504, message: 'Function ran past its time-out.' },

@@ -57,8 +57,11 @@ export function createCallerCheck(deps: KeyVerifiers & {
       return { type: 'jwt', accessToken, ...accessToken };
     }
     // Only now, for a private function without a token: an HTTP Signature, then a layer's scheme.
-    const signed = await verifyKeySignature(deps, req, { function: name }, () => readBody(req), () => {
-      if (bodyWasRead(req)) throw refuseParsedBody(req, logger);
+    // A host parser that ran first with `verify: keepRawBody` kept the bytes: the signature is checked over them.
+    const kept = (req as { [RAW_BODY]?: Buffer })[RAW_BODY];
+    const bytes = (): Promise<Buffer> => (kept === undefined ? readBody(req) : Promise.resolve(kept));
+    const signed = await verifyKeySignature(deps, req, { function: name }, bytes, () => {
+      if (kept === undefined && bodyWasRead(req)) throw refuseParsedBody(req, logger);
     });
     if (signed !== undefined) {
       req.body = signed.body(); // parsed from the bytes that were signed
@@ -145,7 +148,7 @@ function refuseParsedBody(req: Request, logger: Logger): BcmsHttpError {
   logger.error(
     { requestId: req.res?.getHeader('x-request-id'), path: req.originalUrl },
     'bcms-extensions: a body parser ran before the router, so a signed body cannot be checked against its signature. ' +
-      'Mount the router before express.json() and other body parsers: app.use(bcmsExtensions(...)) first.',
+      'Mount the router before express.json() and other body parsers: app.use(bcmsExtensions(...)) first; or give the parser verify: keepRawBody (express.json({ verify: keepRawBody })).',
   );
   return new BcmsHttpError('BODY_ALREADY_PARSED');
 }

@@ -14,6 +14,7 @@ import {
   createControllerMethod,
   JWTPermissionName,
   JWTRoleName,
+  keepRawBody,
   type BcmsExtensionsRouter,
 } from '../../lib';
 import { signRequest } from '../../lib/client';
@@ -330,9 +331,23 @@ describe.each(backends())('createJwtApiPreRequestHandler on plugin routes (%s)',
       try {
         const res = await signedPost(parsed.origin, '/api/plugin/todo/todo', signer, { n: 1 });
         expect(res.status).toBe(500);
-        expect(res.body).toEqual({ message: expect.stringMatching(/^A body parser ran before the router, so the signed body cannot be checked\. Request id: \S+\.$/) });
+        expect(res.body).toEqual({ message: expect.stringMatching(/^A body parser ran before the router, so the signed body cannot be checked: mount the router first, or give the parser verify: keepRawBody\. Request id: \S+\.$/) });
         expect(log.text()).toContain('Mount the router before express.json()');
         expect(seenByHandler).toBeUndefined();
+      } finally {
+        await parsed.close();
+        await behind.close();
+      }
+    });
+
+    test('a host body parser with verify: keepRawBody: the signed call is checked over the bytes it kept, and the handler gets them', async () => {
+      const behind = bcmsExtensions(REGISTRY, { database: db.knex, jwt: { secret: JWT_SECRET }, logger: memoryLogger().logger });
+      const parsed = await listen(behind, (app) => app.use(express.json({ verify: keepRawBody })));
+      try {
+        const res = await signedPost(parsed.origin, '/api/plugin/todo/todo', signer, { n: 2 });
+        expect(res.status).toBe(200);
+        expect(seenByHandler?.body).toEqual({ n: 2 });
+        expect(seenByHandler?.key).toMatchObject({ name: expect.any(String) });
       } finally {
         await parsed.close();
         await behind.close();

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import * as httpSignature from 'http-signature';
 import request from 'supertest';
-import { blockApiKey, bcmsExtensions, createBcmsFunction, deleteApiKey } from '../../lib';
+import { blockApiKey, bcmsExtensions, createBcmsFunction, deleteApiKey, keepRawBody } from '../../lib';
 import { signRequest } from '../../lib/client';
 import { digestHeader } from '../../lib/security/digest';
 import { PURGE_MARGIN_SECONDS } from '../../lib/security/replay';
@@ -428,11 +428,29 @@ describe('a host body parser mounted before the router', () => {
     const key = await hmacKey(db.knex, ['report']);
     const res = await signedPost(app, PATH, key, { parsed: 'twice' });
     expect(res.status).toBe(500);
-    expect(res.body).toEqual(failure('BODY_ALREADY_PARSED', `A body parser ran before the router, so the signed body cannot be checked. Request id: ${res.headers['x-request-id']}.`));
+    expect(res.body).toEqual(failure('BODY_ALREADY_PARSED', `A body parser ran before the router, so the signed body cannot be checked: mount the router first, or give the parser verify: keepRawBody. Request id: ${res.headers['x-request-id']}.`));
     const logged = log.lines.find((line) => /Mount the router before express\.json\(\)/.test(String(line.msg)));
     expect(logged).toMatchObject({ level: 50, requestId: res.headers['x-request-id'], path: PATH });
     const unsigned = await request(app).post('/api/function/open').send({ parsedBy: 'host' });
     expect(unsigned.body).toEqual({ success: true, result: { body: { parsedBy: 'host' } } });
+    await router.close();
+    await db.close();
+  });
+
+  test('with verify: keepRawBody, signed calls work: checked over the bytes the parser kept, a tampered body refused', async () => {
+    const db = await openTestDatabase('pglite');
+    const router = bcmsExtensions({ functions: [report, open] }, { database: db.knex, logger: memoryLogger().logger });
+    const app = express();
+    app.use(express.json({ verify: keepRawBody }));
+    app.use(router);
+    await router.ready;
+    const key = await hmacKey(db.knex, ['report']);
+    const ok = await signedPost(app, PATH, key, { parsed: 'once' });
+    expect([ok.status, ok.body.success]).toEqual([200, true]);
+    // Signed over one body, sent with another: the kept bytes are the sent ones, so the digest does not match.
+    const headers = signRequest({ ...key, method: 'POST', url: PATH, body: '{"amount":1}' });
+    const tampered = await request(app).post(PATH).set(headers).set('Content-Type', 'application/json').send('{"amount":1000}');
+    expect([tampered.status, tampered.body.error?.code]).toEqual([401, 'DIGEST_MISMATCH']);
     await router.close();
     await db.close();
   });
