@@ -13,6 +13,7 @@ const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 const { positiveInteger } = require('./env');
+const installed = require('../test/support/installed-app');
 
 const root = path.resolve(__dirname, '..');
 const ROUNDS = positiveInteger('BENCH_STARTUP_ROUNDS', 5);
@@ -114,6 +115,32 @@ function memoryReady() {
   });
 }
 
+/**
+ * The packed tarball installed into a new app (with the embedded database's packages), as a user
+ * installs it: each round a first start on no data, then a restart on what it made. Each start is
+ * timed from the spawn to the first answer of a function that reads the database.
+ */
+async function installedRounds() {
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-bench-installed-'));
+  try {
+    const app = path.join(work, 'app');
+    installed.installApp(app, installed.pack(work), installed.tested('@electric-sql/pglite', 'knex-pglite'));
+    const rounds = [];
+    for (let i = 0; i < ROUNDS; i++) {
+      fs.rmSync(path.join(app, '.bcms'), { recursive: true, force: true });
+      const first = await installed.startApp(app, await freePort());
+      await first.stop();
+      const restart = await installed.startApp(app, await freePort());
+      await restart.stop();
+      if (first.answer.status !== 200 || restart.answer.status !== 200) throw new Error(`the installed app answered ${first.answer.status}, then ${restart.answer.status}`);
+      rounds.push({ first: first.seconds, restart: restart.seconds });
+    }
+    return rounds;
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+}
+
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
 async function main() {
@@ -133,7 +160,9 @@ async function main() {
     // busy (ext4 with `discard`) for seconds, and the next first start's file creation slowed 3-4x.
     for (const dataDir of dataDirs) fs.rmSync(dataDir, { recursive: true, force: true });
   }
+  const installedApp = await installedRounds();
   const m = (pick) => median(rounds.map(pick));
+  const mi = (pick) => median(installedApp.map(pick));
   const rows = [
     ['first start: first answer', m((r) => r.first.seconds), 's', 1.5],
     ['first start: RSS 2 s later', m((r) => r.first.rss), 'MB', 350],
@@ -143,14 +172,18 @@ async function main() {
     ['memory://: router ready', m((r) => r.memory.seconds), 's', 1.0],
     ['memory://: RSS when ready', m((r) => r.memory.rss), 'MB', null],
     ["require('bcms-extensions') (before the router, not in the row above)", m((r) => r.memory.require), 's', null],
+    ['installed from the tarball: first start, first answer', mi((r) => r.first), 's', null],
+    ['installed from the tarball: restart, first answer', mi((r) => r.restart), 's', null],
+    ['installed from the tarball: first start / restart (same round)', mi((r) => r.first / r.restart), 'x', 2],
   ];
-  const fmt = (value, unit) => (unit === 's' ? value.toFixed(2) : value.toFixed(0));
+  const fmt = (value, unit) => (unit === 's' || unit === 'x' ? value.toFixed(2) : value.toFixed(0));
   console.log(`\n| embedded database (example app and memory://, median of ${ROUNDS}) | value | target | met? |`);
   console.log('|---|--:|--:|---|');
   for (const [name, value, unit, target] of rows) {
     const met = target === null ? '—' : value <= target ? 'yes' : '**missed**';
     console.log(`| ${name} | ${fmt(value, unit)} ${unit} | ${target === null ? '—' : `<= ${target} ${unit}`} | ${met} |`);
   }
+  console.log(`\nInstalled from the tarball, every round (first start s; restart s): ${installedApp.map((r) => `${r.first.toFixed(2)}; ${r.restart.toFixed(2)}`).join(' | ')}`);
   console.log('\nEvery round (first start s / RSS MB / peak MB; restart s / RSS MB; memory:// s / RSS MB):');
   for (const { first, restart, memory } of rounds) {
     console.log(

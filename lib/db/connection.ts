@@ -4,7 +4,7 @@ import knexFactory, { type Knex } from 'knex';
 import type { PGlite } from '@electric-sql/pglite';
 import type { Logger } from '../logger';
 import { LOCK_FILE, lockDataDirectory } from './pglite-lock';
-import { COMPLETE_MARK, ensurePgliteTemplate, extractTemplate, readTar, topLevelNames, type TarEntry } from './pglite-template';
+import { COMPLETE_MARK, extractTemplate, loadPgliteTemplate, readTar, topLevelNames, type TarEntry } from './pglite-template';
 
 /** The `database` option: a Knex instance, a Postgres URL, or an embedded PGlite directory. */
 export type DatabaseOption = Knex | string | { pglite: string };
@@ -69,15 +69,15 @@ function openPostgres(url: string, log: Knex.Config['log']): Database {
 function openPglite(dir: string, log: Knex.Config['log'], logger: Logger | undefined): Database {
   const inMemory = dir.startsWith('memory://');
   const dataDir = inMemory ? dir : path.resolve(dir);
+  const ClientPgLite = requireEmbedded<typeof import('knex-pglite')>('knex-pglite');
+  const { PGlite } = requireEmbedded<typeof import('@electric-sql/pglite')>('@electric-sql/pglite');
   let unlock = (): void => {};
   if (!inMemory) {
     fs.mkdirSync(dataDir, { recursive: true });
     // Here, while the router is built: a directory another process holds is refused at once.
     unlock = lockDataDirectory(dataDir);
   }
-  const embedded = new EmbeddedPglite(startPglite(dataDir, inMemory, logger), unlock);
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const ClientPgLite = require('knex-pglite') as typeof import('knex-pglite');
+  const embedded = new EmbeddedPglite(startPglite(PGlite, dataDir, inMemory, logger), unlock);
   const knex = knexFactory({ client: ClientPgLite as unknown as typeof Knex.Client, connection: { pglite: embedded } as never, log });
   const close = async (): Promise<void> => {
     // knex-pglite closes PGlite with its one connection; a database never queried has none.
@@ -91,23 +91,60 @@ function openPglite(dir: string, log: Knex.Config['log'], logger: Logger | undef
 export const PGLITE_SHARED_BUFFERS = '16MB';
 
 /**
+ * PGlite and knex-pglite are optional dependencies (peers, as Knex's drivers are): a host that gives
+ * a Postgres server does not install 27 MB it never runs. Loaded only here, when no server is given;
+ * when they are missing, the error says how to install them.
+ */
+function requireEmbedded<T>(name: string): T {
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return require(name) as T;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND' || !String((error as Error).message).includes(`'${name}'`)) throw error;
+    throw new Error(
+      `the embedded database needs ${name}, which is not installed. Install it with \`${pgliteInstallCommand()}\`, ` +
+        'or give a Postgres server (DATABASE_URL, or the database option)',
+    );
+  }
+}
+
+/** `npm install` of the embedded database's packages, at the versions this package is tested with. */
+export function pgliteInstallCommand(): string {
+  const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as { devDependencies?: Record<string, string> };
+  const versions = manifest.devDependencies ?? {};
+  return `npm install ${['@electric-sql/pglite', 'knex-pglite'].map((name) => (versions[name] ? `${name}@${versions[name]}` : name)).join(' ')}`;
+}
+
+/** After this long, a first start says on stderr what it is doing (once). */
+const SLOW_START_MS = 1_000;
+
+/**
  * Opens PGlite on `dataDir`. A new database starts from the initdb template (lib/db/pglite-template.ts)
  * rather than running initdb here, which would cost seconds and hundreds of MB never given back;
  * if no template can be had, PGlite's own initdb runs, slowly, and a warning says why.
  */
-async function startPglite(dataDir: string, inMemory: boolean, logger: Logger | undefined): Promise<PGlite> {
-  // Loaded only when used: PGlite is a WASM build of Postgres, hundreds of MB to start.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { PGlite } = require('@electric-sql/pglite') as typeof import('@electric-sql/pglite');
+async function startPglite(PGlite: typeof import('@electric-sql/pglite').PGlite, dataDir: string, inMemory: boolean, logger: Logger | undefined): Promise<PGlite> {
   // Postgres's 128 MB of shared buffers are WebAssembly memory that PGlite touches at start: 16 MB
   // took 0.1 s and 140 MB of RSS off every start (measured). One backend needs few buffers; the
   // files stay cached by the operating system all the same.
   const startParams = [...PGlite.defaultStartParams, '-c', `shared_buffers=${PGLITE_SHARED_BUFFERS}`];
   if (!inMemory && fs.existsSync(path.join(dataDir, COMPLETE_MARK))) return PGlite.create(dataDir, { startParams });
+  // A first start on disk is a service's first start: one line says what the wait is for.
+  const slow = inMemory ? undefined : setTimeout(() => process.stderr.write(`bcms-extensions: preparing the embedded database (PGlite) in ${dataDir}; a first start takes a few seconds\n`), SLOW_START_MS);
+  slow?.unref();
+  try {
+    return await startNewPglite(PGlite, startParams, dataDir, inMemory, logger);
+  } finally {
+    clearTimeout(slow);
+  }
+}
+
+/** A new database: from the template, or from PGlite's own initdb where none can be had. */
+async function startNewPglite(PGlite: typeof import('@electric-sql/pglite').PGlite, startParams: string[], dataDir: string, inMemory: boolean, logger: Logger | undefined): Promise<PGlite> {
   let entries: TarEntry[] | undefined;
   let tar: Buffer | undefined;
   try {
-    tar = fs.readFileSync(await ensurePgliteTemplate());
+    tar = await loadPgliteTemplate();
     entries = readTar(tar);
   } catch (error) {
     logger?.warn({ err: error }, 'bcms-extensions: no PGlite template; PGlite runs initdb itself (seconds, and its memory stays taken)');

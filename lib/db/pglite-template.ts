@@ -3,6 +3,8 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
+import zlib from 'node:zlib';
 import { MIGRATIONS_DIRECTORY, MIGRATIONS_TABLE } from './migrate';
 
 /**
@@ -16,9 +18,14 @@ import { MIGRATIONS_DIRECTORY, MIGRATIONS_TABLE } from './migrate';
  * host's, no row of anybody's but `bcms_migrations`' own bookkeeping): running them took 0.35-0.45 s
  * of every new database's start, a third of the time allowed. So it is keyed by the PGlite version
  * and the migrations' names and contents; a database made from it is up to date with the
- * migrations it was made with, and later ones run on it as on any database. It lives in the
- * package's `dist/pglite-template/` (made by `npm run build`), or, where that cannot be written, in
- * the system's temporary directory: never in a data directory, and never opened as one.
+ * migrations it was made with, and later ones run on it as on any database.
+ *
+ * It ships in the package: `npm run build` makes it and compresses it with brotli (40 MB of mostly
+ * empty pages become 3 MB of the tarball; unpacking takes 0.2 s), in `dist/pglite-template/`. An
+ * installed package only reads it: nothing is ever written into `node_modules`. Where the shipped
+ * one does not fit (another PGlite version installed beside us, or a clone not built yet), one is
+ * made at the first start, in this user's directory of the system's temporary directory: never in
+ * a data directory, and never opened as one.
  */
 
 const PACKAGE_ROOT = path.resolve(__dirname, '..', '..');
@@ -38,11 +45,65 @@ function migrationsKey(): string {
   return hash.digest('hex').slice(0, 12);
 }
 
-/** Where a template may be kept, in the order they are tried. */
-export function templateCandidates(): string[] {
-  const file = `pglite-${pgliteVersion()}-${migrationsKey()}.tar`;
+const templateName = (): string => `pglite-${pgliteVersion()}-${migrationsKey()}.tar`;
+
+/** The template the package ships, brotli-compressed (made by `npm run build`: buildShippedTemplate). */
+export function shippedTemplate(): string {
+  return path.join(PACKAGE_ROOT, 'dist', 'pglite-template', `${templateName()}.br`);
+}
+
+/** Where a template is made at run time when none is shipped: this user's, never the package's folder. */
+export function cachedTemplate(): string {
   const uid = typeof process.getuid === 'function' ? String(process.getuid()) : 'user';
-  return [path.join(PACKAGE_ROOT, 'dist', 'pglite-template', file), path.join(os.tmpdir(), `bcms-extensions-${uid}`, file)];
+  return path.join(os.tmpdir(), `bcms-extensions-${uid}`, templateName());
+}
+
+/**
+ * The template's tar: the shipped one, unpacked in memory, else the one made for this user (made
+ * first, in a child process, about 5 s, when there is none yet). Rejects when none can be had.
+ */
+export async function loadPgliteTemplate(shipped = shippedTemplate(), cached = cachedTemplate()): Promise<Buffer> {
+  const packed = await fs.promises.readFile(shipped).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return undefined;
+    throw error;
+  });
+  if (packed !== undefined) return promisify(zlib.brotliDecompress)(packed);
+  return fs.promises.readFile(await ensureTemplate(cached));
+}
+
+const making = new Map<string, Promise<string>>();
+
+/** `target`, made first when it is not there (one maker per target in this process). */
+export function ensureTemplate(target: string): Promise<string> {
+  if (fs.existsSync(target) && isOurs(path.dirname(target))) return Promise.resolve(target);
+  let pending = making.get(target);
+  if (pending === undefined) {
+    pending = makeTemplate([target]).finally(() => making.delete(target));
+    making.set(target, pending);
+  }
+  return pending;
+}
+
+/**
+ * For `npm run build`: makes the template (in the temporary directory) and writes it compressed
+ * where the package ships it. A shipped template that is already current is kept as it is.
+ */
+export async function buildShippedTemplate(): Promise<string> {
+  const target = shippedTemplate();
+  if (fs.existsSync(target)) return target;
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-extensions-template-'));
+  try {
+    const tar = fs.readFileSync(await makeTemplate([path.join(work, templateName())]));
+    const packed = zlib.brotliCompressSync(tar, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 9, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: tar.length } });
+    fs.mkdirSync(path.dirname(target), { recursive: true });
+    fs.writeFileSync(`${target}.partial`, packed);
+    fs.renameSync(`${target}.partial`, target);
+    // Templates of other PGlite versions or migrations are of no more use here.
+    for (const old of fs.readdirSync(path.dirname(target))) if (old !== path.basename(target)) fs.rmSync(path.join(path.dirname(target), old), { force: true });
+    return target;
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true });
+  }
 }
 
 // Runs in the child: PGlite's own initdb into a directory, our migrations (knex's, as migrate()
@@ -61,24 +122,6 @@ const [pglite, knexModule, knexPglite, dir, directory, tableName] = process.argv
   if (!db.closed) await db.close();
 })().catch((error) => { process.stderr.write(String(error && error.stack || error)); process.exit(1); });
 `;
-
-const making = new Map<string, Promise<string>>();
-
-/**
- * Resolves to the path of the template tarball, making it first (in a child process, about 5 s)
- * when no candidate location holds one yet. Rejects when it can be made nowhere.
- */
-export function ensurePgliteTemplate(): Promise<string> {
-  const candidates = templateCandidates();
-  for (const candidate of candidates) if (fs.existsSync(candidate) && isOurs(path.dirname(candidate))) return Promise.resolve(candidate);
-  const key = candidates[0]!;
-  let pending = making.get(key);
-  if (pending === undefined) {
-    pending = makeTemplate(candidates).finally(() => making.delete(key));
-    making.set(key, pending);
-  }
-  return pending;
-}
 
 /**
  * A template is loaded as a database, so only one kept where nobody else could have put it is used:

@@ -7,7 +7,7 @@ import { MIGRATIONS_TABLE } from '../../lib';
 import { openDatabase } from '../../lib/db/connection';
 import { memoryLogger } from '../support/app';
 import { LOCK_FILE } from '../../lib/db/pglite-lock';
-import { ensurePgliteTemplate, makeTemplate, readTar, writeTar } from '../../lib/db/pglite-template';
+import { loadPgliteTemplate, makeTemplate, readTar, writeTar } from '../../lib/db/pglite-template';
 
 // The embedded database (PGlite): a new one starts from the template, one data directory has one
 // owner, and what a write acknowledged survives the process being killed. Processes of their own
@@ -88,7 +88,7 @@ describe('a new embedded database', () => {
 
   test('a first start that stopped half-way (template files, no PG_VERSION) is started afresh', async () => {
     const dir = newDir('half');
-    const template = readTar(fs.readFileSync(await ensurePgliteTemplate()));
+    const template = readTar(await loadPgliteTemplate());
     // As a crash during the copy leaves it: some of the template's files, not PG_VERSION.
     fs.mkdirSync(path.join(dir, 'base', '5'), { recursive: true });
     fs.writeFileSync(path.join(dir, 'base', '5', '1259'), 'torn');
