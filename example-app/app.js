@@ -46,7 +46,8 @@ async function createExampleApp({ database, adminEmail, adminPassword, logger })
     if (!user || typeof password !== 'string' || !verifyPassword(password, user.password_hash)) {
       return res.status(401).json({ message: 'Wrong email or password.' });
     }
-    const accessToken = jwt.sign({ userId: user.id, rls: user.roles }, jwtSecret, { algorithm: 'HS256', expiresIn: TOKEN_LIFETIME });
+    // The email too: the admin shell shows who is signed in, from the token (GET /api/extensions/user).
+    const accessToken = jwt.sign({ userId: user.id, email: user.email, rls: user.roles }, jwtSecret, { algorithm: 'HS256', expiresIn: TOKEN_LIFETIME });
     res.json({ accessToken, user: { email: user.email, roles: user.roles.map((role) => role.name) } });
   });
 

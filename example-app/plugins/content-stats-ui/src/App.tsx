@@ -24,24 +24,29 @@ function toSubmission(entry: BcmsEntry): Submission {
   return { id: entry._id, name: field('name'), email: field('email'), message: field('message'), createdAt: entry.createdAt };
 }
 
-/** Entries per template as horizontal bars; the numbers are in its accessible name too. */
+/**
+ * Entries per template as horizontal bars; the numbers are in its accessible name too. HTML, not a
+ * fixed-size SVG: the bars shrink with the frame (a phone's is under 400 px wide) and the text does not.
+ */
 const Chart = defineComponent({
   props: { counts: { type: Array as () => TemplateCount[], required: true } },
   setup(props) {
     return () => {
       const max = Math.max(1, ...props.counts.map((count) => count.entries));
-      const row = 34;
       const summary = props.counts.map((count) => `${count.label || count.template}: ${count.entries}`).join(', ');
       return (
-        <svg class="bars" role="img" aria-label={`Entries per template. ${summary}`} width="520" height={props.counts.length * row + 8} data-testid="chart">
-          {props.counts.map((count, i) => (
-            <g transform={`translate(0, ${i * row + 4})`} key={count.template}>
-              <text x="0" y="19">{count.label || count.template}</text>
-              <rect x="150" y="4" height="22" rx="3" width={Math.max(2, (count.entries / max) * 300)} />
-              <text x={158 + Math.max(2, (count.entries / max) * 300)} y="19" data-testid="chart-value">{count.entries}</text>
-            </g>
+        <div class="bars" role="img" aria-label={`Entries per template. ${summary}`} data-testid="chart">
+          {props.counts.map((count) => (
+            <div class="bar-row" key={count.template}>
+              <span class="bar-label">{count.label || count.template}</span>
+              <span class="bar-track">
+                {/* The track's width less room for the number, in proportion to the largest count. */}
+                <span class="bar" style={{ width: `max(2px, calc((100% - 3rem) * ${count.entries / max}))` }} />
+                <span data-testid="chart-value">{count.entries}</span>
+              </span>
+            </div>
           ))}
-        </svg>
+        </div>
       );
     };
   },
@@ -121,33 +126,36 @@ export const App = defineComponent({
             <Chart counts={counts.value} />
           </section>,
           <section>
-            <table data-testid="submissions">
-              <caption>Recent form submissions</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Email</th>
-                  <th scope="col">Message</th>
-                  <th scope="col">Received</th>
-                </tr>
-              </thead>
-              <tbody>
-                {submissions.value.length === 0 ? (
+            {/* Four columns do not fit a phone: the table scrolls sideways in its own box (by keyboard too), the page does not. */}
+            <div class="table-scroll" role="region" aria-labelledby="submissions-caption" tabindex="0">
+              <table data-testid="submissions">
+                <caption id="submissions-caption">Recent form submissions</caption>
+                <thead>
                   <tr>
-                    <td colspan={4}>No submissions yet.</td>
+                    <th scope="col">Name</th>
+                    <th scope="col">Email</th>
+                    <th scope="col">Message</th>
+                    <th scope="col">Received</th>
                   </tr>
-                ) : (
-                  submissions.value.map((submission) => (
-                    <tr key={submission.id}>
-                      <td>{submission.name}</td>
-                      <td>{submission.email}</td>
-                      <td>{submission.message}</td>
-                      <td>{new Date(submission.createdAt).toLocaleString()}</td>
+                </thead>
+                <tbody>
+                  {submissions.value.length === 0 ? (
+                    <tr>
+                      <td colspan={4}>No submissions yet.</td>
                     </tr>
-                  ))
-                )}
-              </tbody>
-            </table>
+                  ) : (
+                    submissions.value.map((submission) => (
+                      <tr key={submission.id}>
+                        <td>{submission.name}</td>
+                        <td>{submission.email}</td>
+                        <td>{submission.message}</td>
+                        <td>{new Date(submission.createdAt).toLocaleString()}</td>
+                      </tr>
+                    ))
+                  )}
+                </tbody>
+              </table>
+            </div>
           </section>,
           <section aria-labelledby="send-title">
             <h2 id="send-title">Send a submission through the submit-form function</h2>
