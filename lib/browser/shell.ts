@@ -1,8 +1,10 @@
-// The admin shell, served at `<admin.path>` (default /bcms): sign-in, then a navigation whose
-// "Plugins" section lists every plugin with a UI; choosing one opens its UI in a frame, and the URL
-// (`<admin.path>/plugins/<name>`) says which, so reload and back work. Plain DOM: the shell must
-// not impose a framework on plugin UIs, which bring their own (Vue 3).
-import type { BcmsGlobal, BcmsSdkPlugin } from '../sdk/types';
+// The admin shell, served at `<admin.path>` (default /bcms): sign-in, then a top bar with the
+// signed-in user and "Sign out", and a navigation whose "Plugins" section lists every plugin with a
+// UI; choosing one opens its UI in a frame, and the URL (`<admin.path>/plugins/<name>`) says which,
+// so reload and back work. On a narrow screen the stylesheet folds the navigation (and the user)
+// into a menu that the top bar's "Menu" button opens. Plain DOM: the shell must not impose a
+// framework on plugin UIs, which bring their own (Vue 3).
+import type { BcmsGlobal, BcmsSdkPlugin, BcmsUser } from '../sdk/types';
 
 interface ShellConfig {
   title: string;
@@ -12,10 +14,23 @@ interface ShellConfig {
   shellPath: string;
 }
 
+/** A message above the sign-in form: news (`info`), or a `warning` that the session ended on its own. */
+interface Notice {
+  text: string;
+  tone: 'info' | 'warning';
+}
+
+/** The user chose to sign out: nothing went wrong, so it reads as information. */
+const SIGNED_OUT_BY_CHOICE: Notice = { text: 'You signed out.', tone: 'info' };
+/** The token expired or was refused (or another tab signed out): the user did not ask for it. */
+const SESSION_ENDED: Notice = { text: 'You were signed out. Sign in again.', tone: 'warning' };
+
 const config = JSON.parse((document.getElementById('bcms-shell-config') as HTMLElement).textContent as string) as ShellConfig;
 const sdk = (window as unknown as { bcms: BcmsGlobal }).bcms.sdk;
 const root = document.getElementById('bcms-shell') as HTMLElement;
 let plugins: BcmsSdkPlugin[] = [];
+/** True while the shell's own "Sign out" runs: the SDK's `bcms:signed-out` event is dispatched synchronously inside it. */
+let signingOut = false;
 
 /** An element with attributes and children; text children are text, never HTML. */
 function h(tag: string, attributes: Record<string, string> = {}, ...children: (Node | string)[]): HTMLElement {
@@ -37,17 +52,32 @@ function openPluginName(): string | null {
   }
 }
 
-function renderSignIn(notice?: string): void {
+function pluginHref(plugin: BcmsSdkPlugin): string {
+  return `${config.shellPath}/plugins/${encodeURIComponent(plugin.name)}`;
+}
+
+/** At the shell's own address (no plugin, nor anything else, named below it). */
+function atShellRoot(): boolean {
+  return location.pathname === config.shellPath || location.pathname === `${config.shellPath}/`;
+}
+
+/** Shown on screen (the stylesheet hides the folded navigation with display: none). */
+function isShown(element: Element): boolean {
+  return element.getClientRects().length > 0;
+}
+
+function renderSignIn(notice?: Notice): void {
   // A 401 in a plugin's frame arrives twice (its event and the storage event): one sign-in, one alert.
   if (notice !== undefined && root.querySelector('.bcms-signin') !== null) return;
   document.title = `Sign in · ${config.title}`;
   const email = h('input', { id: 'bcms-email', name: 'email', type: 'email', autocomplete: 'username', required: '' });
   const password = h('input', { id: 'bcms-password', name: 'password', type: 'password', autocomplete: 'current-password', required: '' });
-  const status = h('p', { role: 'alert', class: 'bcms-error' }, notice ?? '');
+  const status = h('p', { role: 'alert', class: 'bcms-error' });
   const form = h(
     'form',
     { 'aria-labelledby': 'bcms-signin-title' },
     h('h1', { id: 'bcms-signin-title' }, `Sign in to ${config.title}`),
+    ...(notice === undefined ? [] : [noticeElement(notice)]),
     h('label', { for: 'bcms-email' }, 'Email'),
     email,
     h('label', { for: 'bcms-password' }, 'Password'),
@@ -67,6 +97,11 @@ function renderSignIn(notice?: string): void {
   (email as HTMLInputElement).focus();
 }
 
+/** Information is a polite status; a warning is an alert, announced at once. */
+function noticeElement(notice: Notice): HTMLElement {
+  return h('p', { role: notice.tone === 'info' ? 'status' : 'alert', class: `bcms-notice bcms-notice-${notice.tone}` }, notice.text);
+}
+
 async function signIn(email: string, password: string): Promise<void> {
   const response = await fetch(config.loginUrl, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ email, password }) });
   const answer = (await response.json().catch(() => ({}))) as { accessToken?: string; message?: string };
@@ -77,47 +112,111 @@ async function signIn(email: string, password: string): Promise<void> {
 
 async function renderApp(): Promise<void> {
   root.replaceChildren(h('main', { 'aria-busy': 'true' }, h('p', { role: 'status' }, 'Loading plugins…')));
+  let user: BcmsUser | null;
   try {
-    plugins = (await sdk.plugin.getAll()).filter((plugin) => plugin.uiUrl !== null);
+    // Who is signed in only labels the top bar: a failure there must not keep the plugins away.
+    [plugins, user] = await Promise.all([sdk.plugin.getAll().then((all) => all.filter((plugin) => plugin.uiUrl !== null)), sdk.user.get().catch(() => null)]);
   } catch (error) {
     if (!(await sdk.isLoggedIn())) return; // a 401: the sign-out listener shows the sign-in
     root.replaceChildren(h('main', {}, h('p', { role: 'alert', class: 'bcms-error' }, `The plugins could not be listed: ${(error as Error).message}`)));
     return;
   }
+  const menuButton = h('button', { type: 'button', class: 'bcms-menu-button', 'aria-expanded': 'false', 'aria-controls': 'bcms-menu' }, h('span', { class: 'bcms-menu-icon', 'aria-hidden': 'true' }), 'Menu');
+  menuButton.addEventListener('click', () => setMenuOpen(menuButton.getAttribute('aria-expanded') !== 'true'));
+  const nav = navigation();
+  // One grid: the top bar, then the menu (the user and the navigation), then the plugin. On a wide
+  // screen the menu's parts sit in the grid's cells (the user at the top right, the navigation at
+  // the left); on a narrow one the menu is a panel over the plugin. The order is also the Tab order.
+  const app = h(
+    'div',
+    { class: 'bcms-app', 'data-menu': 'closed' },
+    h('header', { class: 'bcms-topbar' }, menuButton, h('span', { class: 'bcms-title' }, config.title)),
+    h('div', { id: 'bcms-menu', class: 'bcms-menu' }, account(user), nav),
+    h('main', { id: 'bcms-main' }),
+  );
+  app.addEventListener('keydown', (event) => {
+    if (event.key === 'Escape' && app.getAttribute('data-menu') === 'open') setMenuOpen(false);
+  });
+  root.replaceChildren(app);
+  showPlugin();
+  // After signing in, the keyboard starts at the navigation (or, folded away, at the button that opens it).
+  const link = (nav.querySelector('a[aria-current="page"]') ?? nav.querySelector('a') ?? nav.querySelector('h2')) as HTMLElement;
+  (isShown(link) ? link : menuButton).focus();
+}
+
+/** The signed-in user (when the user route named them) and the "Sign out" button. */
+function account(user: BcmsUser | null): HTMLElement {
   const signOutButton = h('button', { type: 'button', class: 'bcms-signout' }, 'Sign out');
-  signOutButton.addEventListener('click', () => sdk.signOut());
+  signOutButton.addEventListener('click', () => {
+    signingOut = true;
+    try {
+      sdk.signOut();
+    } finally {
+      signingOut = false;
+    }
+  });
+  const name = user === null ? '' : userLabel(user);
+  const who = name === '' ? [] : [h('p', { class: 'bcms-user', title: user?.email || name }, h('span', { class: 'bcms-visually-hidden' }, 'Signed in as '), name)];
+  return h('div', { class: 'bcms-account' }, ...who, signOutButton);
+}
+
+/** How the shell names a user: their name (BCMS's `personal`), else their email, else their user name. */
+function userLabel(user: BcmsUser): string {
+  const personal = user.customPool?.personal ?? {};
+  const name = [personal.firstName, personal.lastName].filter((part) => typeof part === 'string' && part.trim() !== '').join(' ');
+  return name || user.email || user.username || '';
+}
+
+function navigation(): HTMLElement {
   const list = h('ul', { 'aria-labelledby': 'bcms-plugins-heading' });
   for (const plugin of plugins) {
-    const link = h('a', { href: `${config.shellPath}/plugins/${encodeURIComponent(plugin.name)}`, 'data-plugin': plugin.name }, plugin.label);
+    const link = h('a', { href: pluginHref(plugin), 'data-plugin': plugin.name }, plugin.label) as HTMLAnchorElement;
     link.addEventListener('click', (event) => {
       // Ctrl/Cmd/Shift-click and middle clicks keep their meaning: a new tab or window.
       if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
       event.preventDefault();
-      history.pushState(null, '', link.getAttribute('href'));
+      // The plugin already open adds no history entry: Back would seem to do nothing.
+      if (location.pathname !== link.pathname) history.pushState(null, '', link.pathname);
+      setMenuOpen(false);
       showPlugin();
     });
     list.append(h('li', {}, link));
   }
-  const nav = h(
+  return h(
     'nav',
     { 'aria-label': `${config.title} navigation` },
     h('h2', { id: 'bcms-plugins-heading', tabindex: '-1' }, 'Plugins'),
     plugins.length > 0 ? list : h('p', {}, 'No plugin has a UI yet.'),
   );
-  root.replaceChildren(
-    h('header', {}, h('span', { class: 'bcms-title' }, config.title), signOutButton),
-    h('div', { class: 'bcms-layout' }, nav, h('main', { id: 'bcms-main' })),
-  );
-  showPlugin();
-  // After signing in, the keyboard starts at the navigation, not at the top of the page.
-  ((nav.querySelector('a[aria-current="page"]') ?? nav.querySelector('a') ?? nav.querySelector('h2')) as HTMLElement).focus();
+}
+
+/** Opens or closes the narrow screen's menu (on a wide one the stylesheet shows it always). */
+function setMenuOpen(open: boolean): void {
+  const app = root.querySelector('.bcms-app');
+  const button = root.querySelector('.bcms-menu-button') as HTMLElement | null;
+  if (app === null || button === null) return;
+  const menu = root.querySelector('.bcms-menu') as HTMLElement;
+  // A focused link that is about to be hidden would leave the keyboard nowhere: it goes back to the button.
+  const focusWasInside = menu.contains(document.activeElement);
+  app.setAttribute('data-menu', open ? 'open' : 'closed');
+  button.setAttribute('aria-expanded', String(open));
+  if (!open && focusWasInside && !isShown(document.activeElement as Element)) button.focus();
+}
+
+/** The plugin to show: the one the URL names; at the shell's root with a single plugin, that one, as there is nothing to choose. */
+function pluginToShow(): string | null {
+  const only = plugins.length === 1 ? plugins[0] : undefined;
+  if (only === undefined || !atShellRoot()) return openPluginName();
+  // Replaced, not pushed: Back then leaves the shell instead of landing here to be sent on again.
+  history.replaceState(null, '', pluginHref(only));
+  return only.name;
 }
 
 /** Opens the plugin the URL names in the main area (or says to choose one), and marks its link. */
 function showPlugin(): void {
   const main = document.getElementById('bcms-main');
   if (main === null) return;
-  const name = openPluginName();
+  const name = pluginToShow();
   const plugin = plugins.find((candidate) => candidate.name === name);
   for (const link of document.querySelectorAll('nav a[data-plugin]')) {
     if (link.getAttribute('data-plugin') === name) link.setAttribute('aria-current', 'page');
@@ -125,7 +224,7 @@ function showPlugin(): void {
   }
   if (plugin === undefined) {
     document.title = config.title;
-    main.replaceChildren(h('h1', {}, name === null ? 'Choose a plugin' : `No plugin "${name}" has a UI`), h('p', {}, 'The Plugins section lists every plugin with a UI.'));
+    main.replaceChildren(...placeholder(name));
     return;
   }
   document.title = `${plugin.label} · ${config.title}`;
@@ -134,9 +233,16 @@ function showPlugin(): void {
   main.replaceChildren(h('iframe', { src: plugin.uiUrl as string, title: `${plugin.label} plugin`, 'data-plugin': plugin.name }));
 }
 
-window.addEventListener('bcms:signed-out', () => renderSignIn('You were signed out. Sign in again.'));
+/** The main area with no plugin open: what to do next. */
+function placeholder(name: string | null): HTMLElement[] {
+  if (name !== null) return [h('h1', {}, `No plugin "${name}" has a UI`), h('p', {}, 'The Plugins section lists every plugin with a UI.')];
+  if (plugins.length === 0) return [h('h1', {}, 'No plugin has a UI yet'), h('p', {}, 'A plugin with a built UI (its ui: { dir } option) shows here.')];
+  return [h('h1', {}, 'Choose a plugin'), h('p', {}, 'The Plugins section lists every plugin with a UI.')];
+}
+
+window.addEventListener('bcms:signed-out', () => renderSignIn(signingOut ? SIGNED_OUT_BY_CHOICE : SESSION_ENDED));
 window.addEventListener('storage', (event) => {
-  if (event.key === 'bcms.accessToken' && event.newValue === null) renderSignIn('You were signed out. Sign in again.');
+  if (event.key === 'bcms.accessToken' && event.newValue === null) renderSignIn(SESSION_ENDED);
 });
 window.addEventListener('popstate', () => showPlugin());
 

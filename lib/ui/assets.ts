@@ -244,27 +244,61 @@ function shellPage(admin: AdminSettings, base: string): string {
 <title>${title}</title>
 <style>
   :root { font-family: system-ui, sans-serif; color: #1d2330; background: #f5f6f8; }
+  *, *::before, *::after { box-sizing: border-box; }
   body { margin: 0; }
-  header { display: flex; justify-content: space-between; align-items: center; padding: 0.75rem 1.25rem; background: #1d2330; color: #fff; }
-  .bcms-title { font-weight: 600; }
-  .bcms-layout { display: grid; grid-template-columns: 14rem 1fr; min-height: calc(100vh - 3.5rem); }
-  nav { padding: 1rem; background: #fff; border-right: 1px solid #dde1e8; }
+  /* One grid, the whole screen high: the plugin's frame scrolls inside it, the shell never does.
+     The menu's parts (the user, the navigation) sit in its cells: display: contents. */
+  .bcms-app { display: grid; grid-template-columns: 14rem minmax(0, 1fr); grid-template-rows: auto minmax(0, 1fr); grid-template-areas: "top account" "nav main"; height: 100vh; height: 100dvh; }
+  .bcms-topbar, .bcms-account { display: flex; align-items: center; gap: 0.75rem; min-width: 0; padding: 0.75rem 1.25rem; background: #1d2330; color: #fff; }
+  .bcms-topbar { grid-area: top; }
+  .bcms-title { font-weight: 600; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+  .bcms-menu { display: contents; }
+  .bcms-menu-button { display: none; align-items: center; gap: 0.5rem; }
+  .bcms-menu-icon { width: 1rem; height: 2px; margin: 5px 0; background: currentColor; box-shadow: 0 -5px currentColor, 0 5px currentColor; }
+  .bcms-account { grid-area: account; justify-content: flex-end; }
+  .bcms-user { margin: 0; min-width: 0; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; color: #c9d1e0; }
+  .bcms-visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
+  nav { grid-area: nav; overflow-y: auto; padding: 1rem; background: #fff; border-right: 1px solid #dde1e8; }
   nav h2 { font-size: 0.8rem; text-transform: uppercase; letter-spacing: 0.05em; color: #5b6475; margin: 0 0 0.5rem; }
   nav ul { list-style: none; margin: 0; padding: 0; }
-  nav a { display: block; padding: 0.4rem 0.6rem; border-radius: 0.4rem; color: inherit; text-decoration: none; }
+  nav a { display: block; padding: 0.4rem 0.6rem; border-radius: 0.4rem; color: inherit; text-decoration: none; overflow-wrap: anywhere; }
   nav a:hover { background: #eef1f6; }
   nav a[aria-current="page"] { background: #dfe7ff; font-weight: 600; }
   main { padding: 1rem; }
-  iframe { width: 100%; height: calc(100vh - 6rem); border: 1px solid #dde1e8; border-radius: 0.5rem; background: #fff; }
+  #bcms-main { grid-area: main; display: flex; flex-direction: column; min-width: 0; }
+  #bcms-main h1 { font-size: 1.5rem; margin: 0.5rem 0; }
+  #bcms-main p { margin: 0 0 1rem; }
+  iframe { flex: 1; width: 100%; border: 1px solid #dde1e8; border-radius: 0.5rem; background: #fff; }
   .bcms-signin { display: flex; justify-content: center; padding-top: 10vh; }
-  .bcms-signin form { display: grid; gap: 0.5rem; width: 20rem; padding: 1.5rem; background: #fff; border-radius: 0.75rem; box-shadow: 0 1px 4px #0002; }
+  .bcms-signin form { display: grid; gap: 0.5rem; width: min(23rem, 100%); padding: 1.5rem 1.5rem 0.75rem; background: #fff; border-radius: 0.75rem; box-shadow: 0 1px 4px #0002; }
   .bcms-signin h1 { font-size: 1.25rem; margin: 0 0 0.5rem; }
   input { padding: 0.5rem; border: 1px solid #b8bfcc; border-radius: 0.4rem; font: inherit; }
   button { padding: 0.5rem 0.9rem; border: 0; border-radius: 0.4rem; background: #3357d6; color: #fff; font: inherit; cursor: pointer; }
-  header button { background: #ffffff22; }
+  .bcms-topbar button, .bcms-account button { flex: none; background: #ffffff22; }
   :focus-visible { outline: 3px solid #0b57d0; outline-offset: 2px; }
-  header :focus-visible { outline-color: #fff; }
+  .bcms-topbar :focus-visible, .bcms-account :focus-visible { outline-color: #fff; }
   .bcms-error { color: #b00020; min-height: 1.2em; margin: 0; }
+  /* Above the sign-in form: a chosen sign-out is news (neutral); a session that ended is a warning. */
+  .bcms-notice { margin: 0 0 0.5rem; padding: 0.6rem 0.75rem; border-left: 0.3rem solid; border-radius: 0.4rem; }
+  .bcms-notice-info { border-color: #3357d6; background: #eef1f6; }
+  .bcms-notice-warning { border-color: #a35a00; background: #fff4e5; }
+  /* A narrow screen (a phone): the navigation and the user fold into a menu, a panel over the
+     plugin that the top bar's button opens; the plugin's frame takes the whole width. */
+  @media (max-width: 48rem) {
+    .bcms-app { grid-template-columns: minmax(0, 1fr); grid-template-areas: "top" "main"; }
+    .bcms-topbar { padding: 0.5rem 0.75rem; }
+    .bcms-menu-button { display: inline-flex; }
+    .bcms-menu { display: none; grid-area: main; align-self: start; z-index: 1; max-height: 100%; overflow-y: auto; background: #fff; border-bottom: 1px solid #dde1e8; box-shadow: 0 8px 16px #0002; }
+    .bcms-app[data-menu="open"] .bcms-menu { display: block; }
+    .bcms-account { justify-content: space-between; padding: 0.75rem 1rem; background: none; color: inherit; border-bottom: 1px solid #dde1e8; }
+    .bcms-user { color: #5b6475; }
+    .bcms-account button { background: #3357d6; }
+    .bcms-account :focus-visible { outline-color: #0b57d0; }
+    nav { border-right: 0; }
+    #bcms-main:has(> iframe) { padding: 0; }
+    iframe { border: 0; border-radius: 0; }
+    .bcms-signin { padding: 8vh 1rem 1rem; }
+  }
 </style>
 <script type="application/json" id="bcms-shell-config">${config}</script>
 <script type="module" src="${attribute(base + SDK_PATH)}"></script>

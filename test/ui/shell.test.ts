@@ -54,7 +54,7 @@ if (!found) {
     await page.getByRole('button', { name: 'Sign in' }).click();
   }
 
-  test('sign in, see the Plugins section list the plugin by its readable name', async () => {
+  test('sign in: the only plugin opens at once (nothing to choose), its chart and table filled from the database', async () => {
     await page.goto(`${url}/bcms`);
     await page.getByRole('heading', { name: 'Sign in to BCMS' }).waitFor();
     await page.screenshot({ path: path.join(SCREENSHOTS, '1-sign-in.png') });
@@ -63,26 +63,43 @@ if (!found) {
     await page.getByLabel('Password').fill('wrong');
     await page.getByRole('button', { name: 'Sign in' }).click();
     await expectVisible(page.getByRole('alert').filter({ hasText: /wrong email or password/i }));
+    const entries = await page.evaluate('history.length');
     await signIn();
-    const nav = page.getByRole('navigation', { name: 'BCMS navigation' });
-    await expectVisible(nav.getByRole('heading', { name: 'Plugins' }));
-    await expectVisible(nav.getByRole('link', { name: 'Content stats' }));
-    await expectVisible(page.getByRole('heading', { name: 'Choose a plugin' }));
-    // The keyboard starts at the navigation: its first plugin link has the focus.
-    expect(await page.evaluate('document.activeElement.textContent')).toBe('Content stats');
-  }, 30_000);
-
-  test('open it by keyboard: the URL names it, its chart and table are filled from the database', async () => {
-    // From the sign-out button, Tab reaches the plugin link; Enter opens it.
-    await page.getByRole('button', { name: 'Sign out' }).focus();
-    await page.keyboard.press('Tab');
-    expect(await page.evaluate('document.activeElement.textContent')).toBe('Content stats');
-    await page.keyboard.press('Enter');
+    // The example app has one plugin with a UI: the shell opens it, and the URL names it.
     await page.waitForURL(`${url}/bcms/plugins/content-stats`);
-    expect(await page.getByRole('link', { name: 'Content stats' }).getAttribute('aria-current')).toBe('page');
     // The seed: three blog posts, no submission yet.
     await expectVisible(plugin().getByRole('img', { name: 'Entries per template. Blog: 3, Form submissions: 0' }));
     await expectVisible(plugin().getByRole('table', { name: 'Recent form submissions' }).getByRole('cell', { name: 'No submissions yet.' }));
+    expect(await page.getByRole('heading', { name: 'Choose a plugin' }).count()).toBe(0);
+    // The address was replaced, not added to: Back does not return to /bcms only to be sent on again.
+    expect(await page.evaluate('history.length')).toBe(entries);
+    const nav = page.getByRole('navigation', { name: 'BCMS navigation' });
+    await expectVisible(nav.getByRole('heading', { name: 'Plugins' }));
+    expect(await nav.getByRole('link', { name: 'Content stats' }).getAttribute('aria-current')).toBe('page');
+    // The keyboard starts at the navigation: the open plugin's link has the focus.
+    expect(await page.evaluate('document.activeElement.textContent')).toBe('Content stats');
+  }, 30_000);
+
+  test('the top bar shows who is signed in, beside Sign out', async () => {
+    // The example app's token carries the email; the shell reads it through GET /api/extensions/user.
+    const user = page.getByText('Signed in as admin@example.com');
+    await expectVisible(user);
+    const signOut = page.getByRole('button', { name: 'Sign out' });
+    const [userBox, buttonBox] = [await user.boundingBox(), await signOut.boundingBox()];
+    // On one line: the button's row holds the user's name.
+    expect(userBox!.y).toBeLessThan(buttonBox!.y + buttonBox!.height);
+    expect(userBox!.y + userBox!.height).toBeGreaterThan(buttonBox!.y);
+  }, 30_000);
+
+  test('by keyboard: Tab goes from Sign out to the plugin link; Enter on the open plugin adds no history entry', async () => {
+    await page.getByRole('button', { name: 'Sign out' }).focus();
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate('document.activeElement.textContent')).toBe('Content stats');
+    const entries = await page.evaluate('history.length');
+    await page.keyboard.press('Enter');
+    expect(page.url()).toBe(`${url}/bcms/plugins/content-stats`);
+    expect(await page.evaluate('history.length')).toBe(entries);
+    await expectVisible(plugin().getByRole('img', { name: /^Entries per template\./ }));
   }, 30_000);
 
   test('call a function from the UI: the submission is stored, and the table and chart show it', async () => {
@@ -143,15 +160,61 @@ if (!found) {
     expect(result.plugins).toEqual([]);
   });
 
-  test('reload keeps the plugin open; back and forward move between the shell and it', async () => {
+  test('reload keeps the plugin open; back and forward move between another shell page and it', async () => {
     await page.reload();
     await expectVisible(plugin().getByRole('table', { name: 'Recent form submissions' }).getByRole('cell', { name: 'Ada Lovelace' }));
+    // A URL that names no plugin says so, even with a single plugin to open.
+    await page.goto(`${url}/bcms/plugins/missing`);
+    await expectVisible(page.getByRole('heading', { name: 'No plugin "missing" has a UI' }));
+    await page.getByRole('link', { name: 'Content stats' }).click();
+    await page.waitForURL(`${url}/bcms/plugins/content-stats`);
+    await expectVisible(plugin().getByRole('img', { name: /Form submissions: 1/ }));
     await page.goBack();
-    await page.waitForURL(`${url}/bcms`);
-    await expectVisible(page.getByRole('heading', { name: 'Choose a plugin' }));
+    await page.waitForURL(`${url}/bcms/plugins/missing`);
+    await expectVisible(page.getByRole('heading', { name: 'No plugin "missing" has a UI' }));
     await page.goForward();
     await page.waitForURL(`${url}/bcms/plugins/content-stats`);
     await expectVisible(plugin().getByRole('img', { name: /Form submissions: 1/ }));
+  }, 30_000);
+
+  test('400 px wide: the navigation folds into a menu, and the plugin takes the whole width', async () => {
+    await page.setViewportSize({ width: 400, height: 800 });
+    try {
+      const nav = page.getByRole('navigation', { name: 'BCMS navigation' });
+      const menu = page.getByRole('button', { name: 'Menu' });
+      await expectVisible(menu);
+      expect(await menu.getAttribute('aria-expanded')).toBe('false');
+      expect(await nav.isVisible()).toBe(false);
+      const frame = (await page.locator('iframe[title="Content stats plugin"]').boundingBox())!;
+      expect(frame.x).toBeLessThanOrEqual(1);
+      expect(frame.width).toBeGreaterThanOrEqual(398);
+      // Nothing of the shell reaches past the screen's edge...
+      expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(400);
+      // ...nor of the example plugin: its chart fits, and its table scrolls in a box of its own.
+      const chart = (await plugin().getByRole('img', { name: /^Entries per template\./ }).boundingBox())!;
+      expect(chart.x + chart.width).toBeLessThanOrEqual(400);
+      const pluginPage = page.frames().find((candidate) => candidate.url().includes('/plugin/content-stats/'))!;
+      expect(await pluginPage.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true);
+
+      // The menu holds the navigation, the user and Sign out; Escape closes it and gives the focus back to its button.
+      await menu.click();
+      expect(await menu.getAttribute('aria-expanded')).toBe('true');
+      await expectVisible(nav.getByRole('link', { name: 'Content stats' }));
+      await expectVisible(page.getByText('Signed in as admin@example.com'));
+      await expectVisible(page.getByRole('button', { name: 'Sign out' }));
+      await page.screenshot({ path: path.join(SCREENSHOTS, '2b-narrow-menu.png') });
+      await page.keyboard.press('Escape');
+      expect(await nav.isVisible()).toBe(false);
+      expect(await page.evaluate('document.activeElement.textContent')).toBe('Menu');
+      // Choosing a plugin closes it.
+      await menu.click();
+      await nav.getByRole('link', { name: 'Content stats' }).click();
+      expect(await nav.isVisible()).toBe(false);
+      expect(await menu.getAttribute('aria-expanded')).toBe('false');
+      await expectVisible(plugin().getByRole('img', { name: /Form submissions: 1/ }));
+    } finally {
+      await page.setViewportSize({ width: 1200, height: 800 });
+    }
   }, 30_000);
 
   test('a 401 inside the plugin signs the user out of the shell; signing in again reopens the plugin', async () => {
@@ -162,7 +225,9 @@ if (!found) {
     await plugin().getByLabel('Message').fill('Too late');
     await plugin().getByRole('button', { name: 'Send' }).click();
     await expectVisible(page.getByRole('heading', { name: 'Sign in to BCMS' }));
+    // The user did not ask for it: a warning (an alert), not the news a chosen sign-out is.
     await expectVisible(page.getByRole('alert').filter({ hasText: 'You were signed out. Sign in again.' }));
+    expect(await page.getByRole('status').filter({ hasText: 'You signed out.' }).count()).toBe(0);
     expect(await page.evaluate("localStorage.getItem('bcms.accessToken')")).toBeNull();
     await page.screenshot({ path: path.join(SCREENSHOTS, '3-signed-out.png') });
     await signIn();
@@ -170,9 +235,20 @@ if (!found) {
     expect(page.url()).toBe(`${url}/bcms/plugins/content-stats`);
   }, 30_000);
 
-  test('sign out with the button: the sign-in shows, and the token is gone', async () => {
+  test('sign out with the button: the sign-in says so as information, not as an error, and the token is gone', async () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     await expectVisible(page.getByRole('heading', { name: 'Sign in to BCMS' }));
+    const notice = page.getByRole('status').filter({ hasText: 'You signed out.' });
+    await expectVisible(notice);
+    await page.screenshot({ path: path.join(SCREENSHOTS, '4-signed-out-by-choice.png') });
+    expect(await page.getByRole('alert').filter({ hasText: /signed out/ }).count()).toBe(0);
+    // Not in the error's colour: the text keeps the page's own.
+    const colours = await page.evaluate(() => {
+      const colour = (selector: string) => getComputedStyle(document.querySelector(selector) as Element).color;
+      return { notice: colour('[role="status"]'), error: colour('.bcms-error'), page: colour('form') };
+    });
+    expect(colours.notice).not.toBe(colours.error);
+    expect(colours.notice).toBe(colours.page);
     expect(await page.evaluate("localStorage.getItem('bcms.accessToken')")).toBeNull();
     expect(await page.evaluate('window.bcms.sdk.getAccessToken()')).toBeNull();
     expect(await page.evaluate('window.bcms.sdk.isLoggedIn()')).toBe(false);
