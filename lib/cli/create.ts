@@ -143,6 +143,7 @@ export default defineConfig({ base: './', plugins: [vueJsx()], build: { outDir: 
     <meta charset="utf-8" />
     <meta name="viewport" content="width=device-width, initial-scale=1" />
     <title>${name}</title>
+    <link rel="stylesheet" href="./src/style.css" />
   </head>
   <body>
     <div id="app"></div>
@@ -150,7 +151,10 @@ export default defineConfig({ base: './', plugins: [vueJsx()], build: { outDir: 
   </body>
 </html>
 `,
-    'ui/src/main.tsx': `import { createApp } from 'vue';
+    'ui/src/main.tsx': `// The admin shell's look: its font and colours (--bcms-ui-* variables), and the bcms-ui-* classes
+// of its buttons and fields. This UI's own rules are in style.css (index.html links it).
+import 'bcms-extensions/ui/styles.css';
+import { createApp } from 'vue';
 import { App } from './App';
 
 createApp(App).mount('#app');
@@ -166,7 +170,8 @@ export const App = defineComponent({
     const greeting = ref('');
     const templates = ref<string[]>([]);
     const state = ref<'loading' | 'ready'>('loading');
-    onMounted(async () => {
+    async function load(): Promise<void> {
+      state.value = 'loading';
       // throwable shows an error as a notification; on success, the second function gets the result.
       await window.bcms.util.throwable(
         async () =>
@@ -182,23 +187,41 @@ export const App = defineComponent({
           state.value = 'ready';
         },
       );
-    });
+    }
+    onMounted(load);
+    // bcms-ui-plugin-layout: the shell's font, colours and background around the whole UI.
     return () => (
-      <main>
+      <main class="bcms-ui-plugin-layout plugin">
         <h1>${name}</h1>
         {state.value === 'loading' && <p role="status">Loading…</p>}
         {state.value === 'ready' && [
-          <p>{greeting.value}</p>,
-          <ul aria-label="Templates">
-            {templates.value.map((template) => (
-              <li key={template}>{template}</li>
-            ))}
-          </ul>,
+          <p class="plugin-lead">{greeting.value}</p>,
+          <section class="plugin-card" aria-labelledby="templates-title">
+            <h2 id="templates-title">Templates</h2>
+            <ul aria-label="Templates">
+              {templates.value.map((template) => (
+                <li key={template}>{template}</li>
+              ))}
+            </ul>
+            <button type="button" class="bcms-ui-button bcms-ui-button-secondary bcms-ui-button-s" onClick={load}>
+              Reload
+            </button>
+          </section>,
         ]}
       </main>
     );
   },
 });
+`,
+    'ui/src/style.css': `/* This UI's own rules, over the shell's look (bcms-extensions/ui/styles.css, imported in main.tsx),
+   whose --bcms-ui-* colours they use. */
+body { margin: 0; }
+.plugin { padding: 1.5rem; }
+.plugin h1 { margin: 0 0 0.25rem; font-size: 1.5rem; }
+.plugin-lead { margin: 0 0 1.5rem; color: var(--bcms-ui-muted); }
+.plugin-card { max-width: 40rem; padding: 1rem 1.25rem; border: 1px solid var(--bcms-ui-line); border-radius: var(--bcms-ui-radius); background: var(--bcms-ui-surface); }
+.plugin-card h2 { margin: 0 0 0.5rem; font-size: 1.1rem; }
+.plugin-card ul { margin: 0 0 1rem; padding-left: 1.25rem; }
 `,
   };
 }
