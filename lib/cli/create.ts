@@ -265,7 +265,7 @@ export async function runCreate(args: readonly string[], io: Io, cwd = process.c
   const install = what === 'plugin' ? 'npm install            # the back end at the root; the UI in ui/ (postinstall)' : 'npm install';
   io.out(
     `Created the ${what === 'plugin' ? 'plugin' : 'functions'} project ${name}/. Next:\n` +
-      `  cd ${name}\n  ${install}\n  cp .env.example .env   # BCMS_URL; then a key that may deploy: BCMS_TOKEN=<admin JWT> npx bcms-ext keys create --name deployer --deploy --env-file .env\n` +
+      `  cd ${name}\n  ${install}\n  cp .env.example .env   # BCMS_URL; then a key that may deploy: BCMS_TOKEN=<admin JWT> npx --no bcms-ext keys create --name deployer --deploy --env-file .env\n` +
       `  npm run bundle\n  npm run deploy\n`,
   );
   return 0;

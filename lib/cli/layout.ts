@@ -42,7 +42,7 @@ export function functionsDir(root: string): string | undefined {
  * machine as well as this one:
  * - run from a checkout of this package: `file:` and the path from the project to it, relative, so
  *   that the two folders may move together;
- * - run from a copy installed in an app (`npx bcms-ext` there): what that app's package.json says,
+ * - run from a copy installed in an app (`npx --no bcms-ext` there): what that app's package.json says,
  *   a relative `file:` path (to a tarball, say) made relative to the project;
  * - else the version, `^x.y.z`.
  */

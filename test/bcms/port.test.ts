@@ -192,7 +192,7 @@ describe('bcms-ext port on a copy of a BCMS v3 project', () => {
         '  .gitignore: added bcms-bundle/, .env',
         'Next:',
         '  npm install',
-        '  cp .env.example .env   # BCMS_URL; then a key that may deploy: BCMS_TOKEN=<admin JWT> npx bcms-ext keys create --name deployer --deploy --env-file .env',
+        '  cp .env.example .env   # BCMS_URL; then a key that may deploy: BCMS_TOKEN=<admin JWT> npx --no bcms-ext keys create --name deployer --deploy --env-file .env',
         '  npm run bundle',
         '  npm run deploy',
         '',

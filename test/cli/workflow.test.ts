@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
-import { BIN, get, output, request, run, service, useWorkflowService, waitFor, writeEnv } from '../support/workflow';
+import { BIN, ROOT, get, output, request, run, service, useWorkflowService, waitFor, writeEnv } from '../support/workflow';
 
 // The whole workflow as a user runs it: bcms-ext create, npm install (from the registry), npm run
 // bundle, npm run deploy, npm run dev, against the example app as `npm start` runs it.
@@ -19,18 +19,42 @@ function project(kind: 'plugin' | 'functions', name: string): string {
   return dir;
 }
 
-test('a plugin project: create, install, bundle, deploy, rename, a type error, a broken bundle, npm run dev', async () => {
-  const dir = project('plugin', 'workflow-plugin');
-  expect(fs.existsSync(path.join(dir, 'ui', 'node_modules', 'vue'))).toBe(true); // UI dependencies inside ui/
+/**
+ * The README's deploy walkthrough, run by bash line by line as a reader types it, in an app that
+ * depends on this package (its node_modules links it, as npm links a `file:` dependency): the
+ * plugin named `name` instead of hello-stats, and the service's URL for http://localhost:8080 (the
+ * environment's BCMS_URL, which the commands prefer to .env's). Resolves to the project's folder
+ * what the walkthrough's last line, its curl, printed, and all it printed.
+ */
+function readmeWalkthrough(name: string): { dir: string; printed: string; all: string } {
+  const readme = fs.readFileSync(path.join(__dirname, '..', '..', 'README.md'), 'utf8');
+  const block = /<!-- deploy-walkthrough:start -->\s*```sh\n([\s\S]*?)```\s*<!-- deploy-walkthrough:end -->/.exec(readme)?.[1];
+  if (block === undefined) throw new Error('README.md has no deploy-walkthrough block');
+  const app = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-walkthrough-'));
+  fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'an-app', private: true, dependencies: { 'bcms-extensions': 'file:' + ROOT } }));
+  fs.mkdirSync(path.join(app, 'node_modules', '.bin'), { recursive: true });
+  fs.symlinkSync(ROOT, path.join(app, 'node_modules', 'bcms-extensions'));
+  fs.symlinkSync(path.join('..', 'bcms-extensions', 'dist', 'cli', 'bin.js'), path.join(app, 'node_modules', '.bin', 'bcms-ext'));
+  const script = `set -e\n${block.replaceAll('hello-stats', name).replaceAll('http://localhost:8080', service.base)}`;
+  const walked = run('bash', ['-c', script], app, { BCMS_URL: service.base, TOKEN: service.token });
+  if (walked.status !== 0) throw new Error(`the README's walkthrough failed:\n${output(walked)}`);
+  // The later commands, run without that environment, find the service through .env, as at 8080.
+  const env = path.join(app, name, '.env');
+  fs.writeFileSync(env, fs.readFileSync(env, 'utf8').replace(/^BCMS_URL=.*$/m, `BCMS_URL=${service.base}`));
+  return { dir: path.join(app, name), printed: walked.stdout.trim().split('\n').at(-1)!, all: output(walked) };
+}
 
-  const bundled = run('npm', ['run', 'bundle'], dir);
-  expect(bundled.status).toBe(0);
-  expect(output(bundled)).toMatch(/Type-checking backend\/\.\.\. ok\nBundling backend\/main\.ts\.\.\. [\d.]+ KB\nBuilding ui\/\.\.\. \d+ files\nWrote bcms-bundle\/plugin-workflow-plugin\.json/);
+test("a plugin project: the README's walkthrough (create, install, key, bundle, deploy), then rename, a type error, a broken bundle, npm run dev", async () => {
+  const { dir, printed, all } = readmeWalkthrough('workflow-plugin');
+  expect(JSON.parse(printed)).toEqual({ message: 'Hello from workflow-plugin!' });
+  expect(fs.existsSync(path.join(dir, 'ui', 'node_modules', 'vue'))).toBe(true); // UI dependencies inside ui/
+  expect(fs.readFileSync(path.join(dir, '.env'), 'utf8')).toMatch(/^BCMS_KEY_ID=.+$/m); // written by keys create --env-file
+  expect(all).toMatch(/Type-checking backend\/\.\.\. ok\nBundling backend\/main\.ts\.\.\. [\d.]+ KB\nBuilding ui\/\.\.\. \d+ files\nWrote bcms-bundle\/plugin-workflow-plugin\.json/);
+  expect(all).toMatch(/Deploying plugin workflow-plugin 0\.1\.0 \([\d.]+ KB\) to http:\/\/localhost:\d+\.\.\. live\./);
   const written = JSON.parse(fs.readFileSync(path.join(dir, 'bcms-bundle', 'plugin-workflow-plugin.json'), 'utf8')) as { manifest: Record<string, string>; code: string };
   expect(written.manifest).toMatchObject({ kind: 'plugin', name: 'workflow-plugin', version: '0.1.0', sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
   expect(written.code).toContain('require("bcms-extensions")');
 
-  expect(output(run('npm', ['run', 'deploy'], dir))).toMatch(/Deploying plugin workflow-plugin 0\.1\.0 \([\d.]+ KB\) to http:\/\/localhost:\d+\.\.\. live\./);
   expect(await get('/api/plugin/workflow-plugin/hello/world')).toEqual({ status: 200, body: { message: 'Hello from workflow-plugin!' } });
   expect((await get('/api/plugin/workflow-plugin/hello/templates')).status).toBe(401);
   expect((await get('/api/plugin/workflow-plugin/hello/templates', { Authorization: `Bearer ${service.token}` })).body).toMatchObject({ templates: ['blog', 'form-submissions'] });

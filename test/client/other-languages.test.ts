@@ -8,11 +8,11 @@ import { buildApp } from '../support/app';
 import { sharedTestDatabase } from '../support/database';
 import { hmacKey } from '../support/signature';
 
-/** The README's Python signing example, between its markers. */
+/** The Python signing example of docs/signed-calls.md, between its markers. */
 function readmePython(): string {
-  const readme = fs.readFileSync(path.resolve(__dirname, '..', '..', 'README.md'), 'utf8');
-  const block = /<!-- python-signing:start -->\s*```python\n([\s\S]*?)```\s*<!-- python-signing:end -->/.exec(readme);
-  if (!block) throw new Error('README.md has no python-signing block');
+  const page = fs.readFileSync(path.resolve(__dirname, '..', '..', 'docs', 'signed-calls.md'), 'utf8');
+  const block = /<!-- python-signing:start -->\s*```python\n([\s\S]*?)```\s*<!-- python-signing:end -->/.exec(page);
+  if (!block) throw new Error('docs/signed-calls.md has no python-signing block');
   return block[1] as string;
 }
 
@@ -28,7 +28,7 @@ const submitForm = createBcmsFunction(async () => ({
 let server: Server;
 afterAll(() => new Promise((resolve) => server?.close(resolve)));
 
-test("the README's Python example signs a call the router accepts", async () => {
+test("the docs' Python example signs a call the router accepts", async () => {
   const t = await buildApp({ functions: [submitForm] });
   server = t.app.listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));

@@ -7,7 +7,8 @@ import { start, stopStartedApps } from './example';
 
 // The workflow tests' service: the example app as `npm start` runs it, a token and a deploy key, and
 // the commands and requests a user makes against it.
-export const BIN = path.resolve(__dirname, '..', '..', 'dist', 'cli', 'bin.js');
+export const ROOT = path.resolve(__dirname, '..', '..');
+export const BIN = path.join(ROOT, 'dist', 'cli', 'bin.js');
 export const PASSWORD = 'workflow-password';
 /** Set by `useWorkflowService()` before the file's tests run. */
 export const service = { base: '', token: '', deployKey: {} as Record<string, string> };

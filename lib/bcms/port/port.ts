@@ -355,7 +355,7 @@ export async function runPort(args: readonly string[], io: Io, cwd = process.cwd
   for (const warning of warnings) io.err(`Warning: ${warning}\n`);
   if (changes.length > 0 && !dryRun) {
     io.out(
-      `Next:\n  npm install\n  cp .env.example .env   # BCMS_URL; then a key that may deploy: BCMS_TOKEN=<admin JWT> npx bcms-ext keys create --name deployer --deploy --env-file .env\n` +
+      `Next:\n  npm install\n  cp .env.example .env   # BCMS_URL; then a key that may deploy: BCMS_TOKEN=<admin JWT> npx --no bcms-ext keys create --name deployer --deploy --env-file .env\n` +
         `  npm run bundle\n  npm run deploy\n`,
     );
   }
