@@ -12,9 +12,12 @@ const root = path.resolve(__dirname, '..', '..');
 const manifest = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
 const npm = (args, cwd) => execFileSync('npm', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_OPTIONS: '' } });
 
-/** `npm pack` of the built package into `dir`; the tarball's path. */
+/**
+ * `npm pack` of the built package into `dir`; the tarball's path. Without its prepack script (a
+ * full build, which would empty dist/ under the tests running beside it): `npm test` built it.
+ */
 function pack(dir) {
-  const [packed] = JSON.parse(npm(['pack', '--json', '--pack-destination', dir], root));
+  const [packed] = JSON.parse(npm(['pack', '--json', '--ignore-scripts', '--pack-destination', dir], root));
   return path.join(dir, packed.filename);
 }
 
