@@ -144,7 +144,7 @@ async function startNewPglite(PGlite: typeof import('@electric-sql/pglite').PGli
   let entries: TarEntry[] | undefined;
   let tar: Buffer | undefined;
   try {
-    tar = await loadPgliteTemplate();
+    tar = await loadPgliteTemplate({ keepUnpacked: inMemory });
     entries = readTar(tar);
   } catch (error) {
     logger?.warn({ err: error }, 'bcms-extensions: no PGlite template; PGlite runs initdb itself (seconds, and its memory stays taken)');

@@ -7,7 +7,7 @@ import { MIGRATIONS_TABLE } from '../../lib';
 import { openDatabase } from '../../lib/db/connection';
 import { memoryLogger } from '../support/app';
 import { LOCK_FILE } from '../../lib/db/pglite-lock';
-import { loadPgliteTemplate, makeTemplate, readTar, writeTar } from '../../lib/db/pglite-template';
+import { loadPgliteTemplate, makeTemplate, readTar, shippedTemplate, writeTar } from '../../lib/db/pglite-template';
 
 // The embedded database (PGlite): a new one starts from the template, one data directory has one
 // owner, and what a write acknowledged survives the process being killed. Processes of their own
@@ -184,6 +184,18 @@ describe('the template', () => {
     expect((await db.query<{ name: string }>(`select name from ${MIGRATIONS_TABLE} order by id`)).rows.map((row) => row.name)).toEqual(migrationNames());
     await db.close();
   }, 120_000);
+
+  test('the shipped template is unpacked in memory; kept unpacked in the temporary directory only when asked (memory:// loads)', async () => {
+    const cached = path.join(newDir('cache'), 'user', 'pglite-test.tar');
+    const once = await loadPgliteTemplate({}, shippedTemplate(), cached);
+    expect(readTar(once).some((entry) => entry.name === 'PG_VERSION')).toBe(true);
+    expect(fs.existsSync(cached)).toBe(false);
+    const kept = await loadPgliteTemplate({ keepUnpacked: true }, shippedTemplate(), cached);
+    expect(fs.readFileSync(cached).equals(kept)).toBe(true);
+    expect(fs.statSync(path.dirname(cached)).mode & 0o777).toBe(0o700);
+    // The next load reads the kept copy: no shipped template needed any more.
+    expect((await loadPgliteTemplate({}, path.join(path.dirname(cached), 'none.tar.br'), cached)).equals(once)).toBe(true);
+  });
 
   test('a tar that is not a data directory is refused, naming the entry', () => {
     const dir = newDir('tar');
