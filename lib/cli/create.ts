@@ -152,8 +152,10 @@ export default defineConfig({ base: './', plugins: [vueJsx()], build: { outDir: 
 </html>
 `,
     'ui/src/main.tsx': `// The admin shell's look: its font and colours (--bcms-ui-* variables), and the bcms-ui-* classes
-// of its buttons and fields. This UI's own rules are in style.css (index.html links it).
-import 'bcms-extensions/ui/styles.css';
+// of its buttons and fields (base.css: the stylesheet without Tailwind's directives, which a UI
+// built with Tailwind imports as bcms-extensions/ui/styles.css). This UI's own rules are in
+// style.css (index.html links it).
+import 'bcms-extensions/ui/base.css';
 import { createApp } from 'vue';
 import { App } from './App';
 
@@ -213,7 +215,7 @@ export const App = defineComponent({
   },
 });
 `,
-    'ui/src/style.css': `/* This UI's own rules, over the shell's look (bcms-extensions/ui/styles.css, imported in main.tsx),
+    'ui/src/style.css': `/* This UI's own rules, over the shell's look (bcms-extensions/ui/base.css, imported in main.tsx),
    whose --bcms-ui-* colours they use. */
 body { margin: 0; }
 .plugin { padding: 1.5rem; }

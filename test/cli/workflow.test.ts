@@ -50,6 +50,7 @@ test("a plugin project: the README's walkthrough (create, install, key, bundle, 
   expect(fs.existsSync(path.join(dir, 'ui', 'node_modules', 'vue'))).toBe(true); // UI dependencies inside ui/
   expect(fs.readFileSync(path.join(dir, '.env'), 'utf8')).toMatch(/^BCMS_KEY_ID=.+$/m); // written by keys create --env-file
   expect(all).toMatch(/Type-checking backend\/\.\.\. ok\nBundling backend\/main\.ts\.\.\. [\d.]+ KB\nBuilding ui\/\.\.\. \d+ files\nWrote bcms-bundle\/plugin-workflow-plugin\.json/);
+  expect(all).not.toContain('Unknown at rule'); // the scaffold's stylesheet has no Tailwind directives
   expect(all).toMatch(/Deploying plugin workflow-plugin 0\.1\.0 \([\d.]+ KB\) to http:\/\/localhost:\d+\.\.\. live\./);
   const written = JSON.parse(fs.readFileSync(path.join(dir, 'bcms-bundle', 'plugin-workflow-plugin.json'), 'utf8')) as { manifest: Record<string, string>; code: string };
   expect(written.manifest).toMatchObject({ kind: 'plugin', name: 'workflow-plugin', version: '0.1.0', sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });

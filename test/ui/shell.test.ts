@@ -243,10 +243,11 @@ if (!found) {
     await page.screenshot({ path: path.join(SCREENSHOTS, '4-signed-out-by-choice.png') });
     expect(await page.getByRole('alert').filter({ hasText: /signed out/ }).count()).toBe(0);
     // Not in the error's colour: the text keeps the page's own.
-    const colours = await page.evaluate(() => {
-      const colour = (selector: string) => getComputedStyle(document.querySelector(selector) as Element).color;
+    // A string, as the file's other evaluations: the test's tsconfig has no DOM types.
+    const colours = (await page.evaluate(`(() => {
+      const colour = (selector) => getComputedStyle(document.querySelector(selector)).color;
       return { notice: colour('[role="status"]'), error: colour('.bcms-error'), page: colour('form') };
-    });
+    })()`)) as { notice: string; error: string; page: string };
     expect(colours.notice).not.toBe(colours.error);
     expect(colours.notice).toBe(colours.page);
     expect(await page.evaluate("localStorage.getItem('bcms.accessToken')")).toBeNull();
