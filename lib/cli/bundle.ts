@@ -76,7 +76,7 @@ async function bundleBackend(vite: Vite, root: string, entry: string): Promise<s
         minify: false,
         target: 'node20',
         // One file: an import() of a dependency (mongoose's optional transports) is inlined, never a chunk beside it.
-        rollupOptions: { external: ['bcms-extensions', /^node:/], output: { format: 'cjs', exports: 'named', inlineDynamicImports: true } },
+        rollupOptions: { external: ['bcms-extensions', /^node:/], output: { format: 'cjs', exports: 'named', codeSplitting: false } },
       },
     });
   } catch (error) {
