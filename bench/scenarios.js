@@ -160,7 +160,7 @@ const scenarios = [
     // nonce, timestamp and an HMAC over them and the body in the query string, signed anew for
     // every request with a key the server created with bcmsClient: true (run.js), each remembered
     // in the Postgres server of DATABASE_URL as the row above. No target: it is reported beside
-    // the HTTP Signature row, which it is measured against in the README.
+    // the HTTP Signature row, which it is measured against in docs/benchmark.md.
     name: 'function-post-bcms-client',
     method: 'POST',
     path: '/api/function/echo-private',

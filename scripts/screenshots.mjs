@@ -100,13 +100,14 @@ async function main() {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-screenshots-'));
   const port = await freePort();
   const app = await startExampleApp(port, dataDir);
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'] });
+  let browser;
   try {
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'] });
     const base = `http://localhost:${port}`;
     await seedSubmission(base);
     for (const width of WIDTHS) await shoot(browser, base, width);
   } finally {
-    await browser.close();
+    await browser?.close();
     app.kill('SIGTERM');
     await new Promise((resolve) => app.once('exit', resolve));
     fs.rmSync(dataDir, { recursive: true, force: true });

@@ -39,7 +39,7 @@ describe('without the embedded database installed (PGlite is an optional peer)',
     expect(fs.existsSync(path.join(app, 'node_modules', '@electric-sql', 'pglite'))).toBe(false);
     expect(fs.existsSync(path.join(app, 'node_modules', 'knex-pglite'))).toBe(false);
     await expect(installed.startApp(app, await freePort())).rejects.toThrow(
-      `the embedded database needs knex-pglite, which is not installed. Install it with \`npm install ${installed.tested('@electric-sql/pglite', 'knex-pglite').join(' ')}\`, or give a Postgres server (DATABASE_URL, or the database option)`,
+      `the embedded database needs @electric-sql/pglite, which is not installed. Install it with \`npm install ${installed.tested('@electric-sql/pglite', 'knex-pglite').join(' ')}\`, or give a Postgres server (DATABASE_URL, or the database option)`,
     );
     expect(fs.existsSync(path.join(app, '.bcms'))).toBe(false);
   }, 60_000);
@@ -64,11 +64,16 @@ describe('with the embedded database installed', () => {
     execFileSync('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', ...installed.tested('@electric-sql/pglite', 'knex-pglite')], { cwd: app, stdio: 'ignore', env: { ...process.env, NODE_OPTIONS: '' } });
   }, 180_000);
 
-  test('first start and restart: the database lands in .bcms/data, and nothing is written into node_modules', async () => {
+  test('first start and restart: the shipped template unpacked, the database in .bcms/data, nothing written into node_modules or the temp directory', async () => {
     const before = installed.snapshot(packageDir);
-    const first = await installed.startApp(app, await freePort());
+    // A temporary directory of its own: no unpacked copy another test left there can stand in for the shipped one.
+    const tmp = fs.mkdtempSync(path.join(work, 'tmp-'));
+    const first = await installed.startApp(app, await freePort(), { TMPDIR: tmp });
     expect(first.answer).toEqual({ status: 200, body: '{"success":true,"result":0}' });
     expect(await first.stop()).toBe(0);
+    // Nothing warned (no "no PGlite template"): at most the progress line of a first start slower than a second.
+    expect(first.stderr().split('\n').filter((line) => line !== '' && !line.startsWith('bcms-extensions: preparing the embedded database'))).toEqual([]);
+    expect(fs.readdirSync(tmp)).toEqual([]);
     expect(fs.existsSync(path.join(app, '.bcms', 'data', 'PG_VERSION'))).toBe(true);
     const restart = await installed.startApp(app, await freePort());
     expect(restart.answer.status).toBe(200);

@@ -37,7 +37,7 @@ interface Bundle {
   ui?: Record<string, string>;
 }
 
-type Vite = { build(config: unknown): Promise<unknown> };
+type Vite = { build(config: unknown): Promise<unknown>; version?: string };
 
 /** The project's own vite (a devDependency of every generated project). */
 async function projectVite(root: string): Promise<Vite> {
@@ -61,6 +61,16 @@ function typeCheck(root: string, project: string, io: Io): void {
   }
 }
 
+/**
+ * The output option that keeps a bundle in one file: Vite 8 (Rolldown) calls it `codeSplitting:
+ * false` and warns on the old name; Vite 7 and older (Rollup), which a ported project may keep,
+ * know only `inlineDynamicImports`.
+ */
+function oneFile(vite: Vite): Record<string, boolean> {
+  const major = Number(/^(\d+)\./.exec(vite.version ?? '')?.[1] ?? 8);
+  return major >= 8 ? { codeSplitting: false } : { inlineDynamicImports: true };
+}
+
 /** One CommonJS file from an entry, everything bundled but bcms-extensions and Node's own modules. */
 async function bundleBackend(vite: Vite, root: string, entry: string): Promise<string> {
   let output: unknown;
@@ -76,7 +86,7 @@ async function bundleBackend(vite: Vite, root: string, entry: string): Promise<s
         minify: false,
         target: 'node20',
         // One file: an import() of a dependency (mongoose's optional transports) is inlined, never a chunk beside it.
-        rollupOptions: { external: ['bcms-extensions', /^node:/], output: { format: 'cjs', exports: 'named', codeSplitting: false } },
+        rollupOptions: { external: ['bcms-extensions', /^node:/], output: { format: 'cjs', exports: 'named', ...oneFile(vite) } },
       },
     });
   } catch (error) {

@@ -218,7 +218,7 @@ export const App = defineComponent({
     'ui/src/style.css': `/* This UI's own rules, over the shell's look (bcms-extensions/ui/base.css, imported in main.tsx),
    whose --bcms-ui-* colours they use. */
 body { margin: 0; }
-.plugin { padding: 1.5rem; }
+.plugin { padding: 1.5rem; box-sizing: border-box; } /* the layout's min-height, padding included: no scrollbar */
 .plugin h1 { margin: 0 0 0.25rem; font-size: 1.5rem; }
 .plugin-lead { margin: 0 0 1.5rem; color: var(--bcms-ui-muted); }
 .plugin-card { max-width: 40rem; padding: 1rem 1.25rem; border: 1px solid var(--bcms-ui-line); border-radius: var(--bcms-ui-radius); background: var(--bcms-ui-surface); }

@@ -69,8 +69,9 @@ function openPostgres(url: string, log: Knex.Config['log']): Database {
 function openPglite(dir: string, log: Knex.Config['log'], logger: Logger | undefined): Database {
   const inMemory = dir.startsWith('memory://');
   const dataDir = inMemory ? dir : path.resolve(dir);
-  const ClientPgLite = requireEmbedded<typeof import('knex-pglite')>('knex-pglite');
+  // PGlite first: knex-pglite requires it too, and would fail naming it rather than itself.
   const { PGlite } = requireEmbedded<typeof import('@electric-sql/pglite')>('@electric-sql/pglite');
+  const ClientPgLite = requireEmbedded<typeof import('knex-pglite')>('knex-pglite');
   let unlock = (): void => {};
   if (!inMemory) {
     fs.mkdirSync(dataDir, { recursive: true });
@@ -90,6 +91,8 @@ function openPglite(dir: string, log: Knex.Config['log'], logger: Logger | undef
 /** Postgres's `shared_buffers` for embedded databases (see startPglite). */
 export const PGLITE_SHARED_BUFFERS = '16MB';
 
+const EMBEDDED_PACKAGES = ['@electric-sql/pglite', 'knex-pglite'];
+
 /**
  * PGlite and knex-pglite are optional dependencies (peers, as Knex's drivers are): a host that gives
  * a Postgres server does not install 27 MB it never runs. Loaded only here, when no server is given;
@@ -100,9 +103,10 @@ function requireEmbedded<T>(name: string): T {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     return require(name) as T;
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND' || !String((error as Error).message).includes(`'${name}'`)) throw error;
+    const missing = EMBEDDED_PACKAGES.find((pkg) => String((error as Error).message).includes(`'${pkg}'`));
+    if ((error as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND' || missing === undefined) throw error;
     throw new Error(
-      `the embedded database needs ${name}, which is not installed. Install it with \`${pgliteInstallCommand()}\`, ` +
+      `the embedded database needs ${missing}, which is not installed. Install it with \`${pgliteInstallCommand()}\`, ` +
         'or give a Postgres server (DATABASE_URL, or the database option)',
     );
   }
@@ -112,7 +116,7 @@ function requireEmbedded<T>(name: string): T {
 export function pgliteInstallCommand(): string {
   const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as { devDependencies?: Record<string, string> };
   const versions = manifest.devDependencies ?? {};
-  return `npm install ${['@electric-sql/pglite', 'knex-pglite'].map((name) => (versions[name] ? `${name}@${versions[name]}` : name)).join(' ')}`;
+  return `npm install ${EMBEDDED_PACKAGES.map((name) => (versions[name] ? `${name}@${versions[name]}` : name)).join(' ')}`;
 }
 
 /** After this long, a first start says on stderr what it is doing (once). */

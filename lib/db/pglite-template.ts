@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -59,36 +59,96 @@ export function cachedTemplate(): string {
 }
 
 /**
- * The template's tar: this user's unpacked copy when there is one, else the shipped one, unpacked
- * in memory, else one made for this user (first, in a child process, about 5 s). Rejects when none
- * can be had. `keepUnpacked` (for `memory://` databases, which load it each time: a test suite
- * opens dozens) keeps the unpacked tar in this user's temporary directory, so the next load reads
- * it rather than spending 0.2-0.5 s unpacking again; a first start on disk, which unpacks once,
- * does not write it.
+ * The template's tar. A first start on disk unpacks the shipped one in memory (once: it then has
+ * its data directory). `keepUnpacked` (for `memory://` databases, which load it each time: a test
+ * suite opens dozens) first reads this user's unpacked copy in the temporary directory, and keeps
+ * one there after unpacking, so that later loads skip the 0.2-0.5 s of brotli. With no shipped
+ * template (another PGlite version installed, a clone not built yet), one is made for this user in
+ * that directory (first, in a child process, about 5 s). A copy there that is not whole (a crash
+ * while writing it, a stray file) is deleted and made or unpacked again. Rejects when none can be had.
  */
 export async function loadPgliteTemplate(options: { keepUnpacked?: boolean } = {}, shipped = shippedTemplate(), cached = cachedTemplate()): Promise<Buffer> {
-  if (fs.existsSync(cached) && isOurs(path.dirname(cached))) return fs.promises.readFile(cached);
+  if (options.keepUnpacked) {
+    const kept = await readWholeTemplate(cached);
+    if (kept !== undefined) return kept;
+  }
   const packed = await fs.promises.readFile(shipped).catch((error: NodeJS.ErrnoException) => {
     if (error.code === 'ENOENT') return undefined;
     throw error;
   });
-  if (packed === undefined) return fs.promises.readFile(await ensureTemplate(cached));
-  const tar = await promisify(zlib.brotliDecompress)(packed);
-  if (options.keepUnpacked) keep(cached, tar);
-  return tar;
+  if (packed !== undefined) {
+    const tar = await promisify(zlib.brotliDecompress)(packed);
+    if (options.keepUnpacked) keep(cached, tar);
+    return tar;
+  }
+  const made = (await readWholeTemplate(await ensureTemplate(cached))) ?? (await readWholeTemplate(await ensureTemplate(cached)));
+  if (made === undefined) throw new Error(`the PGlite template made in ${path.dirname(cached)} cannot be read back as a whole data directory`);
+  return made;
 }
 
-/** Writes `tar` to `target` (beside it, then renamed: readers never see half), or leaves it: it is a cache. */
-function keep(target: string, tar: Buffer): void {
+/** `file` when it is this user's, in a directory of this user's, and a whole template; else undefined, and a torn one deleted. */
+async function readWholeTemplate(file: string): Promise<Buffer | undefined> {
+  const tar = await readOwnFile(file);
+  if (tar === undefined) return undefined;
   try {
-    fs.mkdirSync(path.dirname(target), { recursive: true, mode: 0o700 });
-    if (!isOurs(path.dirname(target))) return;
-    const temporary = `${target}.${process.pid}.partial`;
-    fs.writeFileSync(temporary, tar, { mode: 0o644 });
-    fs.renameSync(temporary, target);
+    if (readTar(tar).some((entry) => entry.name === COMPLETE_MARK)) return tar;
   } catch {
-    // A full or read-only disk: the next load unpacks again.
+    // Not a whole tar: deleted below.
   }
+  await fs.promises.rm(file, { force: true });
+  return undefined;
+}
+
+/**
+ * The bytes of `file` if nobody else could have put them there: its directory is this user's and
+ * writable by no one else (isOurs), and the file itself, opened without following a symbolic link,
+ * is a plain file of this user's that no one else may write.
+ */
+async function readOwnFile(file: string): Promise<Buffer | undefined> {
+  if (!isOurs(path.dirname(file))) return undefined;
+  let handle: fs.promises.FileHandle;
+  try {
+    handle = await fs.promises.open(file, fs.constants.O_RDONLY | (fs.constants.O_NOFOLLOW ?? 0));
+  } catch {
+    return undefined; // not there, or a link
+  }
+  try {
+    const stat = await handle.stat();
+    if (!stat.isFile() || (typeof process.getuid === 'function' && (stat.uid !== process.getuid() || (stat.mode & 0o022) !== 0))) return undefined;
+    return await handle.readFile();
+  } finally {
+    await handle.close();
+  }
+}
+
+const keeping = new Set<string>();
+
+/**
+ * Writes `tar` to `target` in the background, once per process: into a file of its own beside it,
+ * synced, then renamed onto it, so a reader never sees half of one. Copies of other PGlite versions
+ * or migrations are deleted. A failure (a full or read-only disk) is left: the next load unpacks again.
+ */
+function keep(target: string, tar: Buffer): void {
+  if (keeping.has(target)) return;
+  keeping.add(target);
+  const dir = path.dirname(target);
+  const write = async (): Promise<void> => {
+    await fs.promises.mkdir(dir, { recursive: true, mode: 0o700 });
+    if (!isOurs(dir)) return;
+    const temporary = path.join(dir, `.${path.basename(target)}.${randomBytes(6).toString('hex')}.partial`);
+    const handle = await fs.promises.open(temporary, 'wx', 0o644);
+    try {
+      await handle.writeFile(tar);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await fs.promises.rename(temporary, target);
+    for (const old of await fs.promises.readdir(dir)) {
+      if (/^pglite-.*\.tar$/.test(old) && old !== path.basename(target)) await fs.promises.rm(path.join(dir, old), { force: true });
+    }
+  };
+  write().catch(() => {});
 }
 
 const making = new Map<string, Promise<string>>();
@@ -145,12 +205,13 @@ const [pglite, knexModule, knexPglite, dir, directory, tableName] = process.argv
 
 /**
  * A template is loaded as a database, so only one kept where nobody else could have put it is used:
- * a directory of this user's, writable by no one else (the temporary directory is everybody's).
+ * a directory of this user's, writable by no one else (the temporary directory is everybody's), and
+ * not a symbolic link (which anybody may leave in the temporary directory, pointing anywhere).
  */
 function isOurs(dir: string): boolean {
   if (typeof process.getuid !== 'function') return true;
-  const stat = fs.statSync(dir, { throwIfNoEntry: false });
-  return stat !== undefined && stat.uid === process.getuid() && (stat.mode & 0o022) === 0;
+  const stat = fs.lstatSync(dir, { throwIfNoEntry: false });
+  return stat !== undefined && stat.isDirectory() && stat.uid === process.getuid() && (stat.mode & 0o022) === 0;
 }
 
 /** Makes the template in the first of `candidates` that can be written (exported for the tests). */
@@ -275,8 +336,12 @@ export function readTar(tar: Buffer): TarEntry[] {
     return parseInt(value, 8);
   };
   let offset = 0;
+  let ended = false;
   while (offset + 512 <= tar.length) {
-    if (tar.subarray(offset, offset + 512).every((byte) => byte === 0)) break; // end of archive
+    if (tar.subarray(offset, offset + 512).every((byte) => byte === 0)) {
+      ended = true; // end of archive
+      break;
+    }
     const prefix = text(offset + 345, 155);
     const name = (prefix ? `${prefix}/` : '') + text(offset, 100);
     const size = octal(offset + 124, 12);
@@ -290,6 +355,8 @@ export function readTar(tar: Buffer): TarEntry[] {
     else throw new Error(`not a data directory tar: entry "${name}" has type "${type}"`);
     offset = start + Math.ceil(size / 512) * 512;
   }
+  // A tar cut short (a crash while it was written) may end at an entry's boundary: whole ones end in zero blocks.
+  if (!ended) throw new Error('not a whole tar: it has no end-of-archive block');
   return entries;
 }
 

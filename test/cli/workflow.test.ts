@@ -8,8 +8,15 @@ import { BIN, ROOT, get, output, request, run, service, useWorkflowService, wait
 // bundle, npm run deploy, npm run dev, against the example app as `npm start` runs it.
 useWorkflowService();
 
+/** The folders the tests made (a project with its node_modules is some 160 MB), removed after them. */
+const made: string[] = [];
+afterAll(() => {
+  for (const dir of made) fs.rmSync(dir, { recursive: true, force: true });
+});
+
 function project(kind: 'plugin' | 'functions', name: string): string {
   const parent = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-workflow-'));
+  made.push(parent);
   const created = run(process.execPath, [BIN, 'create', kind, name], parent);
   expect(created.status).toBe(0);
   const dir = path.join(parent, name);
@@ -31,6 +38,7 @@ function readmeWalkthrough(name: string): { dir: string; printed: string; all: s
   const block = /<!-- deploy-walkthrough:start -->\s*```sh\n([\s\S]*?)```\s*<!-- deploy-walkthrough:end -->/.exec(readme)?.[1];
   if (block === undefined) throw new Error('README.md has no deploy-walkthrough block');
   const app = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-walkthrough-'));
+  made.push(app);
   fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'an-app', private: true, dependencies: { 'bcms-extensions': 'file:' + ROOT } }));
   fs.mkdirSync(path.join(app, 'node_modules', '.bin'), { recursive: true });
   fs.symlinkSync(ROOT, path.join(app, 'node_modules', 'bcms-extensions'));

@@ -185,16 +185,73 @@ describe('the template', () => {
     await db.close();
   }, 120_000);
 
-  test('the shipped template is unpacked in memory; kept unpacked in the temporary directory only when asked (memory:// loads)', async () => {
-    const cached = path.join(newDir('cache'), 'user', 'pglite-test.tar');
-    const once = await loadPgliteTemplate({}, shippedTemplate(), cached);
-    expect(readTar(once).some((entry) => entry.name === 'PG_VERSION')).toBe(true);
-    expect(fs.existsSync(cached)).toBe(false);
-    const kept = await loadPgliteTemplate({ keepUnpacked: true }, shippedTemplate(), cached);
-    expect(fs.readFileSync(cached).equals(kept)).toBe(true);
-    expect(fs.statSync(path.dirname(cached)).mode & 0o777).toBe(0o700);
-    // The next load reads the kept copy: no shipped template needed any more.
-    expect((await loadPgliteTemplate({}, path.join(path.dirname(cached), 'none.tar.br'), cached)).equals(once)).toBe(true);
+  describe("this user's unpacked copy (memory:// loads)", () => {
+    const work: string[] = [];
+    afterAll(() => {
+      for (const dir of work) fs.rmSync(dir, { recursive: true, force: true });
+    });
+    /** A cache file's path in a new directory of this user's (0700), and its directory. */
+    const cacheIn = (label: string) => {
+      const parent = newDir(label);
+      work.push(parent);
+      const dir = path.join(parent, 'user');
+      fs.mkdirSync(dir, { mode: 0o700 });
+      return { dir, cached: path.join(dir, 'pglite-test.tar') };
+    };
+    const written = async (file: string) => {
+      for (let waited = 0; !fs.existsSync(file) && waited < 20_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+      return fs.readFileSync(file);
+    };
+
+    test('the shipped template is unpacked in memory; the copy is kept only when asked, and read from then on', async () => {
+      const { cached } = cacheIn('cache');
+      const once = await loadPgliteTemplate({}, shippedTemplate(), cached);
+      expect(readTar(once).some((entry) => entry.name === 'PG_VERSION')).toBe(true);
+      expect(fs.existsSync(cached)).toBe(false);
+      const kept = await loadPgliteTemplate({ keepUnpacked: true }, shippedTemplate(), cached);
+      expect((await written(cached)).equals(kept)).toBe(true);
+      // The next load reads the kept copy: no shipped template needed any more.
+      expect((await loadPgliteTemplate({ keepUnpacked: true }, path.join(path.dirname(cached), 'none.tar.br'), cached)).equals(once)).toBe(true);
+    });
+
+    test('a copy cut short (at an entry boundary, PG_VERSION in it) or empty is deleted, and the shipped one used and kept again', async () => {
+      const whole = await loadPgliteTemplate({}, shippedTemplate(), cacheIn('unused').cached);
+      const entries = readTar(whole);
+      expect(entries.findIndex((entry) => entry.name === 'PG_VERSION')).toBeLessThan(entries.length / 2);
+      // The first half of the entries: whole headers and data, then nothing (no end-of-archive blocks).
+      let cut = 0;
+      for (const entry of entries.slice(0, Math.floor(entries.length / 2))) cut += 512 + Math.ceil(entry.data.length / 512) * 512;
+      for (const torn of [whole.subarray(0, cut), Buffer.alloc(0)]) {
+        const { cached } = cacheIn('torn');
+        fs.writeFileSync(cached, torn, { mode: 0o644 });
+        const loaded = await loadPgliteTemplate({ keepUnpacked: true }, shippedTemplate(), cached);
+        expect(loaded.equals(whole)).toBe(true);
+        expect((await written(cached)).equals(whole)).toBe(true);
+      }
+    });
+
+    test('a copy nobody but this user could have put there is the only one read: not through a link, not one others may write', async () => {
+      const whole = await loadPgliteTemplate({}, shippedTemplate(), cacheIn('unused').cached);
+      const foreign = Buffer.from(whole);
+      foreign.write('not-ours', whole.length - 2048); // a different, still whole, tar
+      // A directory that is a symbolic link (anybody may leave one in the temporary directory).
+      const target = cacheIn('link-target');
+      fs.writeFileSync(target.cached, foreign, { mode: 0o644 });
+      const linkParent = newDir('link');
+      work.push(linkParent);
+      fs.symlinkSync(target.dir, path.join(linkParent, 'user'));
+      const throughLink = path.join(linkParent, 'user', 'pglite-test.tar');
+      expect((await loadPgliteTemplate({ keepUnpacked: true }, shippedTemplate(), throughLink)).equals(whole)).toBe(true);
+      // A file that others may write, in a directory of this user's.
+      const open = cacheIn('open');
+      fs.writeFileSync(open.cached, foreign, { mode: 0o666 });
+      fs.chmodSync(open.cached, 0o666);
+      expect((await loadPgliteTemplate({ keepUnpacked: true }, shippedTemplate(), open.cached)).equals(whole)).toBe(true);
+      // The file itself a link to one of this user's.
+      const linked = cacheIn('file-link');
+      fs.symlinkSync(target.cached, linked.cached);
+      expect((await loadPgliteTemplate({ keepUnpacked: true }, shippedTemplate(), linked.cached)).equals(whole)).toBe(true);
+    });
   });
 
   test('a tar that is not a data directory is refused, naming the entry', () => {
@@ -210,5 +267,7 @@ describe('the template', () => {
     linked.write('2', 156);
     expect(() => readTar(linked)).toThrow('not a data directory tar: entry "PG_VERSION" has type "2"');
     expect(() => readTar(Buffer.alloc(700, 'x'))).toThrow(/^not a tar: bad number/);
+    // Cut short after whole entries: no end-of-archive blocks.
+    expect(() => readTar(tar.subarray(0, tar.length - 1024))).toThrow('not a whole tar: it has no end-of-archive block');
   });
 });

@@ -37,7 +37,7 @@ function installApp(dir, tarball, extra = []) {
 }
 
 // The user's app: the router mounted with one public function that reads the database, listening
-// at once (as apps do; requests wait for the router's `ready`). Logs go nowhere.
+// at once (as apps do; requests wait for the router's `ready`).
 const SERVER = `'use strict';
 const express = require('express');
 const { bcmsExtensions, createBcmsFunction } = require('bcms-extensions');
@@ -45,8 +45,10 @@ const count = createBcmsFunction(async () => ({
   config: { name: 'count', public: true },
   handler: async ({ repo }) => (await repo.template.findAll()).length,
 }));
-const quiet = { info() {}, warn() {}, error() {}, debug() {}, fatal() {}, trace() {}, child: () => quiet };
-const router = bcmsExtensions({ functions: [count] }, { logger: quiet });
+// Warnings and errors on stderr (a missing template says so there), the rest nowhere.
+const say = (level) => (fields, message) => process.stderr.write(level + ': ' + (message ?? fields) + '\\n');
+const logger = { info() {}, debug() {}, trace() {}, warn: say('warn'), error: say('error'), fatal: say('fatal'), child: () => logger };
+const router = bcmsExtensions({ functions: [count] }, { logger });
 router.ready.catch((error) => { process.stderr.write('failed: ' + error.message + '\\n'); process.exit(1); });
 const server = express().use(router).listen(Number(process.env.PORT), '127.0.0.1');
 process.on('SIGTERM', () => server.close(() => router.close().then(() => process.exit(0))));

@@ -7,13 +7,10 @@ const path = require('node:path');
 
 const from = __dirname;
 const to = path.resolve(__dirname, '..', '..', '..', 'dist', 'bcms', 'ui');
-for (const file of ['styles.css', 'styles.d.ts', 'tailwind.config.cjs']) fs.copyFileSync(path.join(from, file), path.join(to, file));
-// base.css: the same look without Tailwind's directives, for UIs that are not built with Tailwind
-// (what bcms-ext create writes): Vite warned "Unknown at rule: @tailwind" three times a build.
-const styles = fs.readFileSync(path.join(from, 'styles.css'), 'utf8');
-const base = styles.replace(/\/\* For a UI built with Tailwind[\s\S]*?@tailwind utilities;\n\n/, '');
-if (base === styles || base.includes('@tailwind')) throw new Error('lib/bcms/ui/styles.css: its @tailwind block is not where assemble.cjs looks: update assemble.cjs');
-fs.writeFileSync(path.join(to, 'base.css'), base.replace('(import \'bcms-extensions/ui/styles.css\')', "without Tailwind's directives (import 'bcms-extensions/ui/base.css')"));
+for (const file of ['styles.d.ts', 'tailwind.config.cjs']) fs.copyFileSync(path.join(from, file), path.join(to, file));
+// styles.css: Tailwind's directives, then the core's look (lib/ui/base.css), one file.
+const base = fs.readFileSync(path.resolve(from, '..', '..', 'ui', 'base.css'), 'utf8');
+fs.writeFileSync(path.join(to, 'styles.css'), `${fs.readFileSync(path.join(from, 'styles.css'), 'utf8')}\n${base}`);
 fs.writeFileSync(path.join(to, 'package.json'), `${JSON.stringify({ type: 'module' })}\n`);
 const types = path.join(to, 'types.d.ts');
 const text = fs.readFileSync(types, 'utf8');
