@@ -64,7 +64,9 @@ async function main() {
   try {
     example = await createExampleApp({ database, adminEmail: ADMIN_EMAIL, adminPassword: process.env.ADMIN_PASSWORD || undefined, logger });
   } catch (error) {
-    fail(`The example CMS could not start: ${error.message}. Is the database at ${typeof database === 'string' ? 'DATABASE_URL' : DATA_DIR} reachable and writable?`);
+    // An error that already says what to do (a data directory in use) is printed as it is.
+    const hint = /is in use by|Stop that one|Install it with/.test(error.message) ? '' : ` Is the database at ${typeof database === 'string' ? 'DATABASE_URL' : DATA_DIR} reachable and writable?`;
+    fail(`The example CMS could not start: ${error.message}.${hint}`);
   }
   appReady(example.app);
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;

@@ -105,6 +105,10 @@ function noticeElement(notice: Notice): HTMLElement {
 async function signIn(email: string, password: string): Promise<void> {
   const response = await fetch(config.loginUrl, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ email, password }) });
   const answer = (await response.json().catch(() => ({}))) as { accessToken?: string; message?: string };
+  if (response.status === 404 && answer.message === undefined) {
+    // No sign-in route there: the shell has no users of its own, it posts to the app's route.
+    throw new Error(`Sign-in failed: nothing answers at ${config.loginUrl} (404). The admin option's loginUrl must name your app's sign-in route.`);
+  }
   if (!response.ok || typeof answer.accessToken !== 'string') throw new Error(answer.message ?? `Sign-in failed (${response.status}).`);
   localStorage.setItem('bcms.accessToken', answer.accessToken);
   await renderApp();

@@ -37,6 +37,8 @@ interface Bundle {
   ui?: Record<string, string>;
 }
 
+const NOT_A_PROJECT = 'neither bcms-plugin.config.json nor src/functions/*.ts here: run it in a project made by bcms-ext create';
+
 type Vite = { build(config: unknown): Promise<unknown>; version?: string };
 
 /** The project's own vite (a devDependency of every generated project). */
@@ -164,6 +166,8 @@ export async function runBundle(args: readonly string[], io: Io, cwd = process.c
 async function bundleProject(cwd: string, out: string, version: string, project: string, io: Io): Promise<void> {
   const configFile = path.join(cwd, 'bcms-plugin.config.json');
   const bundles: Bundle[] = [];
+  // Before vite is looked for: outside a project, "vite is not installed" would send people the wrong way.
+  if (!fs.existsSync(configFile) && functionsDir(cwd) === undefined) throw new UsageError(NOT_A_PROJECT);
   const vite = await projectVite(cwd);
 
   if (fs.existsSync(configFile)) {
@@ -190,7 +194,7 @@ async function bundleProject(cwd: string, out: string, version: string, project:
   } else {
     // src/functions as bcms-ext create makes it; functions/ as a BCMS v3 project has it.
     const folder = functionsDir(cwd);
-    if (folder === undefined) throw new UsageError('neither bcms-plugin.config.json nor src/functions/*.ts here: run it in a project made by bcms-ext create');
+    if (folder === undefined) throw new UsageError(NOT_A_PROJECT);
     const dir = path.join(cwd, folder);
     const sources = fs.readdirSync(dir).filter(isFunctionSource).sort();
     io.out(`Type-checking ${folder.split('/')[0]}/... `);

@@ -1,12 +1,14 @@
 import fs from 'node:fs';
 import { createFunctionClient, FunctionCallError, type FunctionClientOptions } from '../client';
 import { parseArgs, UsageError, type Io } from './_io';
+import { readDotEnv } from './deploy';
 
 export const CALL_USAGE = `  call NAME [--data JSON | --data @FILE] [--url URL]
                                             Call a function and print its result. Signed when
                                             BCMS_KEY_ID is set, with BCMS_KEY_SECRET (hmac-sha256)
                                             or BCMS_PRIVATE_KEY_FILE (rsa-sha256, ed25519).
                                             Service: --url, else BCMS_URL, else http://localhost:8080.
+                                            Variables come from the environment, then a .env here.
 `;
 
 /** What to do next, by the code a call failed with. */
@@ -28,10 +30,12 @@ export async function runCall(args: readonly string[], io: Io): Promise<number> 
   if (positionals.length !== 1) throw new UsageError('call takes one function name: bcms-ext call NAME [--data JSON]');
   const name = positionals[0] as string;
   const body = readData(flags.data as string | undefined);
-  const baseUrl = (flags.url as string | undefined) ?? (io.env.BCMS_URL || 'http://localhost:8080');
+  // The environment, then a .env here, as the other commands read them.
+  const env = { ...readDotEnv(io.cwd ?? process.cwd()), ...io.env };
+  const baseUrl = (flags.url as string | undefined) ?? (env.BCMS_URL || 'http://localhost:8080');
   let client;
   try {
-    client = createFunctionClient({ baseUrl, ...signingKey(io.env) } as FunctionClientOptions);
+    client = createFunctionClient({ baseUrl, ...signingKey(env) } as FunctionClientOptions);
   } catch (error) {
     throw new UsageError((error as Error).message);
   }

@@ -190,7 +190,8 @@ export async function runRollback(args: readonly string[], io: Io, cwd = process
   const kind = await kindOf(to, name, flags.kind, false);
   const { answer } = await call(to, 'POST', `/${kind}/${encodeURIComponent(name)}/rollback`);
   const back = answer.deployment as DeploymentSummary;
-  io.out(`Rolled back: ${back.kind} ${back.name} ${back.version} is live again.\n`);
+  // The hash as `list` shows it: versions alike (0.1.0 each time) are told apart by it.
+  io.out(`Rolled back: ${back.kind} ${back.name} ${back.version} (${(back.contentSha256 ?? back.sha256).slice(0, 12)}) is live again.\n`);
   return 0;
 }
 

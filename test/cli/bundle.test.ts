@@ -87,6 +87,16 @@ export default createBcmsPlugin({
   expect(ui).toMatch(/url:\s*[`'"]\/plugin\/reading-list\/where\/url[`'"]/);
 }, 120_000);
 
+test('bcms-ext bundle outside a project says so, rather than asking for vite', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-bundle-none-'));
+  made.push(dir);
+  fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'an-app', private: true }));
+  const result = spawnSync(process.execPath, [BIN, 'bundle'], { cwd: dir, encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } });
+  expect(result.status).toBe(1);
+  expect(result.stderr).toBe('bcms-ext bundle: neither bcms-plugin.config.json nor src/functions/*.ts here: run it in a project made by bcms-ext create\n');
+  expect(fs.existsSync(path.join(dir, 'bcms-bundle'))).toBe(false);
+});
+
 test('bcms-ext bundle finds a BCMS v3 functions project\'s functions/ folder', () => {
   const dir = linkedProject({
     'package.json': JSON.stringify({ name: 'fns', version: '0.1.0', private: true }),

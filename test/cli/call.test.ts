@@ -14,10 +14,10 @@ const sum = createBcmsFunction(async () => ({
   handler: async ({ request }) => ({ total: (request.body as number[]).reduce((a, b) => a + b, 0) }),
 }));
 
-async function run(args: string[], env: NodeJS.ProcessEnv) {
+async function run(args: string[], env: NodeJS.ProcessEnv, cwd?: string) {
   const out: string[] = [];
   const err: string[] = [];
-  const code = await main(args, { out: (t) => void out.push(t), err: (t) => void err.push(t), env });
+  const code = await main(args, { out: (t) => void out.push(t), err: (t) => void err.push(t), env, cwd });
   return { code, out: out.join(''), err: err.join('') };
 }
 
@@ -37,6 +37,16 @@ describe('bcms-ext call', () => {
     const key = await hmacKey((await sharedTestDatabase()).knex, ['sum']);
     const res = await run(['call', 'sum', '--data', '[1,2,3]'], { BCMS_URL: url, BCMS_KEY_ID: key.keyId, BCMS_KEY_SECRET: key.secret });
     expect(res).toEqual({ code: 0, out: '{\n  "total": 6\n}\n', err: '' });
+  });
+
+  test("the service and the key from a .env in the folder, as a project's other commands read them; the environment wins", async () => {
+    const key = await hmacKey((await sharedTestDatabase()).knex, ['sum']);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-call-env-'));
+    fs.writeFileSync(path.join(dir, '.env'), `BCMS_URL=${url}\nBCMS_KEY_ID=${key.keyId}\nBCMS_KEY_SECRET="${key.secret}"\n`);
+    expect(await run(['call', 'sum', '--data', '[2,3]'], {}, dir)).toEqual({ code: 0, out: '{\n  "total": 5\n}\n', err: '' });
+    const wrong = await run(['call', 'sum', '--data', '[2,3]'], { BCMS_KEY_SECRET: 'not-the-secret' }, dir);
+    expect(wrong.err).toMatch(/^bcms-ext call: 401 SIGNATURE_INVALID/);
+    fs.rmSync(dir, { recursive: true, force: true });
   });
 
   test('an Ed25519 key from BCMS_PRIVATE_KEY_FILE, and --data @file', async () => {
