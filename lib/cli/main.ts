@@ -5,7 +5,7 @@ import { defaultIo, parseArgs, UsageError, type Io } from './_io';
 import { CALL_USAGE, runCall } from './call';
 import { BUNDLE_USAGE, runBundle } from './bundle';
 import { CREATE_USAGE, runCreate } from './create';
-import { DEPLOY_USAGE, runDeploy, runList, runRollback, runUndeploy } from './deploy';
+import { DEPLOY_USAGE, readDotEnv, runDeploy, runList, runRollback, runUndeploy } from './deploy';
 import { DEV_USAGE, runDev } from './dev';
 import { KEYS_USAGE, runKeys } from './keys';
 
@@ -84,7 +84,8 @@ async function runMigrate(args: string[], io: Io): Promise<number> {
   try {
     // Knex's own retries and warnings go to stderr, with the rest of what went wrong.
     const toErr = (object: object, message?: string): void => io.err(`${message ?? ''} ${JSON.stringify(object)}\n`);
-    database = openDatabase(option, io.env, { info: () => {}, debug: () => {}, warn: toErr, error: toErr });
+    // DATABASE_URL from the environment, then a .env here, as every command reads its variables.
+    database = openDatabase(option, { ...readDotEnv(io.cwd ?? process.cwd()), ...io.env }, { info: () => {}, debug: () => {}, warn: toErr, error: toErr });
   } catch (error) {
     io.err(`bcms-ext migrate: ${(error as Error).message}\n`);
     return 1;

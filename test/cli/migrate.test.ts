@@ -62,6 +62,16 @@ describe('bcms-ext migrate', () => {
     expect(run.err.join('')).toMatch(/Check that the database is running and reachable/);
   });
 
+  test("DATABASE_URL from a .env in the folder, as the other commands read it (here a server that is not there)", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-cli-env-'));
+    fs.writeFileSync(path.join(dir, '.env'), 'DATABASE_URL=postgres://postgres@127.0.0.1:1/from_env\n');
+    const run = capture();
+    expect(await main(['migrate'], { ...run.io, cwd: dir })).toBe(1);
+    expect(run.out.join('')).toBe('Migrating postgres://127.0.0.1:1/from_env (table bcms_migrations)...\n');
+    expect(run.err.join('')).toMatch(/Check that the database is running and reachable/);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
   test('bad arguments and unknown commands: exit 1 with usage', async () => {
     const bad = capture();
     expect(await main(['migrate', '--url'], bad.io)).toBe(1);
