@@ -30,7 +30,7 @@ afterAll(() => fs.rmSync(work, { recursive: true, force: true }));
 
 test('the tarball ships dist/ with the compressed PGlite template, and no sources or tests', () => {
   const listing = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).split('\n').filter(Boolean);
-  expect(listing.filter((name) => /^package\/dist\/pglite-template\/pglite-[\d.]+-[0-9a-f]{12}\.tar\.br$/.test(name))).toHaveLength(1);
+  expect(listing.filter((name) => /^package\/dist\/pglite-template\/pglite-[\d.]+-[0-9a-f]{12}\.tar\.brotli-parts$/.test(name))).toHaveLength(1);
   expect(listing.filter((name) => /^package\/(lib|test|bench)\//.test(name))).toEqual([]);
 });
 

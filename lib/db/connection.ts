@@ -167,7 +167,7 @@ async function startNewPglite(PGlite: typeof import('@electric-sql/pglite').PGli
   // What is there is a first start that did not finish (no PG_VERSION, only the template's names):
   // started again from the template.
   for (const name of fs.readdirSync(dataDir)) if (name !== LOCK_FILE) fs.rmSync(path.join(dataDir, name), { recursive: true, force: true });
-  extractTemplate(entries, dataDir);
+  await extractTemplate(entries, dataDir);
   return PGlite.create(dataDir, { startParams });
 }
 

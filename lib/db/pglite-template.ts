@@ -45,11 +45,43 @@ function migrationsKey(): string {
   return hash.digest('hex').slice(0, 12);
 }
 
-const templateName = (): string => `pglite-${pgliteVersion()}-${migrationsKey()}.tar`;
+let name: string | undefined;
+/** Read once: hashing the migrations each time took 10 ms of every database's start. */
+const templateName = (): string => (name ??= `pglite-${pgliteVersion()}-${migrationsKey()}.tar`);
 
-/** The template the package ships, brotli-compressed (made by `npm run build`: buildShippedTemplate). */
+/** The template the package ships, in brotli-compressed parts (made by `npm run build`: buildShippedTemplate). */
 export function shippedTemplate(): string {
-  return path.join(PACKAGE_ROOT, 'dist', 'pglite-template', `${templateName()}.br`);
+  return path.join(PACKAGE_ROOT, 'dist', 'pglite-template', `${templateName()}.brotli-parts`);
+}
+
+/**
+ * The shipped file: one line of JSON, `{"parts":[<bytes>, ...],"sizes":[<bytes unpacked>, ...]}`,
+ * then that many brotli streams, each a slice of the tar in order. Parts, because brotli unpacks one
+ * stream on one thread: four unpack at once in libuv's pool, on every core. Each is unpacked into
+ * one buffer of its size: zlib's default 16 KB chunks made a fresh process's unpacking 2-3x slower
+ * (0.44 s against 0.18 s, measured).
+ */
+const PARTS = 4;
+
+function packParts(tar: Buffer): Buffer {
+  const size = Math.ceil(tar.length / PARTS);
+  const slices = Array.from({ length: PARTS }, (_, i) => tar.subarray(i * size, (i + 1) * size));
+  const parts = slices.map((slice) => zlib.brotliCompressSync(slice, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 9, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: slice.length } }));
+  const header = { parts: parts.map((part) => part.length), sizes: slices.map((slice) => slice.length) };
+  return Buffer.concat([Buffer.from(`${JSON.stringify(header)}\n`), ...parts]);
+}
+
+async function unpackParts(packed: Buffer): Promise<Buffer> {
+  const newline = packed.indexOf(0x0a);
+  const header = newline === -1 ? undefined : (JSON.parse(packed.subarray(0, newline).toString('utf8')) as { parts?: unknown; sizes?: unknown });
+  const lengths = (value: unknown): value is number[] => Array.isArray(value) && value.every((length) => Number.isInteger(length) && length >= 0);
+  if (!lengths(header?.parts) || !lengths(header.sizes) || header.parts.length !== header.sizes.length) {
+    throw new Error('the shipped PGlite template has no parts header: rebuild the package (npm run build)');
+  }
+  const sizes = header.sizes;
+  let offset = newline + 1;
+  const slices = header.parts.map((length) => packed.subarray(offset, (offset += length)));
+  return Buffer.concat(await Promise.all(slices.map((slice, i) => promisify(zlib.brotliDecompress)(slice, { chunkSize: Math.max(sizes[i]!, 64 * 1024) }))));
 }
 
 /** Where a template is made at run time when none is shipped: this user's, never the package's folder. */
@@ -77,7 +109,7 @@ export async function loadPgliteTemplate(options: { keepUnpacked?: boolean } = {
     throw error;
   });
   if (packed !== undefined) {
-    const tar = await promisify(zlib.brotliDecompress)(packed);
+    const tar = await unpackParts(packed);
     if (options.keepUnpacked) keep(cached, tar);
     return tar;
   }
@@ -174,7 +206,7 @@ export async function buildShippedTemplate(): Promise<string> {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-extensions-template-'));
   try {
     const tar = fs.readFileSync(await makeTemplate([path.join(work, templateName())]));
-    const packed = zlib.brotliCompressSync(tar, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 9, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: tar.length } });
+    const packed = packParts(tar);
     fs.mkdirSync(path.dirname(target), { recursive: true });
     fs.writeFileSync(`${target}.partial`, packed);
     fs.renameSync(`${target}.partial`, target);
@@ -365,19 +397,26 @@ export const COMPLETE_MARK = 'PG_VERSION';
 
 /**
  * Writes the template's files into `dir`. `PG_VERSION` goes last, so a crash part-way leaves a
- * directory that is recognisably unfinished (see `isUnfinished`) rather than a broken database.
+ * directory that is recognisably unfinished (no PG_VERSION, only the template's names: see
+ * topLevelNames) rather than a broken database.
+ * The directories first, then the files, eight at a time: a thousand small files written one after
+ * another took 0.42 s here, most of it waiting on each system call; eight at once, 0.16 s.
  */
-export function extractTemplate(entries: TarEntry[], dir: string): void {
+export async function extractTemplate(entries: TarEntry[], dir: string): Promise<void> {
   const last = entries.filter((entry) => entry.name === COMPLETE_MARK);
   if (last.length !== 1) throw new Error(`the PGlite template has no ${COMPLETE_MARK}: it is not a data directory`);
-  for (const entry of [...entries.filter((entry) => entry.name !== COMPLETE_MARK), ...last]) {
-    const target = path.join(dir, ...entry.name.split('/'));
-    if (entry.directory) fs.mkdirSync(target, { recursive: true, mode: 0o700 });
-    else {
-      fs.mkdirSync(path.dirname(target), { recursive: true, mode: 0o700 });
-      writeSparse(target, entry.data, entry.mode & 0o777 || 0o600);
+  const target = (entry: TarEntry) => path.join(dir, ...entry.name.split('/'));
+  for (const entry of entries) fs.mkdirSync(entry.directory ? target(entry) : path.dirname(target(entry)), { recursive: true, mode: 0o700 });
+  const files = entries.filter((entry) => !entry.directory && entry.name !== COMPLETE_MARK);
+  let next = 0;
+  const writer = async (): Promise<void> => {
+    while (next < files.length) {
+      const entry = files[next++]!;
+      await writeSparse(target(entry), entry.data, entry.mode & 0o777 || 0o600);
     }
-  }
+  };
+  await Promise.all(Array.from({ length: 8 }, writer));
+  await writeSparse(target(last[0]!), last[0]!.data, last[0]!.mode & 0o777 || 0o600);
 }
 
 /**
@@ -385,16 +424,16 @@ export function extractTemplate(entries: TarEntry[], dir: string): void {
  * the zeros: the 16 MB WAL segment is almost all zeros, and writing it was most of a first start's
  * copying time. Postgres reads the unwritten part as the zeros it is.
  */
-function writeSparse(target: string, data: Buffer, mode: number): void {
+async function writeSparse(target: string, data: Buffer, mode: number): Promise<void> {
   let end = data.length;
   while (end > 0 && data[end - 1] === 0) end--;
-  const fd = fs.openSync(target, 'w', mode);
+  const handle = await fs.promises.open(target, 'w', mode);
   try {
     let written = 0;
-    while (written < end) written += fs.writeSync(fd, data, written, end - written, written);
-    if (end < data.length) fs.ftruncateSync(fd, data.length);
+    while (written < end) written += (await handle.write(data, written, end - written, written)).bytesWritten;
+    if (end < data.length) await handle.truncate(data.length);
   } finally {
-    fs.closeSync(fd);
+    await handle.close();
   }
 }
 
