@@ -3,6 +3,7 @@ import { parseByteSize } from './http/body';
 import type { DatabaseOption } from './db/connection';
 import { createDefaultLogger, type Logger } from './logger';
 import type { JwtOptions } from './security/jwt';
+import { resolveSecretsKeys, type SecretsKeys } from './security/secrets';
 import type { AdminSettings } from './ui/assets';
 
 /** The second argument of `bcmsExtensions` (DESIGN.md "Options"). */
@@ -38,6 +39,12 @@ export interface BcmsExtensionsOptions {
    * `process.cwd()`): a folder of it per plugin. Default `.bcms/files` under the working directory.
    */
   files?: { dir?: string };
+  /**
+   * Seals the HMAC secrets of API keys at rest (AES-256-GCM): 32 bytes, as 64 hex digits, base64 or
+   * a Buffer; several (`[new, old]`) while rotating. Default: `BCMS_SECRETS_KEY` (comma-separated
+   * for several), else none: secrets in clear, and a warning at start.
+   */
+  secretsKey?: string | Buffer | readonly (string | Buffer)[];
   /** pino-compatible logger. Default: a pino logger named `bcms-extensions`. */
   logger?: Logger;
   /**
@@ -62,6 +69,8 @@ export interface ResolvedOptions {
   readonly filesDir: string;
   readonly logger: Logger;
   readonly admin: Readonly<AdminSettings> | null;
+  /** `secretsKey`, else `BCMS_SECRETS_KEY`, parsed; undefined: secrets in clear. */
+  readonly secrets: SecretsKeys | undefined;
 }
 
 export const defaultOptions = Object.freeze({
@@ -77,7 +86,7 @@ export const defaultOptions = Object.freeze({
 
 const KNOWN = new Set([
   'jwt', 'database', 'signature', 'bodyLimit', 'functionTimeoutMs', 'pluginTimeoutMs', 'logger', 'admin',
-  'isolate', 'extensionMemoryMb', 'extensionEnv', 'deployments', 'files',
+  'isolate', 'extensionMemoryMb', 'extensionEnv', 'deployments', 'files', 'secretsKey',
 ]);
 
 /** A nested option is an object of known keys: a typo such as `jwt.secert` must not pass silently. */
@@ -141,6 +150,7 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined, env: 
     filesDir: path.resolve(files.dir ?? path.join('.bcms', 'files')),
     logger,
     admin,
+    secrets: resolveSecretsKeys(options.secretsKey, env),
   }) as ResolvedOptions;
 }
 

@@ -83,10 +83,10 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   const verifyAccessToken = createAccessTokenVerifier(settings.jwt);
 
   // Content, once nothing above refused the options: a refused router leaves no database open.
-  const store = new ContentStore(openDatabase(settings.database as DatabaseOption | undefined, process.env, logger), logger);
+  const store = new ContentStore(openDatabase(settings.database as DatabaseOption | undefined, process.env, logger), logger, { secrets: settings.secrets });
   const repo = createRepository(store);
   // One memory of keys and accepted signatures for both schemes: a signature is accepted once, whichever way it comes.
-  const signatures = { memory: new SignatureMemory(store, logger), clockSkewSeconds: settings.signature.clockSkewSeconds };
+  const signatures = { memory: new SignatureMemory(store, logger, settings.secrets), clockSkewSeconds: settings.signature.clockSkewSeconds };
   const verifySignedRequest = createSignatureVerifier(signatures);
   const readBody = (req: Request): Promise<Buffer> => readFunctionBody(req, bodyLimit);
 

@@ -5,6 +5,7 @@ import { isUnreachable } from '../db/store';
 import { fetchFailure } from '../http/fetch-failure';
 import type { SignatureAlgorithm } from '../security/algorithms';
 import { blockApiKey, checkNewApiKey, createApiKey, deleteApiKey, listApiKeys, type ApiKey, type CreatedApiKey, type NewApiKey } from '../security/api-keys';
+import { resolveSecretsKeys, type SecretsKeys } from '../security/secrets';
 import { parseArgs, UsageError, type Io } from './_io';
 import { readDotEnv } from './deploy';
 
@@ -182,6 +183,15 @@ function describeKeys(keys: ApiKey[]): string {
   return `${table.map((row) => row.map((cell, column) => cell.padEnd(widths[column] as number)).join('  ').trimEnd()).join('\n')}\n`;
 }
 
+/** BCMS_SECRETS_KEY, parsed; a mistake in it is a usage error that says what to give. */
+function secretsFrom(env: NodeJS.ProcessEnv): SecretsKeys | undefined {
+  try {
+    return resolveSecretsKeys(undefined, env);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+}
+
 function openKeyStore(flags: Record<string, string | true | undefined>, env: NodeJS.ProcessEnv): KeyStore {
   const chosen = ['database', 'pglite', 'url'].filter((name) => flags[name] !== undefined);
   if (chosen.length > 1) throw new UsageError(`choose one of --database, --pglite and --url, not ${chosen.map((name) => `--${name}`).join(' and ')}`);
@@ -209,7 +219,8 @@ function openKeyStore(flags: Record<string, string | true | undefined>, env: Nod
   };
   return {
     description: database.description,
-    create: (input) => guard(() => createApiKey(database.knex, input)),
+    // BCMS_SECRETS_KEY from the environment or .env: a key made here is sealed as the service seals them.
+    create: (input) => guard(() => createApiKey(database.knex, input, { secrets: secretsFrom(env) })),
     list: () => guard(() => listApiKeys(database.knex)),
     block: (id) => guard(() => blockApiKey(database.knex, id)),
     remove: (id) => guard(() => deleteApiKey(database.knex, id)),

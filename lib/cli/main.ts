@@ -1,6 +1,7 @@
 import { openDatabase, type DatabaseOption } from '../db/connection';
 import { migrate, MIGRATIONS_TABLE, unlockMigrations } from '../db/migrate';
 import { isUnreachable } from '../db/store';
+import { resolveSecretsKeys, sealStoredSecrets, type SecretsKeys } from '../security/secrets';
 import { defaultIo, parseArgs, UsageError, type Io } from './_io';
 import { CALL_USAGE, runCall } from './call';
 import { BUNDLE_USAGE, runBundle } from './bundle';
@@ -33,6 +34,7 @@ Commands:
                                             Bring the bcms_* tables up to date. --unlock first frees
                                             the lock a crashed migration left taken.
                                             Default database: DATABASE_URL, else PGlite in .bcms/data.
+                                            With BCMS_SECRETS_KEY, seals the API key secrets in clear.
 ${CREATE_USAGE}${[...added.values()].map((command) => command.usage).join('')}${BUNDLE_USAGE}${DEPLOY_USAGE}${DEV_USAGE}${KEYS_USAGE}${CALL_USAGE}  help                                      Show this text.
 `;
 
@@ -81,11 +83,15 @@ async function runMigrate(args: string[], io: Io): Promise<number> {
   const unlock = parsed.flags.unlock === true;
   const option: DatabaseOption | undefined = typeof pglite === 'string' ? { pglite } : typeof url === 'string' ? url : undefined;
   let database;
+  let env: NodeJS.ProcessEnv;
+  let secrets: SecretsKeys | undefined;
   try {
     // Knex's own retries and warnings go to stderr, with the rest of what went wrong.
     const toErr = (object: object, message?: string): void => io.err(`${message ?? ''} ${JSON.stringify(object)}\n`);
-    // DATABASE_URL from the environment, then a .env here, as every command reads its variables.
-    database = openDatabase(option, { ...readDotEnv(io.cwd ?? process.cwd()), ...io.env }, { info: () => {}, debug: () => {}, warn: toErr, error: toErr });
+    // DATABASE_URL (and BCMS_SECRETS_KEY) from the environment, then a .env here, as every command reads its variables.
+    env = { ...readDotEnv(io.cwd ?? process.cwd()), ...io.env };
+    secrets = resolveSecretsKeys(undefined, env);
+    database = openDatabase(option, env, { info: () => {}, debug: () => {}, warn: toErr, error: toErr });
   } catch (error) {
     io.err(`bcms-ext migrate: ${(error as Error).message}\n`);
     return 1;
@@ -98,6 +104,8 @@ async function runMigrate(args: string[], io: Io): Promise<number> {
     io.out(`Migrating ${database.description} (table ${MIGRATIONS_TABLE})...\n`);
     const applied = await migrate(database.knex);
     io.out(applied.length === 0 ? 'Already up to date.\n' : `Applied: ${applied.join(', ')}\n`);
+    const sealed = await sealStoredSecrets(database.knex, secrets);
+    if (sealed > 0) io.out(`Sealed ${sealed} API key secret${sealed === 1 ? '' : 's'} under BCMS_SECRETS_KEY.\n`);
     return 0;
   } catch (error) {
     const message = (error as Error).message;

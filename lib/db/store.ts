@@ -3,6 +3,7 @@ import type { Logger } from '../logger';
 import { BcmsHttpError } from '../http/errors';
 import type { Database } from './connection';
 import { migrate } from './migrate';
+import { sealStoredSecrets, type SecretsKeys } from '../security/secrets';
 
 const UNREACHABLE_CODES = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'EAI_AGAIN',
@@ -34,7 +35,7 @@ export class ContentStore {
   constructor(
     readonly database: Database,
     private readonly logger: Logger,
-    options?: { migratedElsewhere?: boolean },
+    private readonly options?: { migratedElsewhere?: boolean; secrets?: SecretsKeys },
   ) {
     this.migratedElsewhere = options?.migratedElsewhere === true;
   }
@@ -53,8 +54,14 @@ export class ContentStore {
   ready(): Promise<void> {
     if (this.migratedElsewhere) return Promise.resolve();
     this.migrated ??= migrate(this.database.knex).then(
-      (applied) => {
+      async (applied) => {
         if (applied.length > 0) this.logger.info({ database: this.database.description, applied }, 'bcms-extensions: migrations applied');
+        // With a secrets key, the secrets still in clear (or sealed under a key rotated out) are sealed now.
+        // A failure here is logged, not fatal: the secrets in clear are refused meanwhile, and the next start tries again.
+        await sealStoredSecrets(this.database.knex, this.options?.secrets).then(
+          (sealed) => sealed > 0 && this.logger.info({ sealed }, 'bcms-extensions: sealed API key secrets under secretsKey'),
+          (error: unknown) => this.logger.warn({ err: error }, 'bcms-extensions: could not seal the API key secrets in clear (tried again at the next start)'),
+        );
       },
       (error: unknown) => {
         this.migrated = undefined;

@@ -1,8 +1,9 @@
-import { createPublicKey, KeyObject, randomBytes } from 'node:crypto';
+import { createPublicKey, KeyObject, randomBytes, randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { migrate } from '../db/migrate';
 import { isUrlSafe } from '../names';
 import { SIGNATURE_ALGORITHMS, type SignatureAlgorithm } from './algorithms';
+import { API_KEYS_TABLE, resolveSecretsKeys, sealSecret, secretsOf, type SecretsKeys } from './secrets';
 
 
 /** What `createApiKey` takes. */
@@ -53,7 +54,7 @@ export interface ApiKey {
   updatedAt: number;
 }
 
-export const API_KEYS_TABLE = 'bcms_api_keys';
+export { API_KEYS_TABLE } from './secrets';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Whether a string can be a key id; anything else names no key (and is never sent to the database). */
@@ -132,33 +133,38 @@ function normalizePublicKey(publicKey: unknown, algorithm: Exclude<SignatureAlgo
 }
 
 /**
- * Creates an API key. An `hmac-sha256` key (the default) gets a random secret, returned this once;
- * a public-key one keeps the public key on file.
+ * Creates an API key. An `hmac-sha256` key (the default) gets a random secret, returned this once,
+ * and stored sealed when there is a secrets key (on a router's `router.db`, the router's
+ * `secretsKey`; else `options.secretsKey`, else `BCMS_SECRETS_KEY`); a public-key one keeps the
+ * public key on file.
  *
  * @example
  * const { id, secret } = await createApiKey(router.db, { name: 'forms', functions: ['submit-form'] });
  * // a key for a plugin's routes guarded by BCMSRouteProtection.createJwtApiPreRequestHandler
  * await createApiKey(router.db, { name: 'site', functions: [], plugins: ['todo'], bcmsClient: true });
  */
-export async function createApiKey(knex: Knex, input: NewApiKey): Promise<CreatedApiKey> {
+export async function createApiKey(knex: Knex, input: NewApiKey, options: { secretsKey?: unknown; secrets?: SecretsKeys } = {}): Promise<CreatedApiKey> {
   checkNewApiKey(input);
+  // A router's own database (router.db) seals with the router's secretsKey; else the option, else BCMS_SECRETS_KEY.
+  const secrets = options.secrets ?? (options.secretsKey === undefined ? secretsOf(knex) : undefined) ?? resolveSecretsKeys(options.secretsKey);
   const algorithm = input.algorithm ?? 'hmac-sha256';
   const secret = algorithm === 'hmac-sha256' ? randomBytes(32).toString('base64url') : undefined;
   const publicKey = algorithm === 'hmac-sha256' ? null : normalizePublicKey(input.publicKey, algorithm);
   await ensureMigrated(knex);
-  const [row] = (await knex(API_KEYS_TABLE)
+  // The id made here: a sealed secret is bound to it.
+  const id = randomUUID();
+  await knex(API_KEYS_TABLE)
     .insert({
+      id,
       name: input.name.trim(),
       algorithm,
-      secret: secret ?? null,
+      secret: secret === undefined ? null : sealSecret(secret, id, secrets),
       public_key: publicKey,
       functions: JSON.stringify([...new Set(input.functions)]),
       plugins: JSON.stringify([...new Set(input.plugins ?? [])]),
       deploy: input.deploy ?? false,
       bcms_client: input.bcmsClient ?? false,
-    })
-    .returning('id')) as { id: string }[];
-  const id = (row as { id: string }).id;
+    });
   return secret === undefined ? { id } : { id, secret };
 }
 

@@ -5,6 +5,7 @@ import { BcmsHttpError } from '../http/errors';
 import type { Logger } from '../logger';
 import type { SignatureAlgorithm } from './algorithms';
 import { API_KEYS_TABLE } from './api-keys';
+import { openSecret, rememberSecrets, SecretUnusable, warnIfInClear, type SecretsKeys } from './secrets';
 
 export const REPLAYS_TABLE = 'bcms_signature_replays';
 
@@ -25,8 +26,8 @@ export interface KeyMaterial {
   publicKey: KeyObject | null;
 }
 
-/** The key a signature names, or null. */
-export async function findKeyMaterial(knex: Knex, id: string): Promise<KeyMaterial | null> {
+/** The key a signature names, or null; its secret opened with `secrets` when sealed (throws SecretUnusable). */
+export async function findKeyMaterial(knex: Knex, id: string, secrets?: SecretsKeys): Promise<KeyMaterial | null> {
   const row = (await knex(API_KEYS_TABLE).first('id', 'name', 'algorithm', 'secret', 'public_key', 'functions', 'plugins', 'deploy', 'bcms_client').where({ id })) as
     | {
         id: string;
@@ -49,7 +50,7 @@ export async function findKeyMaterial(knex: Knex, id: string): Promise<KeyMateri
     plugins: Object.freeze([...row.plugins]),
     deploy: row.deploy,
     bcmsClient: row.bcms_client,
-    secret: row.secret === null ? null : Buffer.from(row.secret, 'utf8'),
+    secret: row.secret === null ? null : openSecret(row.secret, row.id, secrets),
     publicKey: row.public_key === null ? null : createPublicKey(row.public_key),
   };
 }
@@ -251,16 +252,32 @@ export class SignatureMemory {
   constructor(
     private readonly store: ContentStore,
     private readonly logger: Logger,
+    private readonly secrets?: SecretsKeys,
   ) {
     this.knex = store.database.knex;
     this.ledger = new SignatureLedger(this.knex, (query) => store.run(query));
+    // createApiKey(router.db, ...) seals with the router's key; without one, the start says the secrets are in clear.
+    rememberSecrets(this.knex, secrets);
+    warnIfInClear(secrets, logger);
   }
 
-  /** The key an id names, from memory when it was read before; null when there is none. */
+  /**
+   * The key an id names, from memory when it was read before; null when there is none, or when its
+   * secret is in clear while the service seals secrets (a row it did not write). A secret it cannot
+   * open (no key, or not the one it was sealed with) throws: the service is set up wrong.
+   */
   async keyFor(id: string): Promise<KeyMaterial | null> {
     const cached = this.keys.get(id);
     if (cached !== undefined) return cached;
-    const key = await this.store.run(() => findKeyMaterial(this.knex, id));
+    let key: KeyMaterial | null;
+    try {
+      key = await this.store.run(() => findKeyMaterial(this.knex, id, this.secrets));
+    } catch (error) {
+      if (!(error instanceof SecretUnusable)) throw error;
+      this.logger[error.reason === 'clear' ? 'warn' : 'error']({ keyId: id }, `bcms-extensions: ${error.message}`);
+      if (error.reason === 'clear') return null;
+      throw error;
+    }
     if (key === null) return null;
     if (this.keys.size >= KEY_CACHE_SIZE) this.keys.delete(this.keys.keys().next().value as string);
     this.keys.set(id, key);
