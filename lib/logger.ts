@@ -143,3 +143,34 @@ export function createDefaultLogger(): Logger {
   };
   return Object.defineProperty(logger, REQUEST_LINE, { value: write });
 }
+
+/**
+ * Query parameters whose values are credentials or the parts of a signature, by name
+ * (case-insensitive): a signed URL's `key`, `nonce`, `timestamp` and `signature` (the BCMS client's
+ * scheme signs so), and the names tokens, secrets and passwords travel under.
+ */
+const CREDENTIAL_PARAMETER = /^(?:nonce|timestamp|sig|hmac|code|jwt|auth|session|sid|pwd|key[-_]?id)$|key$|token|secret|signature|passw|credential|authori[sz]ation/i;
+
+/**
+ * A URL fit for a log line (DESIGN.md "Trust": no token, signature or secret in any log line): the
+ * value of each query parameter that may hold a credential is `[redacted]`; the path and the other
+ * parameters stay as they are, to tell requests apart.
+ *
+ * @example
+ * redactUrl('/api/function/f?key=k&nonce=n&timestamp=1&signature=ab&page=2');
+ * // '/api/function/f?key=[redacted]&nonce=[redacted]&timestamp=[redacted]&signature=[redacted]&page=2'
+ */
+export function redactUrl(url: string): string {
+  const start = url.indexOf('?');
+  if (start === -1) return url;
+  const end = url.indexOf('#', start);
+  const query = url.slice(start + 1, end === -1 ? undefined : end);
+  const parts = query.split('&').map((part) => {
+    const equals = part.indexOf('=');
+    if (equals === -1) return part;
+    // The name as a server reads it (percent-decoded, `+` a space): `sig%6Eature` is `signature` too.
+    const name = new URLSearchParams(part.slice(0, equals)).keys().next().value ?? '';
+    return CREDENTIAL_PARAMETER.test(name) ? `${part.slice(0, equals)}=[redacted]` : part;
+  });
+  return url.slice(0, start + 1) + parts.join('&') + (end === -1 ? '' : url.slice(end));
+}

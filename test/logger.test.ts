@@ -3,6 +3,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
+import { redactUrl } from '../lib/logger';
 
 const SERVER = path.join(__dirname, 'fixtures', 'servers', 'default-logger.js');
 
@@ -117,4 +118,21 @@ describe('the default logger: a line for every answered request, none lost when 
       expect(fields).toMatchObject({ pid: server.child.pid, method: 'GET', path: '/api/plugin/ping/ping', status: 200 });
     }
   }, 60_000);
+});
+
+describe('redactUrl: a URL fit for a log line', () => {
+  test("the BCMS client's signed query and credential-looking parameters are [redacted]; the path and other parameters stay", () => {
+    expect(redactUrl('/api/function/f?key=k1&nonce=a1b2c3&timestamp=1700000000000&signature=00a7&page=2')).toBe(
+      '/api/function/f?key=[redacted]&nonce=[redacted]&timestamp=[redacted]&signature=[redacted]&page=2',
+    );
+    expect(redactUrl('/x?access_token=t&sig=s&apiKey=a&client_secret=c&X-Amz-Signature=z&password=p&q=hello')).toBe(
+      '/x?access_token=[redacted]&sig=[redacted]&apiKey=[redacted]&client_secret=[redacted]&X-Amz-Signature=[redacted]&password=[redacted]&q=hello',
+    );
+  });
+
+  test('names are read as a server reads them (percent-encoded, any case); a URL without a query is as it was', () => {
+    expect(redactUrl('/x?sig%6Eature=s&SIGNATURE=t&Token=u#signature=v')).toBe('/x?sig%6Eature=[redacted]&SIGNATURE=[redacted]&Token=[redacted]#signature=v');
+    expect(redactUrl('/api/function/f')).toBe('/api/function/f');
+    expect(redactUrl('/x?flag&page=1')).toBe('/x?flag&page=1');
+  });
 });

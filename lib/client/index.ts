@@ -22,13 +22,19 @@ export type SignRequestOptions = SigningKey & {
   signHost?: boolean;
   /** The request's Date; default now. */
   date?: Date;
+  /**
+   * A Content-Type to send, returned among the headers and signed with them. Needed for a body
+   * that is not UTF-8 (`application/json; charset=utf-16le`): the charset decides how the signed
+   * bytes are read, so the service takes such a body only when `content-type` is signed.
+   */
+  contentType?: string;
 };
 
 /**
  * Signs a request to a private function (DESIGN.md "Private functions: HTTP Signature") and returns
  * the headers to send with it: `Date`, the body's digest, a random `X-Bcms-Nonce` (so two identical
- * calls in one second differ) and `Authorization: Signature ...` over them and `(request-target)`.
- * For any HTTP client.
+ * calls in one second differ), `contentType` when given, and `Authorization: Signature ...` over
+ * them and `(request-target)`. For any HTTP client.
  *
  * @example
  * const body = JSON.stringify({ email: 'a@example.com' });
@@ -37,9 +43,12 @@ export type SignRequestOptions = SigningKey & {
  * await fetch(url, { method: 'POST', body, headers: { ...headers, 'Content-Type': 'application/json' } });
  */
 export function signRequest(options: SignRequestOptions): Record<string, string> {
-  const { method, url, body = '', digest = 'digest', date = new Date(), signHost = false } = options;
+  const { method, url, body = '', digest = 'digest', date = new Date(), signHost = false, contentType } = options;
   if (typeof options.keyId !== 'string' || !/^[^"\\\x00-\x1f\x7f]+$/.test(options.keyId)) {
     throw new TypeError('signRequest: keyId is required, without quotes, backslashes or control characters');
+  }
+  if (contentType !== undefined && (typeof contentType !== 'string' || !/^[^\x00-\x1f\x7f]+$/.test(contentType))) {
+    throw new TypeError('signRequest: contentType must be a header value, such as "application/json; charset=utf-16le"');
   }
   const { key, algorithm } = signingKey(options);
   const absolute = /^[a-z][a-z0-9+.-]*:\/\//i.test(url);
@@ -49,6 +58,7 @@ export function signRequest(options: SignRequestOptions): Record<string, string>
     [digest === 'digest' ? 'Digest' : 'Content-Digest']: digest === 'digest' ? digestHeader(body) : contentDigestHeader(body),
     'X-Bcms-Nonce': randomBytes(16).toString('base64url'),
   };
+  if (contentType !== undefined) headers['Content-Type'] = contentType.trim(); // as the service will read it
   const lines: [string, string][] = [['(request-target)', `${method.toLowerCase()} ${target.pathname}${target.search}`]];
   // What fetch and node:http send as Host: the port only when it is not the scheme's default.
   if (signHost && absolute) lines.push(['host', target.host]);

@@ -124,6 +124,18 @@ export function decodeText(raw: Buffer, contentType: string | undefined): string
   }
 }
 
+/**
+ * The charset a Content-Type declares when `decodeText` would not read its body as UTF-8 (lower-cased,
+ * at most 40 characters); undefined for UTF-8: no charset, a header that does not parse, or any label
+ * of UTF-8. A signature over a body's bytes fixes its text only when they are read as UTF-8: in
+ * another charset, the same bytes are other text (DESIGN.md "Trust").
+ */
+export function nonUtf8Charset(contentType: string | undefined): string | undefined {
+  const charset = charsetOf(contentType);
+  if (charset === undefined || charset === 'utf-8' || charset === 'utf8' || decoderOf(charset)?.encoding === 'utf-8') return undefined;
+  return charset.slice(0, 40);
+}
+
 /** The UTF-16 decoder a byte-order mark names (`FE FF` big-endian, as Java's "UTF-16" writes): it wins over the label. */
 function utf16ByMark(raw: Buffer): TextDecoder | undefined {
   if (raw.length < 2) return undefined;

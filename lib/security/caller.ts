@@ -2,7 +2,7 @@ import type { Request } from 'express';
 import type { BcmsFunctionAuth, BcmsFunctionKeyAuth } from '../function/types';
 import { hasBody, isJsonType, parseJsonBody, RAW_BODY, readRawBody } from '../http/body';
 import { BcmsHttpError } from '../http/errors';
-import type { Logger } from '../logger';
+import { type Logger, redactUrl } from '../logger';
 import { type AccessTokenVerifier, hasBearerToken } from './jwt';
 import { isSignedRequest, SIGNATURE_CHALLENGE, type SignatureAuth, type VerifySignedRequest } from './signature';
 import { JWTPermissionName, tokenAllows } from './token';
@@ -146,7 +146,8 @@ async function verifyKeySignature(
 /** Signed bodies are checked against the raw bytes: a body parser that ran before the router took them. */
 function refuseParsedBody(req: Request, logger: Logger): BcmsHttpError {
   logger.error(
-    { requestId: req.res?.getHeader('x-request-id'), path: req.originalUrl },
+    // The URL without the credentials a signed query carries (the BCMS client's signature, still good for a replay).
+    { requestId: req.res?.getHeader('x-request-id'), path: redactUrl(req.originalUrl) },
     'bcms-extensions: a body parser ran before the router, so a signed body cannot be checked against its signature. ' +
       'Mount the router before express.json() and other body parsers: app.use(bcmsExtensions(...)) first; or give the parser verify: keepRawBody (express.json({ verify: keepRawBody })).',
   );

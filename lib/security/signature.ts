@@ -2,6 +2,7 @@ import { createHmac, timingSafeEqual, verify, type KeyObject } from 'node:crypto
 import type { ClientRequest } from 'node:http';
 import type { Request } from 'express';
 import type * as HttpSignature from 'http-signature';
+import { hasBody, nonUtf8Charset } from '../http/body';
 import { BcmsHttpError, type ErrorCode } from '../http/errors';
 import { HEADER_ALGORITHM, type SignatureAlgorithm } from './algorithms';
 import { isKeyId } from './api-keys';
@@ -57,9 +58,10 @@ function refuse(code: ErrorCode, message?: string): BcmsHttpError {
 
 /**
  * Verifies signed requests (DESIGN.md "Private functions: HTTP Signature"): the draft-cavage
- * signature over `(request-target)`, `date` and the body's digest, the date within the clock skew,
- * the digest against the raw body, and the key's state and permission, remembering the signature
- * in Postgres so that it is accepted once on every instance.
+ * signature over `(request-target)`, `date` and the body's digest (and `content-type`, for a body
+ * not in UTF-8), the date within the clock skew, the digest against the raw body, and the key's
+ * state and permission, remembering the signature in Postgres so that it is accepted once on
+ * every instance.
  */
 export function createSignatureVerifier(options: { memory: SignatureMemory; clockSkewSeconds: number }): VerifySignedRequest {
   const { memory, clockSkewSeconds } = options;
@@ -85,6 +87,16 @@ export function createSignatureVerifier(options: { memory: SignatureMemory; cloc
     const digestHeader: DigestHeader | undefined = signed.includes('content-digest') ? 'content-digest' : signed.includes('digest') ? 'digest' : undefined;
     if (!signed.includes('(request-target)') || !signed.includes('date') || digestHeader === undefined) {
       throw refuse('SIGNATURE_INVALID', `The signature must cover (request-target), date and digest (or content-digest); it covers "${signed.join(' ')}".`);
+    }
+    // The digest fixes the bytes, the charset how they are read: unsigned, a charset other than
+    // UTF-8 could be swapped in to make the same bytes other text (DESIGN.md "Trust").
+    const charset = hasBody(req) && !signed.includes('content-type') ? nonUtf8Charset(req.headers['content-type']) : undefined;
+    if (charset !== undefined) {
+      throw refuse(
+        'SIGNATURE_INVALID',
+        `The body's Content-Type declares charset "${charset}", which the signature does not cover: sign content-type too ` +
+          `(headers="(request-target) date digest content-type"), or send the body as UTF-8 (no charset, or charset=utf-8).`,
+      );
     }
 
     const now = Date.now();

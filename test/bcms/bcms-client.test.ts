@@ -352,6 +352,48 @@ describe.each(backends())('the BCMS client (@becomes/cms-client 3.4.1) against a
       expect(lastEcho).toBeUndefined();
     });
 
+    test('a body declared in a charset other than UTF-8: 401 SIGNATURE_INVALID, as the scheme signs no header; the same call in UTF-8 passes', async () => {
+      lastEcho = undefined;
+      const payload = { name: 'Zoë' };
+      const url = clientSignedUrl(service.origin, '/api/function/echo', key, payload);
+      const refused = await post(url, JSON.stringify(payload), 'application/json; charset=windows-1252');
+      expectClient401(refused);
+      expect(refused.body).toEqual(
+        failure(
+          'SIGNATURE_INVALID',
+          'The body\'s Content-Type declares charset "windows-1252", and the BCMS client\'s signature cannot cover Content-Type: ' +
+            'send the body as UTF-8 (no charset, or charset=utf-8), or sign with an HTTP Signature that covers content-type.',
+        ),
+      );
+      expect(lastEcho).toBeUndefined();
+      const sent = await post(url, JSON.stringify(payload), 'application/json; charset=utf-8');
+      expect(sent).toMatchObject({ status: 200, body: { success: true, result: { received: payload } } });
+    });
+
+    test('behind a host body parser: 500 BODY_ALREADY_PARSED, logged with the URL\'s credentials [redacted]; no log line holds the signature', async () => {
+      const log = memoryLogger();
+      const behind = bcmsExtensions({ functions: FUNCTIONS }, { database: db.knex, logger: log.logger });
+      await behind.ready;
+      try {
+        const signed = new URL(clientSignedUrl('http://x', '/api/function/echo', key, { n: 1 }));
+        const target = signed.pathname + signed.search;
+        const parsed = await request(express().use(express.json()).use(behind)).post(target).set('Content-Type', 'application/json').send('{"n":1}');
+        expect([parsed.status, parsed.body]).toEqual([500, failure('BODY_ALREADY_PARSED')]);
+        const logged = log.lines.find((line) => /Mount the router before express\.json\(\)/.test(String(line.msg)));
+        expect(logged).toMatchObject({ level: 50, requestId: parsed.headers['x-request-id'], path: '/api/function/echo?key=[redacted]&nonce=[redacted]&timestamp=[redacted]&signature=[redacted]' });
+        // The signature was still good: a log that held it would hand a call to whoever reads it.
+        const direct = await request(express().use(behind)).post(target).set('Content-Type', 'application/json').send('{"n":1}');
+        expect(direct.body).toEqual({ success: true, result: { received: { n: 1 } } });
+        expect(log.lines.filter((line) => line.msg === 'request').map((line) => [line.path, line.status])).toEqual([
+          ['/api/function/echo', 500],
+          ['/api/function/echo', 200],
+        ]);
+        for (const credential of [signed.searchParams.get('signature') as string, key.secret]) expect(log.text()).not.toContain(credential);
+      } finally {
+        await behind.close();
+      }
+    });
+
     test('the same JSON value spelled another way (whitespace, key order) is not what was signed: refused', async () => {
       const url = clientSignedUrl(service.origin, '/api/function/echo', key, { a: 1, b: 2 });
       for (const spelling of ['{"a": 1, "b": 2}', '{"b":2,"a":1}', '{"a":1,"a":1,"b":2}']) {

@@ -315,6 +315,19 @@ describe.each(backends())('createJwtApiPreRequestHandler on plugin routes (%s)',
       expect(seenByHandler?.body).toEqual({ filter: 'open' });
     });
 
+    test('a body in a charset other than UTF-8: refused unless content-type is signed, then decoded in that charset', async () => {
+      const body = Buffer.from(JSON.stringify({ title: 'Zoë' }), 'latin1'); // ë: the one byte 0xEB
+      const type = 'application/json; charset=iso-8859-1';
+      const unsigned = signRequest({ ...signer, method: 'POST', url: '/api/plugin/todo/todo', body });
+      const refused = await request(service.origin).post('/api/plugin/todo/todo').set(unsigned).set('Content-Type', type).serialize((bytes) => bytes).send(body);
+      expect([refused.status, refused.body]).toEqual([401, { message: expect.stringMatching(/^The body's Content-Type declares charset "iso-8859-1", which the signature does not cover: sign content-type too/) }]);
+      expect(refused.headers['www-authenticate']).toBe(SIGNATURE_CHALLENGE);
+      expect(seenByHandler).toBeUndefined();
+      const signed = signRequest({ ...signer, method: 'POST', url: '/api/plugin/todo/todo', body, contentType: type });
+      const res = await request(service.origin).post('/api/plugin/todo/todo').set(signed).serialize((bytes) => bytes).send(body);
+      expect([res.status, res.body]).toEqual([200, { by: 'signer', body: { title: 'Zoë' } }]);
+    });
+
     test('a replay: 401 SIGNATURE_REPLAYED', async () => {
       const body = JSON.stringify({ once: true });
       const headers = signRequest({ ...signer, method: 'POST', url: '/api/plugin/todo/todo', body });

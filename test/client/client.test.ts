@@ -103,8 +103,15 @@ describe('signRequest', () => {
     expect(fullUrl.Authorization).toContain('headers="(request-target) date digest x-bcms-nonce"');
   });
 
-  test('refuses a keyId that would break the header, and signHost without a full URL', () => {
+  test('refuses a keyId that would break the header, signHost without a full URL, and a contentType that is no header value', () => {
     expect(() => signRequest({ method: 'POST', url: '/x', keyId: 'a",signature="b', secret: 's' })).toThrow('signRequest: keyId is required, without quotes');
     expect(() => signRequest({ method: 'POST', url: '/x', keyId: 'k', secret: 's', signHost: true })).toThrow('signRequest: signHost needs a full url');
+    expect(() => signRequest({ method: 'POST', url: '/x', keyId: 'k', secret: 's', contentType: 'application/json\r\nX-Evil: 1' })).toThrow('signRequest: contentType must be a header value');
+  });
+
+  test('contentType: returned and signed, for a body that is not UTF-8', () => {
+    const headers = signRequest({ method: 'POST', url: '/x', keyId: 'k', secret: 's', contentType: ' application/json; charset=utf-16le ' });
+    expect(headers['Content-Type']).toBe('application/json; charset=utf-16le');
+    expect(headers.Authorization).toContain('headers="(request-target) date digest x-bcms-nonce content-type"');
   });
 });

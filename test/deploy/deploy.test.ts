@@ -1,6 +1,7 @@
 import express from 'express';
 import request from 'supertest';
 import { bcmsExtensions, createBcmsFunction, createBcmsPlugin, type BcmsExtensionsRouter } from '../../lib';
+import { signRequest } from '../../lib/client';
 import { memoryLogger } from '../support/app';
 import { backends, openTestDatabase, serverSchema, type TestDatabase } from '../support/database';
 import { hmacKey } from '../support/signature';
@@ -155,6 +156,17 @@ exports.default = createBcmsFunction(async () => ({ config: { name: 'slow', publ
     expect(unsigned.status).toBe(401);
     expect(unsigned.headers['www-authenticate']).toMatch(/^Signature /);
     expect((await request(app).post('/api/function/greet')).body.result.answer).toBe('v2');
+  });
+
+  test('an upload in a charset other than UTF-8 is taken only with content-type signed', async () => {
+    const path = '/api/extensions/deployments';
+    const body = Buffer.from(JSON.stringify(bundle('function', 'in-utf16', functionCode('in-utf16', 'Zoë'))), 'utf16le');
+    const contentType = 'application/json; charset=utf-16le';
+    const unsigned = await request(app).post(path).set(signRequest({ ...deployer, method: 'POST', url: path, body })).set('Content-Type', contentType).serialize((bytes) => bytes).send(body);
+    expect([unsigned.status, unsigned.body]).toEqual([401, { message: expect.stringMatching(/^The body's Content-Type declares charset "utf-16le", which the signature does not cover: sign content-type too/) }]);
+    const deployed = await request(app).post(path).set(signRequest({ ...deployer, method: 'POST', url: path, body, contentType })).serialize((bytes) => bytes).send(body);
+    expect(deployed.status).toBe(201);
+    expect((await request(app).post('/api/function/in-utf16')).body.result.answer).toBe('Zoë');
   });
 
   test('list shows every version without code; rollback makes the one before active again', async () => {

@@ -96,12 +96,17 @@ describe('bodies are decoded by the charset their Content-Type declares', () => 
     expect(res.body.error.code).toBe('INVALID_JSON');
   });
 
-  test('a signed private call with a utf-16le body: the digest covers the bytes sent, the handler gets the decoded body', async () => {
+  test('a signed private call with a utf-16le body and content-type signed: the digest covers the bytes sent, the handler gets the decoded body', async () => {
     const key = await hmacKey((await sharedTestDatabase()).knex, ['private-echo']);
     const body = utf16le(NOTE);
-    const headers = signRequest({ ...key, method: 'POST', url: '/api/function/private-echo', body });
-    const res = await request(t.app).post('/api/function/private-echo').set(headers).set('Content-Type', 'application/json; charset=utf-16le').serialize((bytes) => bytes).send(body);
+    const type = 'application/json; charset=utf-16le';
+    const headers = signRequest({ ...key, method: 'POST', url: '/api/function/private-echo', body, contentType: type });
+    const res = await request(t.app).post('/api/function/private-echo').set(headers).serialize((bytes) => bytes).send(body);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ success: true, result: NOTE });
+    // Unsigned, the charset decides what the signed bytes say: refused (test/security/signature.test.ts).
+    const unsigned = signRequest({ ...key, method: 'POST', url: '/api/function/private-echo', body });
+    const refused = await request(t.app).post('/api/function/private-echo').set(unsigned).set('Content-Type', type).serialize((bytes) => bytes).send(body);
+    expect([refused.status, refused.body.error.code]).toEqual([401, 'SIGNATURE_INVALID']);
   });
 });

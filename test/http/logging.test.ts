@@ -1,6 +1,8 @@
 import request from 'supertest';
 import { createBcmsFunction, createBcmsPlugin, createController, createControllerMethod, createJwtProtectionPreRequestHandler, JWTPermissionName, JWTRoleName } from '../../lib';
-import { buildApp, signToken } from '../support/app';
+import { signRequest } from '../../lib/client';
+import { buildApp, role, signToken } from '../support/app';
+import { hmacKey } from '../support/signature';
 
 const plugin = createBcmsPlugin({
   name: 'log',
@@ -40,6 +42,30 @@ describe('request log', () => {
     expect(text).not.toContain(token);
     expect(text).not.toContain('query-secret');
     expect(text).not.toContain('body-secret');
+  });
+
+  test('the lines of signed and JWT calls, accepted or refused, hold no credential: no Authorization, signature, token or secret', async () => {
+    const report = createBcmsFunction(async () => ({ config: { name: 'report', public: false }, handler: async () => ({ ok: true }) }));
+    const t = await buildApp({ plugins: [plugin], functions: [report] });
+    const key = await hmacKey(t.router.db, ['report']);
+    const path = '/api/function/report?signature=query-signature&token=query-token';
+    const headers = signRequest({ ...key, method: 'POST', url: path, body: '{}' });
+    const signature = /signature="([^"]+)"/.exec(headers.Authorization as string)?.[1] as string;
+    const send = () => request(t.app).post(path).set(headers).set('Content-Type', 'application/json').send('{}');
+    const token = signToken([role('ADMIN', 'READ', 'EXECUTE')]);
+    const answers = [
+      await send(), // accepted
+      await send(), // a replay: 401
+      await request(t.app).post(path).set('Authorization', `Bearer ${token}`).send({}),
+      await request(t.app).get('/api/plugin/log/x').set('Authorization', `Bearer ${token}`),
+      await request(t.app).get('/api/plugin/log/x').set('Authorization', `Bearer ${token}x`), // a bad token: 401
+    ];
+    expect(answers.map((res) => res.status)).toEqual([200, 401, 200, 200, 401]);
+
+    const lines = t.log.lines.filter((line) => line.msg === 'request');
+    expect(lines.map((line) => line.path)).toEqual(['/api/function/report', '/api/function/report', '/api/function/report', '/api/plugin/log/x', '/api/plugin/log/x']);
+    const text = t.log.text();
+    for (const credential of [headers.Authorization as string, signature, key.secret, token, 'query-signature', 'query-token']) expect(text).not.toContain(credential);
   });
 
   test('request ids differ from request to request', async () => {

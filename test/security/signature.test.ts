@@ -109,6 +109,28 @@ describe.each(backends())('signed calls to private functions (%s)', (backend) =>
       expect(lastBody).toEqual({ mounted: true });
     });
 
+    test('a body in windows-1252 with content-type signed: accepted, and decoded in that charset', async () => {
+      const body = Buffer.from('{"name":"Zoë"}', 'latin1'); // ë: the one byte 0xEB, which UTF-8 would not read
+      const contentType = 'application/json; charset=windows-1252';
+      const headers = signRequest({ ...key, method: 'POST', url: PATH, body, contentType });
+      expect(headers.Authorization).toContain('headers="(request-target) date digest x-bcms-nonce content-type"');
+      const send = (type: string) => request(t.app).post(PATH).set(headers).set('Content-Type', type).serialize((bytes) => bytes).send(body);
+      // Signed, the charset cannot be changed: another one no longer verifies.
+      const swapped = await send('application/json; charset=iso-8859-2');
+      expect([swapped.status, swapped.body]).toEqual([401, failure('SIGNATURE_INVALID', 'The signature does not verify with this key.')]);
+      const res = await send(contentType);
+      expect(res.body).toEqual({ success: true, result: { report: 42 } });
+      expect(lastBody).toEqual({ name: 'Zoë' });
+    });
+
+    test('a UTF-8 body needs no signed content-type: no charset, charset=utf-8, or any label of UTF-8', async () => {
+      for (const type of ['application/json', 'application/json; charset=utf-8', 'application/json; charset="UTF-8"', 'application/json; charset=unicode-1-1-utf-8']) {
+        const res = await signedPost(t.app, PATH, key, { name: 'Zoë ✓' }).set('Content-Type', type);
+        expect([type, res.status]).toEqual([type, 200]);
+        expect(lastBody).toEqual({ name: 'Zoë ✓' });
+      }
+    });
+
     test('a request signed with http-signature itself (not our client) is accepted', async () => {
       const server = t.app.listen(0);
       try {
@@ -251,6 +273,26 @@ describe.each(backends())('signed calls to private functions (%s)', (backend) =>
         .set('Content-Type', 'application/json')
         .send('{}');
     }
+
+    test('a captured UTF-8 call sent first with charset=windows-1252, content-type unsigned: 401 SIGNATURE_INVALID saying what to do; the original still passes', async () => {
+      const body = JSON.stringify({ name: 'Zoë' }); // read as windows-1252, its UTF-8 bytes would be "ZoÃ«"
+      const headers = signRequest({ ...key, method: 'POST', url: PATH, body });
+      lastBody = 'untouched';
+      const replayed = await request(t.app).post(PATH).set(headers).set('Content-Type', 'application/json; charset=windows-1252').send(body);
+      expectSignature401(replayed);
+      expect(replayed.body).toEqual(
+        failure(
+          'SIGNATURE_INVALID',
+          'The body\'s Content-Type declares charset "windows-1252", which the signature does not cover: sign content-type too ' +
+            '(headers="(request-target) date digest content-type"), or send the body as UTF-8 (no charset, or charset=utf-8).',
+        ),
+      );
+      expect(lastBody).toBe('untouched');
+      // Refused before it was remembered: the signature is still the original's.
+      const original = await request(t.app).post(PATH).set(headers).set('Content-Type', 'application/json').send(body);
+      expect(original.status).toBe(200);
+      expect(lastBody).toEqual({ name: 'Zoë' });
+    });
 
     test('the body changed after signing: 401 DIGEST_MISMATCH, and the handler never runs', async () => {
       lastBody = 'untouched';
@@ -417,7 +459,7 @@ describe.each(backends())('signed calls to private functions (%s)', (backend) =>
 });
 
 describe('a host body parser mounted before the router', () => {
-  test('a signed call: 500 BODY_ALREADY_PARSED, and the log says to mount the router first; unsigned routes keep working', async () => {
+  test('a signed call: 500 BODY_ALREADY_PARSED, and the log says to mount the router first, with no credential; unsigned routes keep working', async () => {
     const db = await openTestDatabase('pglite');
     const log = memoryLogger();
     const router = bcmsExtensions({ functions: [report, open] }, { database: db.knex, logger: log.logger });
@@ -426,11 +468,14 @@ describe('a host body parser mounted before the router', () => {
     app.use(router);
     await router.ready;
     const key = await hmacKey(db.knex, ['report']);
-    const res = await signedPost(app, PATH, key, { parsed: 'twice' });
+    const headers: Record<string, string> = {};
+    const res = await signedPost(app, `${PATH}?access_token=query-secret&page=2`, key, { parsed: 'twice' }, { tamper: (signed) => Object.assign(headers, signed) });
     expect(res.status).toBe(500);
     expect(res.body).toEqual(failure('BODY_ALREADY_PARSED', `A body parser ran before the router, so the signed body cannot be checked: mount the router first, or give the parser verify: keepRawBody. Request id: ${res.headers['x-request-id']}.`));
     const logged = log.lines.find((line) => /Mount the router before express\.json\(\)/.test(String(line.msg)));
-    expect(logged).toMatchObject({ level: 50, requestId: res.headers['x-request-id'], path: PATH });
+    expect(logged).toMatchObject({ level: 50, requestId: res.headers['x-request-id'], path: `${PATH}?access_token=[redacted]&page=2` });
+    const signature = /signature="([^"]+)"/.exec(headers.Authorization as string)?.[1] as string;
+    for (const secret of ['query-secret', signature, headers.Authorization as string, key.secret]) expect(log.text()).not.toContain(secret);
     const unsigned = await request(app).post('/api/function/open').send({ parsedBy: 'host' });
     expect(unsigned.body).toEqual({ success: true, result: { body: { parsedBy: 'host' } } });
     await router.close();

@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Request } from 'express';
-import { decodeText, hasBody } from '../../http/body';
+import { decodeText, hasBody, nonUtf8Charset } from '../../http/body';
 import { BcmsHttpError, type ErrorCode } from '../../http/errors';
 import { isKeyId } from '../../security/api-keys';
 import { refuseUnlessAccepted, forbiddenMessage, keyPermits, type Permission, type SignatureMemory } from '../../security/replay';
@@ -106,9 +106,9 @@ function readParameters(query: string): Record<Parameter, string> {
  * permission; the signature is remembered in the ledger HTTP Signatures use, so it is accepted
  * once, on every instance, whichever route it is sent to.
  *
- * The body is the raw bytes, decoded as their Content-Type declares: the client signs
- * `JSON.stringify(payload)` and sends that very text, and the handler gets what the signature
- * covers, never a re-serialisation of a parsed body (which many different bodies share).
+ * The body is the raw bytes, read as UTF-8 (another charset is refused: nothing signed fixes it):
+ * the client signs `JSON.stringify(payload)` and sends that very text, and the handler gets what
+ * the signature covers, never a re-serialisation of a parsed body (which many different bodies share).
  */
 export function createClientSignatureVerifier(options: { memory: SignatureMemory; clockSkewSeconds: number }): VerifyClientSignedRequest {
   const { memory, clockSkewSeconds } = options;
@@ -134,6 +134,16 @@ export function createClientSignatureVerifier(options: { memory: SignatureMemory
       );
     }
 
+    // The scheme signs no header, so nothing fixes a charset: a body it signs is read as UTF-8,
+    // as the client sends it, and never as other text (DESIGN.md "Trust").
+    const charset = hasBody(req) ? nonUtf8Charset(req.headers['content-type']) : undefined;
+    if (charset !== undefined) {
+      throw refuse(
+        'SIGNATURE_INVALID',
+        `The body's Content-Type declares charset "${charset}", and the BCMS client's signature cannot cover Content-Type: ` +
+          'send the body as UTF-8 (no charset, or charset=utf-8), or sign with an HTTP Signature that covers content-type.',
+      );
+    }
     // No body (the client's GETs, and its POSTs without a payload, which axios types
     // application/x-www-form-urlencoded) is what the client signed as `{}`.
     const raw = hasBody(req) ? await readBody() : NOTHING;
