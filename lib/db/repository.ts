@@ -1,5 +1,7 @@
 import type { Knex } from 'knex';
+import { BcmsHttpError } from '../http/errors';
 import type { ContentStore } from './store';
+import { TEMPLATE_FIELD_LENGTHS } from './values';
 
 import type { BcmsEntry, BcmsEntryMeta, BcmsTemplate } from './shapes';
 
@@ -113,6 +115,14 @@ function text(value: unknown, where: string, allowEmpty = true): string {
   return value;
 }
 
+/** A template's name, label or desc, no longer than TEMPLATE_FIELD_LENGTHS: a longer one is a 400 naming it, before any query. */
+function templateText(value: unknown, where: string, field: keyof typeof TEMPLATE_FIELD_LENGTHS, allowEmpty = true): string {
+  const checked = text(value, `${where}: ${field}`, allowEmpty);
+  const max = TEMPLATE_FIELD_LENGTHS[field];
+  if (checked.length > max) throw new BcmsHttpError('TOO_LARGE', `${where}: ${field} is longer than ${max} characters (it has ${checked.length}).`);
+  return checked;
+}
+
 const NUL = '\0';
 
 /** The repository of one router's database. Every query is parameterised by Knex. */
@@ -196,14 +206,16 @@ export function createRepository(store: ContentStore): BcmsRepo {
       return row === undefined ? null : toTemplate(row);
     },
     async add(input) {
-      text(input?.name, 'repo.template.add: name', false);
+      templateText(input?.name, 'repo.template.add', 'name', false);
+      const label = templateText(input.label ?? input.name, 'repo.template.add', 'label');
+      const desc = templateText(input.desc ?? '', 'repo.template.add', 'desc');
       try {
         const [row] = await run((db) =>
           db<TemplateRow>('bcms_templates')
             .insert({
               name: input.name,
-              label: text(input.label ?? input.name, 'repo.template.add: label'),
-              desc: text(input.desc ?? '', 'repo.template.add: desc'),
+              label,
+              desc,
               single_entry: input.singleEntry === true,
               props: json(input.props ?? [], 'repo.template.add: props'),
             } as never)
@@ -218,9 +230,9 @@ export function createRepository(store: ContentStore): BcmsRepo {
     async update(input) {
       if (!isId(input?._id)) return null;
       const changes: Record<string, unknown> = { updated_at: store.database.knex.raw('clock_timestamp()') };
-      if (input.name !== undefined) changes.name = text(input.name, 'repo.template.update: name', false);
-      if (input.label !== undefined) changes.label = text(input.label, 'repo.template.update: label');
-      if (input.desc !== undefined) changes.desc = text(input.desc, 'repo.template.update: desc');
+      if (input.name !== undefined) changes.name = templateText(input.name, 'repo.template.update', 'name', false);
+      if (input.label !== undefined) changes.label = templateText(input.label, 'repo.template.update', 'label');
+      if (input.desc !== undefined) changes.desc = templateText(input.desc, 'repo.template.update', 'desc');
       if (input.singleEntry !== undefined) changes.single_entry = input.singleEntry === true;
       if (input.props !== undefined) changes.props = json(input.props, 'repo.template.update: props');
       try {

@@ -10,11 +10,49 @@ const UNREACHABLE_CODES = new Set([
   '57P01', '57P02', '57P03', '53300', // admin shutdown, crash shutdown, cannot connect now, too many connections
 ]);
 
+/**
+ * Why Postgres refused a query for its size, as the 400's message; `undefined` for any other error.
+ * The caller's doing (a value, a list or a filter too large), never an outage.
+ */
+export function refusedForSize(error: unknown): string | undefined {
+  if (error === null || typeof error !== 'object') return undefined;
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  if (typeof code !== 'string') return undefined;
+  switch (code) {
+    case '08P01':
+      // protocol_violation, as the server answers a Bind message of more than 65,535 values (pg and
+      // PGlite write the count in 16 bits: it wraps, and the server finds the values missing).
+      return typeof message === 'string' && /\bbind message\b/i.test(message)
+        ? 'The query has more values than the database takes in one statement (65,535): send fewer at a time.'
+        : undefined;
+    case '22001': // string_data_right_truncation
+      return `${named(error, 'A value')} is longer than the database takes: make it shorter.`;
+    case '54000': // program_limit_exceeded: an index row (a unique name, say) past its page's limit
+      return `${named(error, 'A value')} is too large for the database: make it shorter.`;
+    case '54001': // statement_too_complex: the server's stack depth
+      return 'The query is too complex for the database: make it smaller or less deeply nested.';
+    default:
+      return code.startsWith('54') ? 'The query is too large for the database: make it smaller.' : undefined;
+  }
+}
+
+/** The field a refusal names: Postgres's `column`, or the column of a `<table>_<column>_unique` index. */
+function named(error: object, otherwise: string): string {
+  const { column, constraint, table } = error as { column?: unknown; constraint?: unknown; table?: unknown };
+  let name = typeof column === 'string' ? column : undefined;
+  if (name === undefined && typeof constraint === 'string' && typeof table === 'string') {
+    name = /^(.+)_(?:unique|key)$/.exec(constraint.startsWith(`${table}_`) ? constraint.slice(table.length + 1) : '')?.[1];
+  }
+  // Columns are snake_case; the fields callers write are BCMS's camelCase (user_id: userId).
+  return name === undefined ? otherwise : `Field "${name.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase())}"`;
+}
+
 /** Whether an error means "the database cannot be reached", as opposed to a bad query. */
 export function isUnreachable(error: unknown): boolean {
   if (error === null || typeof error !== 'object') return false;
   const { code, name, message } = error as { code?: unknown; name?: unknown; message?: unknown };
-  if (typeof code === 'string' && (UNREACHABLE_CODES.has(code) || code.startsWith('08'))) return true;
+  // 08P01 (protocol_violation) is the server answering: it was reached (and refused the message).
+  if (typeof code === 'string' && (UNREACHABLE_CODES.has(code) || (code.startsWith('08') && code !== '08P01'))) return true;
   if (name === 'KnexTimeoutError') return true;
   return (
     typeof message === 'string' &&
@@ -71,12 +109,18 @@ export class ContentStore {
     return this.migrated;
   }
 
-  /** Runs a query on the store's database once it is ready; a lost connection becomes 503 and a retry next time. */
+  /**
+   * Runs a query on the store's database once it is ready; a lost connection becomes 503 and a
+   * retry next time, a query the database refuses for its size 400 TOO_LARGE.
+   */
   async run<T>(query: (db: Knex) => Promise<T>): Promise<T> {
     await this.ready();
     try {
       return await query(this.database.knex);
     } catch (error) {
+      // A query too large for the database is the caller's: 400 TOO_LARGE, and no outage logged.
+      const refusal = refusedForSize(error);
+      if (refusal !== undefined) throw new BcmsHttpError('TOO_LARGE', refusal);
       if (isUnreachable(error)) {
         this.migrated = undefined;
         throw this.unavailable(error);

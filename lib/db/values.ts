@@ -5,6 +5,14 @@ import { randomBytes } from 'node:crypto';
 /** The longest id (and collection name) a document may have. */
 export const MAX_ID_LENGTH = 200;
 
+/**
+ * The longest template name, label and description, in characters (UTF-16 code units, as
+ * `String.length` counts them). The name is unique, so indexed, and Postgres refuses an index row
+ * past 2,704 bytes; a label makes the name when none is given. `repo.template` and the SDK's routes
+ * refuse longer ones (400) before any query.
+ */
+export const TEMPLATE_FIELD_LENGTHS: Readonly<Record<'name' | 'label' | 'desc', number>> = Object.freeze({ name: 200, label: 200, desc: 5000 });
+
 /** Whether `id` can be an id at all: a non-empty string of at most MAX_ID_LENGTH characters that Postgres can store. */
 export const usableId = (id: unknown): id is string =>
   typeof id === 'string' && id !== '' && id.length <= MAX_ID_LENGTH && unstorable(JSON.stringify(id)) === undefined;

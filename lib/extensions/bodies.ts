@@ -1,4 +1,4 @@
-import { kind } from '../db/values';
+import { kind, TEMPLATE_FIELD_LENGTHS } from '../db/values';
 import type { BcmsEntryMeta } from '../db/shapes';
 import type { ObjectSchema } from '../schema/object-schema';
 
@@ -93,6 +93,20 @@ export function checkMetaData(meta: readonly BcmsEntryMeta[] | undefined): strin
     for (const [j, prop] of lng.props.entries()) {
       if (!Array.isArray(prop.data)) return `body.meta[${i}].props[${j}].data must be an array, got ${prop.data === undefined ? 'nothing' : kind(prop.data)}.`;
     }
+  }
+  return null;
+}
+
+/**
+ * What an ObjectSchema cannot say either: a template's `label`, `name` and `desc` are no longer than
+ * TEMPLATE_FIELD_LENGTHS (200, 200 and 5,000 characters). `null` when none is longer; else the
+ * message naming the first that is.
+ */
+export function checkTemplateLengths(body: Partial<Pick<TemplateCreateBody, 'label' | 'name' | 'desc'>>): string | null {
+  for (const field of ['label', 'name', 'desc'] as const) {
+    const value = body[field];
+    const max = TEMPLATE_FIELD_LENGTHS[field];
+    if (typeof value === 'string' && value.length > max) return `body.${field} is longer than ${max} characters (it has ${value.length}).`;
   }
   return null;
 }

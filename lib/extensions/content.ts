@@ -13,6 +13,7 @@ import { pluginLabel } from '../ui/assets';
 import type { BcmsLogger } from '../handler-logger';
 import {
   checkMetaData,
+  checkTemplateLengths,
   ENTRY_CREATE_SCHEMA,
   ENTRY_UPDATE_SCHEMA,
   type EntryCreateBody,
@@ -74,6 +75,11 @@ const writerOf = (accessToken: JWT): string => (typeof accessToken.payload.userI
 const notFound = (what: string) => new BcmsHttpError('NOT_FOUND', `${what} not found.`);
 const badRequest = (message: string) => new BcmsHttpError('BAD_REQUEST', message);
 const emptyName = () => badRequest('body.name must not be empty: leave it out to have one made from the label.');
+/** A label, name or desc past its length: a 400 naming it, before any query (a long name is past Postgres's index row limit). */
+const tooLong = (body: Parameters<typeof checkTemplateLengths>[0]): void => {
+  const message = checkTemplateLengths(body);
+  if (message !== null) throw badRequest(message);
+};
 
 /**
  * A repository write whose input the repository refused (a NUL character, half a surrogate pair,
@@ -236,6 +242,7 @@ export function createSdkController(options: {
         type: 'post',
         preRequestHandler: writer<TemplateCreateBody>(TEMPLATE_CREATE_SCHEMA),
         handler: async ({ body, accessToken }) => {
+          tooLong(body);
           if (body.name === '') throw emptyName();
           const name = await freeName(body.name ?? nameOfLabel(body.label));
           const template = await written(() =>
@@ -256,6 +263,7 @@ export function createSdkController(options: {
         type: 'put',
         preRequestHandler: writer<TemplateUpdateBody>(TEMPLATE_UPDATE_SCHEMA),
         handler: async ({ body }) => {
+          tooLong(body);
           const current = await templateById(body._id);
           // As BCMS: a new label renames the template, unless a name is given.
           if (body.name === '') throw emptyName();

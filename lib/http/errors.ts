@@ -45,6 +45,12 @@ export const errorCodes = {
   /** The isolate running the handler died (heap limit, uncaught exception, process.exit) or was ended; it is replaced. */
   EXTENSION_CRASHED: { status: 500, message: 'The extension crashed while answering; it is being restarted.' },
   DATABASE_UNAVAILABLE: { status: 503, message: 'Database is unavailable; try again shortly.' },
+  /**
+   * What the database cannot take for its size, refused before the query (a filter over its cap, a
+   * template field over its length) or by Postgres (an index row too large, more than 65,535 bound
+   * values, a statement too complex): the caller's doing, never an outage.
+   */
+  TOO_LARGE: { status: 400, message: 'The request holds a value or a filter too large for the database.' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof errorCodes;

@@ -5,6 +5,7 @@
  * one real connection from BEGIN to COMMIT, and any other query whichever connection is free.
  */
 import type { Knex } from 'knex';
+import { BcmsHttpError } from '../http/errors';
 import type { Ask, WireQueryResult } from './protocol';
 import { fromWire, toWire } from './wire';
 
@@ -46,7 +47,11 @@ export function createBridgeKnex(ask: AskService): Knex {
     }
     async _query(connection: BridgeConnection, obj: QueryObject): Promise<QueryObject> {
       if (!obj.sql) throw new Error('The query is empty');
-      const result = fromWire(await ask({ op: 'query', conn: connection.id, sql: obj.sql, bindings: toWire(obj.bindings ?? []) as unknown[], options: obj.options })) as WireQueryResult;
+      const result = fromWire(
+        await ask({ op: 'query', conn: connection.id, sql: obj.sql, bindings: toWire(obj.bindings ?? []) as unknown[], options: obj.options }).catch((error: unknown) => {
+          throw keepingItsMessage(error);
+        }),
+      ) as WireQueryResult;
       // The embedded database names no command: Knex reads it from the query's method, as knex-pglite does.
       result.command ??= obj.method === 'first' || obj.method === 'pluck' ? 'SELECT' : (obj.method ?? '').toUpperCase();
       obj.response = result;
@@ -64,4 +69,16 @@ export function createBridgeKnex(ask: AskService): Knex {
   }
   // `connection: {}` makes Knex set up its pool; `version` keeps it from asking the server.
   return knexFactory({ client: BridgeClient as never, connection: {}, version: '16', pool: { min: 0, max: 20, idleTimeoutMillis: 10_000 } });
+}
+
+/**
+ * Knex writes a failed query's SQL before its error's message. The service's own answers (503
+ * DATABASE_UNAVAILABLE, 400 TOO_LARGE) go to the client as they are: their message stays theirs.
+ */
+function keepingItsMessage(error: unknown): unknown {
+  if (error instanceof BcmsHttpError) {
+    const message = error.message;
+    Object.defineProperty(error, 'message', { get: () => message, set: () => {}, configurable: true, enumerable: false });
+  }
+  return error;
 }

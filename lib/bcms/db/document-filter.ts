@@ -3,6 +3,7 @@
 // are checked against a strict pattern before they are bound as path elements.
 
 import { isPlainObject, kind, UNSAFE_SEGMENTS, unstorable } from '../../db/values';
+import { BcmsHttpError } from '../../http/errors';
 
 /** The operators a filter may use on a field. */
 export type DocumentFieldOperators = {
@@ -46,13 +47,14 @@ const COMPARISONS: Record<string, string> = { $gt: '>', $gte: '>=', $lt: '<', $l
 /** A path segment: a name as code writes them, or an array index. No quotes, dots, spaces or `$`-leading names. */
 const SEGMENT = /^(?:[A-Za-z_][A-Za-z0-9_-]{0,99}|\d{1,9})$/;
 const MAX_DEPTH = 8;
-const MAX_CONDITIONS = 1000;
-
+/** Conditions a filter may hold, each item of a `$in` / `$nin` list counted: kept well under Postgres's 65,535 bound values. */
+const MAX_FILTER_CONDITIONS = 1000;
 
 /**
  * Renders `filter` as a condition on `doc`; `where` names the caller in errors. Throws a
  * `TypeError` for anything it cannot render: an unknown operator, a field name that is not a plain
- * name, a value JSON cannot carry.
+ * name, a value JSON cannot carry; and a 400 `BcmsHttpError` (`TOO_LARGE`) for a filter of more
+ * than {@link MAX_FILTER_CONDITIONS} conditions, which a handler's caller gets as it is.
  *
  * @example
  * renderFilter({ done: false, priority: { $gte: 2 } }, 'todos.findAllBy');
@@ -104,7 +106,8 @@ function renderField(path: string[], value: unknown, where: string, state: { con
       if (!FIELD_OPERATORS.has(op)) {
         throw new TypeError(`${where}: unknown operator ${JSON.stringify(op)} on field ${JSON.stringify(field)} (known: ${[...FIELD_OPERATORS].join(', ')})`);
       }
-      count(state, where);
+      // Each item of a list is a condition of its own, counted before any is rendered.
+      count(state, where, (op === '$in' || op === '$nin') && Array.isArray(operand) ? Math.max(1, operand.length) : 1);
       parts.push(renderOperator(path, op, operand, where));
     }
     return parts.length === 0 ? { sql: 'true', bindings: [] } : join(parts, ' and ');
@@ -210,6 +213,12 @@ function not(part: SqlFragment): SqlFragment {
   return { sql: `not coalesce(${part.sql}, false)`, bindings: part.bindings };
 }
 
-function count(state: { conditions: number }, where: string): void {
-  if (++state.conditions > MAX_CONDITIONS) throw new TypeError(`${where}: the filter has more than ${MAX_CONDITIONS} conditions`);
+function count(state: { conditions: number }, where: string, conditions = 1): void {
+  state.conditions += conditions;
+  if (state.conditions > MAX_FILTER_CONDITIONS) {
+    throw new BcmsHttpError(
+      'TOO_LARGE',
+      `${where}: the filter has more than ${MAX_FILTER_CONDITIONS} conditions (the most a filter may have; each item of a $in or $nin list counts as one): split it, or filter by something shared.`,
+    );
+  }
 }
