@@ -21,7 +21,10 @@ async function createExampleApp({ database, adminEmail, adminPassword, logger })
   let jwtSecret; // made on first start and kept in the database, so tokens outlive a restart
   const secret = async () => jwtSecret;
 
-  const extensions = bcmsExtensions({ plugins: [contentStats], functions: [getAllBlogsTitles, submitForm] }, { database, jwt: { secret }, logger });
+  // deployOverHttp: the README's deploy loop makes its deploy key through this service (its PGlite
+  // database is the service's alone), with the admin's token, whose SUDO role holds WRITE.
+  const options = { database, jwt: { secret }, logger, keys: { deployOverHttp: true } };
+  const extensions = bcmsExtensions({ plugins: [contentStats], functions: [getAllBlogsTitles, submitForm] }, options);
   await extensions.ready;
   const repo = extensions.repo; // templates and entries, as handlers read them
   const seeded = await seed(extensions.db, repo, { adminEmail, adminPassword });

@@ -10,8 +10,10 @@ const BLOG_TEMPLATE_ID = '6f1c0b7b-a5f9-4d5f-8a4e-7c52a1b2c3d4';
 const SUBMISSIONS_TEMPLATE = 'form-submissions';
 
 const ALL = [{ name: 'READ' }, { name: 'WRITE' }, { name: 'DELETE' }, { name: 'EXECUTE' }];
+// The admin is SUDO too: only a SUDO role holding WRITE may create deploy keys over HTTP.
+const ADMIN_ROLES = [{ name: 'SUDO', permissions: ALL }, { name: 'ADMIN', permissions: ALL }];
 const DEMO_USERS = [
-  { key: 'admin', roles: [{ name: 'ADMIN', permissions: ALL }] },
+  { key: 'admin', roles: ADMIN_ROLES },
   { key: 'reader', email: 'reader@example.com', roles: [{ name: 'USER', permissions: [{ name: 'READ' }] }] },
 ];
 
@@ -78,6 +80,10 @@ async function seed(knex, repo, { adminEmail, adminPassword }) {
         // ADMIN_PASSWORD is the admin's password whenever it is set.
         if (given !== undefined && !verifyPassword(given, existing.password_hash)) {
           await knex('example_users').where({ email }).update({ password_hash: await hashPassword(given) });
+        }
+        // An admin seeded before deploy keys needed SUDO gets it (the deploy loop makes one over HTTP).
+        if (demo.key === 'admin' && !existing.roles.some((role) => role.name === 'SUDO')) {
+          await knex('example_users').where({ email }).update({ roles: JSON.stringify([{ name: 'SUDO', permissions: ALL }, ...existing.roles]) });
         }
         return { email };
       }

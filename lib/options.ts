@@ -45,6 +45,12 @@ export interface BcmsExtensionsOptions {
    * for several), else none: secrets in clear, and a warning at start.
    */
   secretsKey?: string | Buffer | readonly (string | Buffer)[];
+  /**
+   * API keys over HTTP (`/api/extensions/keys`). `deployOverHttp: true` lets a token whose SUDO
+   * role holds WRITE create deploy keys there (a deploy key runs code on every instance). Default
+   * false: deploy keys are made on the database (`bcms-ext keys create --deploy` with DATABASE_URL).
+   */
+  keys?: { deployOverHttp?: boolean };
   /** pino-compatible logger. Default: a pino logger named `bcms-extensions`. */
   logger?: Logger;
   /**
@@ -71,6 +77,7 @@ export interface ResolvedOptions {
   readonly admin: Readonly<AdminSettings> | null;
   /** `secretsKey`, else `BCMS_SECRETS_KEY`, parsed; undefined: secrets in clear. */
   readonly secrets: SecretsKeys | undefined;
+  readonly keys: Readonly<{ deployOverHttp: boolean }>;
 }
 
 export const defaultOptions = Object.freeze({
@@ -82,11 +89,12 @@ export const defaultOptions = Object.freeze({
   isolate: 'deployed',
   extensionMemoryMb: 256,
   admin: Object.freeze({ path: '/bcms', loginUrl: '/api/auth/login', title: 'BCMS' }),
+  keys: Object.freeze({ deployOverHttp: false }),
 });
 
 const KNOWN = new Set([
   'jwt', 'database', 'signature', 'bodyLimit', 'functionTimeoutMs', 'pluginTimeoutMs', 'logger', 'admin',
-  'isolate', 'extensionMemoryMb', 'extensionEnv', 'deployments', 'files', 'secretsKey',
+  'isolate', 'extensionMemoryMb', 'extensionEnv', 'deployments', 'files', 'secretsKey', 'keys',
 ]);
 
 /** A nested option is an object of known keys: a typo such as `jwt.secert` must not pass silently. */
@@ -107,11 +115,14 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined, env: 
   for (const key of Object.keys(options)) {
     if (!KNOWN.has(key)) throw new TypeError(`unknown option "${key}" (known: ${[...KNOWN].join(', ')})`);
   }
-  const { jwt = {}, signature = {}, files = {} } = options;
+  const { jwt = {}, signature = {}, files = {}, keys = {} } = options;
   checkKeys(jwt, 'jwt', ['secret', 'algorithms', 'issuer', 'audience']);
   checkKeys(files, 'files', ['dir']);
   if (files.dir !== undefined && (typeof files.dir !== 'string' || files.dir === '')) throw new TypeError('option files.dir must be a folder (a non-empty string)');
   checkKeys(signature, 'signature', ['clockSkewSeconds']);
+  checkKeys(keys, 'keys', ['deployOverHttp']);
+  const deployOverHttp = keys.deployOverHttp ?? defaultOptions.keys.deployOverHttp;
+  if (typeof deployOverHttp !== 'boolean') throw new TypeError(`option keys.deployOverHttp must be true or false, got ${JSON.stringify(deployOverHttp)}`);
   const admin = resolveAdmin(options.admin);
 
   const clockSkewSeconds = signature.clockSkewSeconds ?? defaultOptions.signature.clockSkewSeconds;
@@ -151,6 +162,7 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined, env: 
     logger,
     admin,
     secrets: resolveSecretsKeys(options.secretsKey, env),
+    keys: Object.freeze({ deployOverHttp }),
   }) as ResolvedOptions;
 }
 

@@ -137,7 +137,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     repo,
   });
   const sdkController = createSdkController({ plugins: () => live.allPlugins, hasUi: (name) => ui.hasUi(name), functions: () => live.functions ?? new Map(), content: bcmsContentRepoOf(store), events });
-  const ownRoutes = new PluginRouteTable([createBcmsPlugin({ name: 'extensions', controllers: [createKeysController(store), sdkController] })], '/api');
+  const ownRoutes = new PluginRouteTable([createBcmsPlugin({ name: 'extensions', controllers: [createKeysController(store, settings.keys), sdkController] })], '/api');
 
   const serveDeployments = createDeployRoutes({
     verify: verifySignedRequest,

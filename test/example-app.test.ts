@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { openDatabase } from '../lib/db/connection';
 import { serverSchema } from './support/database';
 import { freePort } from './support/app';
 import { start, stopStartedApps, type Running } from './support/example';
@@ -155,6 +156,37 @@ describe('the example app, as the README runs it', () => {
     app.child.kill('SIGTERM');
     await expectCleanExit(app);
   }, 90_000);
+
+  test('its admin is SUDO, so it makes deploy keys over HTTP (keys.deployOverHttp); an admin seeded before gets SUDO at the next start', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-example-sudo-'));
+    const credentials = { ADMIN_PASSWORD: 'sudo horse battery' };
+    const tokenOf = async (base: string): Promise<string> => {
+      const login = await fetch(`${base}/api/auth/login`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ email: 'admin@example.com', password: credentials.ADMIN_PASSWORD }) });
+      return ((await login.json()) as { accessToken: string }).accessToken;
+    };
+    const deployKey = (base: string, token: string) =>
+      fetch(`${base}/api/extensions/keys`, { method: 'POST', headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'deployer', functions: [], deploy: true }) });
+    let app = await start(await freePort(), dir, credentials);
+    let base = /http:\/\/localhost:\d+/.exec(app.output())![0];
+    const token = await tokenOf(base);
+    expect(JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).rls.map((role: { name: string }) => role.name)).toEqual(['SUDO', 'ADMIN']);
+    expect((await deployKey(base, token)).status).toBe(201);
+    app.child.kill('SIGTERM');
+    await expectCleanExit(app);
+
+    // As an earlier version seeded it: ADMIN only. SUDO again once the app starts.
+    const database = openDatabase({ pglite: dir });
+    const ALL = ['READ', 'WRITE', 'DELETE', 'EXECUTE'].map((name) => ({ name }));
+    await database.knex('example_users').where({ email: 'admin@example.com' }).update({ roles: JSON.stringify([{ name: 'ADMIN', permissions: ALL }]) });
+    await database.close();
+    app = await start(await freePort(), dir, credentials);
+    base = /http:\/\/localhost:\d+/.exec(app.output())![0];
+    const again = await tokenOf(base);
+    expect(JSON.parse(Buffer.from(again.split('.')[1]!, 'base64url').toString()).rls.map((role: { name: string }) => role.name)).toEqual(['SUDO', 'ADMIN']);
+    expect((await deployKey(base, again)).status).toBe(201);
+    app.child.kill('SIGTERM');
+    await expectCleanExit(app);
+  }, 120_000);
 
   // Needs the server: CI always sets DATABASE_URL (.ci/run).
   (process.env.DATABASE_URL ? test : test.skip)('with DATABASE_URL it runs on that Postgres server', async () => {

@@ -43,7 +43,8 @@ export function backendTsconfig(include: string[]): string {
 }
 
 function gitignore(extra: string[] = []): string {
-  return ['node_modules/', 'bcms-bundle/', '.env', ...extra].join('\n') + '\n';
+  // bcms-deploy-key.pem: the private key keys create --deploy writes here; it never goes into the repository.
+  return ['node_modules/', 'bcms-bundle/', '.env', 'bcms-deploy-key.pem', ...extra].join('\n') + '\n';
 }
 
 function functionSource(name: string, isPublic: boolean): string {
@@ -267,7 +268,7 @@ export async function runCreate(args: readonly string[], io: Io, cwd = process.c
   const install = what === 'plugin' ? 'npm install            # the back end at the root; the UI in ui/ (postinstall)' : 'npm install';
   io.out(
     `Created the ${what === 'plugin' ? 'plugin' : 'functions'} project ${name}/. Next:\n` +
-      `  cd ${name}\n  ${install}\n  cp .env.example .env   # BCMS_URL; then a key that may deploy: BCMS_TOKEN=<admin JWT> npx --no bcms-ext keys create --name deployer --deploy --env-file .env\n` +
+      `  cd ${name}\n  ${install}\n  cp .env.example .env   # BCMS_URL; then a key that may deploy: BCMS_TOKEN=<a SUDO JWT> npx --no bcms-ext keys create --name deployer --deploy --env-file .env\n` +
       `  npm run bundle\n  npm run deploy\n`,
   );
   return 0;

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { signRequest } from '../client';
+import { createPrivateKey } from 'node:crypto';
+import { signRequest, type SigningKey } from '../client';
 import { fetchFailure } from '../http/fetch-failure';
 import { parseArgs, UsageError, type Io } from './_io';
 
@@ -14,8 +15,8 @@ export const DEPLOY_USAGE = `  deploy [FILE ...]                         Send bu
   undeploy NAME [--kind plugin|function]    Take a plugin or function out of service, on every
                                             instance; its versions stay listed for rollback.
       deploy, list, rollback and undeploy reach BCMS_URL (default http://localhost:8080),
-      signed with BCMS_KEY_ID and BCMS_KEY_SECRET (bcms-ext keys create --deploy), from the
-      environment or a .env file in the working directory.
+      signed with BCMS_KEY_ID and BCMS_PRIVATE_KEY_FILE or BCMS_KEY_SECRET (bcms-ext keys
+      create --deploy), from the environment or a .env file in the working directory.
 `;
 
 export const BUNDLE_DIR = 'bcms-bundle';
@@ -46,17 +47,31 @@ export function readDotEnv(dir: string): Record<string, string> {
   return values;
 }
 
-/** The service and the deploy key: the environment, then .env. */
-function target(io: Io, cwd: string): { baseUrl: string; keyId: string; secret: string } {
-  const env = { ...readDotEnv(cwd), ...io.env };
+/**
+ * The service and the deploy key: the environment, then .env. The key signs with BCMS_KEY_SECRET
+ * (hmac-sha256) or BCMS_PRIVATE_KEY_FILE (a PEM file, relative to here; what keys create --deploy
+ * writes), taken from the environment when it sets either, else from .env: never one of each.
+ */
+function target(io: Io, cwd: string): { baseUrl: string; key: SigningKey } {
+  const dotEnv = readDotEnv(cwd);
+  const env = { ...dotEnv, ...io.env };
   const baseUrl = (env.BCMS_URL || 'http://localhost:8080').replace(/\/+$/, '');
-  if (!env.BCMS_KEY_ID || !env.BCMS_KEY_SECRET) {
+  const material = io.env.BCMS_KEY_SECRET || io.env.BCMS_PRIVATE_KEY_FILE ? io.env : dotEnv;
+  const { BCMS_KEY_SECRET: secret, BCMS_PRIVATE_KEY_FILE: keyFile } = material;
+  if (!env.BCMS_KEY_ID || (!secret && !keyFile)) {
     throw new UsageError(
-      'set BCMS_KEY_ID and BCMS_KEY_SECRET (in the environment or a .env file here) to a key that may deploy: ' +
-        'bcms-ext keys create --name deployer --deploy --env-file .env',
+      'set BCMS_KEY_ID and BCMS_KEY_SECRET or BCMS_PRIVATE_KEY_FILE (in the environment or a .env file here) to a key that may deploy: ' +
+        'bcms-ext keys create --name deployer --deploy --env-file .env writes them',
     );
   }
-  return { baseUrl, keyId: env.BCMS_KEY_ID, secret: env.BCMS_KEY_SECRET };
+  if (secret && keyFile) throw new UsageError('set BCMS_KEY_SECRET or BCMS_PRIVATE_KEY_FILE, not both');
+  if (secret) return { baseUrl, key: { keyId: env.BCMS_KEY_ID, secret } };
+  const file = path.resolve(cwd, keyFile as string);
+  try {
+    return { baseUrl, key: { keyId: env.BCMS_KEY_ID, privateKey: createPrivateKey(fs.readFileSync(file, 'utf8')) } };
+  } catch (error) {
+    throw new UsageError(`cannot read the private key of BCMS_PRIVATE_KEY_FILE (${file}): ${(error as Error).message}`);
+  }
 }
 
 /**
@@ -71,7 +86,7 @@ async function call(
   hints: Readonly<Partial<Record<number, string>>> = {},
 ): Promise<{ status: number; answer: Record<string, unknown> }> {
   const url = `${to.baseUrl}/api/extensions/deployments${route}`;
-  const headers = signRequest({ keyId: to.keyId, secret: to.secret, method, url, body: body ?? '' });
+  const headers = signRequest({ ...to.key, method, url, body: body ?? '' });
   let response: Response;
   try {
     response = await fetch(url, { method, headers: { ...headers, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) }, body });
@@ -94,7 +109,7 @@ async function call(
       : response.status === 403
         ? ' Deploy with a key that may: bcms-ext keys create --name deployer --deploy.'
         : response.status === 401
-          ? ' Check BCMS_KEY_ID and BCMS_KEY_SECRET, and this machine\'s clock.'
+          ? ' Check BCMS_KEY_ID and BCMS_KEY_SECRET (or BCMS_PRIVATE_KEY_FILE), and this machine\'s clock.'
           : '';
   throw new UsageError(`the service answered ${response.status}: ${message}${next}`);
 }

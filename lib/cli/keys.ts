@@ -1,21 +1,30 @@
+import { generateKeyPairSync } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { openDatabase, type DatabaseOption } from '../db/connection';
 import { isUnreachable } from '../db/store';
 import { fetchFailure } from '../http/fetch-failure';
 import type { SignatureAlgorithm } from '../security/algorithms';
-import { blockApiKey, checkNewApiKey, createApiKey, deleteApiKey, listApiKeys, type ApiKey, type CreatedApiKey, type NewApiKey } from '../security/api-keys';
+import { blockApiKey, checkNewApiKey, createApiKey, deleteApiKey, expiryOf, listApiKeys, type ApiKey, type CreatedApiKey, type NewApiKey } from '../security/api-keys';
 import { resolveSecretsKeys, type SecretsKeys } from '../security/secrets';
 import { parseArgs, UsageError, type Io } from './_io';
 import { readDotEnv } from './deploy';
 
 export const KEYS_USAGE = `  keys create --name NAME [--functions a,b] [--plugins a,b] [--deploy] [--bcms-client]
-              [--algorithm rsa-sha256|ed25519 --public-key FILE] [--env | --env-file FILE]
+              [--algorithm hmac-sha256|rsa-sha256|ed25519] [--public-key FILE]
+              [--private-key-file FILE] [--expires 90d|12h|30m|DATE] [--env | --env-file FILE]
                                             Create an API key. An hmac-sha256 key (the default) gets
-                                            a secret, shown this once. --env prints only
-                                            export lines, for eval "$(bcms-ext keys create ... --env)".
+                                            a secret, shown this once. --deploy makes an ed25519
+                                            key pair by default: the private key is written to
+                                            --private-key-file (default ./bcms-deploy-key.pem,
+                                            mode 0600, never overwritten), the service keeps only
+                                            the public key (--algorithm hmac-sha256: a secret).
+                                            --expires: its signatures are refused after that
+                                            (401 KEY_EXPIRED). --env prints only export lines, for
+                                            eval "$(bcms-ext keys create ... --env)".
                                             --env-file FILE writes BCMS_KEY_ID and BCMS_KEY_SECRET
-                                            into FILE (a project's .env), in place of theirs there.
+                                            (or BCMS_PRIVATE_KEY_FILE) into FILE (a project's
+                                            .env), in place of theirs there.
                                             --plugins: the plugins whose routes guarded by
                                             createJwtApiPreRequestHandler the key may call.
                                             --bcms-client: the key also accepts the BCMS client's
@@ -25,7 +34,8 @@ export const KEYS_USAGE = `  keys create --name NAME [--functions a,b] [--plugin
   keys delete ID                            Delete the key.
       keys commands reach the database through --database URL, --pglite DIR or DATABASE_URL;
       otherwise the running service at --url or BCMS_URL (default http://localhost:8080), with
-      --token or BCMS_TOKEN: a JWT whose SUDO or ADMIN role holds READ, WRITE or DELETE.
+      --token or BCMS_TOKEN: a JWT whose SUDO or ADMIN role holds READ, WRITE or DELETE (a
+      deploy key: SUDO with WRITE, on a service with keys: { deployOverHttp: true }).
       Variables come from the environment, then from a .env file in the current folder.
       --json prints what the command returns as JSON.
 `;
@@ -41,7 +51,7 @@ interface KeyStore {
 }
 
 const TARGET_FLAGS = { database: 'string', pglite: 'string', url: 'string', token: 'string', json: 'boolean' } as const;
-const CREATE_FLAGS = { ...TARGET_FLAGS, name: 'string', functions: 'string', plugins: 'string', algorithm: 'string', 'public-key': 'string', deploy: 'boolean', 'bcms-client': 'boolean', env: 'boolean', 'env-file': 'string' } as const;
+const CREATE_FLAGS = { ...TARGET_FLAGS, name: 'string', functions: 'string', plugins: 'string', algorithm: 'string', 'public-key': 'string', deploy: 'boolean', 'bcms-client': 'boolean', env: 'boolean', 'env-file': 'string', 'private-key-file': 'string', expires: 'string' } as const;
 
 export async function runKeys(args: readonly string[], io: Io): Promise<number> {
   const [action, ...rest] = args;
@@ -53,22 +63,35 @@ export async function runKeys(args: readonly string[], io: Io): Promise<number> 
   if (positionals.length !== (wantsId ? 1 : 0)) {
     throw new UsageError(wantsId ? `keys ${action} takes one key id (see bcms-ext keys list)` : `keys ${action} takes no argument ${JSON.stringify(positionals[0])}`);
   }
-  const input = action === 'create' ? newKeyFrom(flags) : undefined;
   const cwd = io.cwd ?? process.cwd();
+  const made = action === 'create' ? newKeyFrom(flags, cwd) : undefined;
+  const input = made?.input;
   if (flags.env !== undefined && flags['env-file'] !== undefined) throw new UsageError('choose one of --env and --env-file');
   // The environment wins over the project's .env (its BCMS_URL, say), as for deploy.
   const store = openKeyStore(flags, { ...readDotEnv(cwd), ...io.env });
   try {
     switch (action) {
       case 'create': {
-        const created = await store.create(input as NewApiKey);
+        const pair = made?.pair;
+        // The private key is on disk before the key exists: a key whose private key was lost is never made.
+        if (pair !== undefined) writePrivateKey(pair.file, pair.privateKey);
+        let created: CreatedApiKey;
+        try {
+          created = await store.create(input as NewApiKey);
+        } catch (error) {
+          if (pair !== undefined) fs.rmSync(pair.file, { force: true });
+          throw error;
+        }
         if (typeof flags['env-file'] === 'string') {
           const file = path.resolve(cwd, flags['env-file']);
-          writeEnvFile(file, { BCMS_KEY_ID: created.id, ...(created.secret === undefined ? {} : { BCMS_KEY_SECRET: created.secret }) });
-          io.out(`Created API key ${created.id}; wrote BCMS_KEY_ID${created.secret === undefined ? '' : ' and BCMS_KEY_SECRET'} to ${flags['env-file']}.\n`);
-        } else if (flags.json) io.out(`${JSON.stringify(created)}\n`);
-        else if (flags.env) io.out(exportLines(created));
-        else io.out(describeCreated(created, input as NewApiKey));
+          const signing: Record<string, string> =
+            pair !== undefined ? { BCMS_PRIVATE_KEY_FILE: envPath(pair.file, path.dirname(file)) } : created.secret !== undefined ? { BCMS_KEY_SECRET: created.secret } : {};
+          writeEnvFile(file, { BCMS_KEY_ID: created.id, ...signing });
+          const where = pair === undefined ? '' : `its private key to ${path.relative(cwd, pair.file) || pair.file} (mode 0600: the service has only the public key) and `;
+          io.out(`Created API key ${created.id}; wrote ${where}${['BCMS_KEY_ID', ...Object.keys(signing)].join(' and ')} to ${flags['env-file']}.\n`);
+        } else if (flags.json) io.out(`${JSON.stringify(pair === undefined ? created : { ...created, privateKeyFile: pair.file })}\n`);
+        else if (flags.env) io.out(exportLines(created, pair?.file));
+        else io.out(describeCreated(created, input as NewApiKey, pair?.file));
         if (input?.functions.length === 0 && (input.plugins ?? []).length === 0 && !input.deploy) {
           io.err('Note: this key lists no function or plugin and may not deploy, so it can call nothing (--functions a,b, --plugins a,b).\n');
         }
@@ -96,26 +119,97 @@ export async function runKeys(args: readonly string[], io: Io): Promise<number> 
   }
 }
 
-function newKeyFrom(flags: Record<string, string | true | undefined>): NewApiKey {
+/** Where `keys create --deploy` writes the private key of the pair it makes, unless told. */
+export const DEFAULT_PRIVATE_KEY_FILE = 'bcms-deploy-key.pem';
+
+/**
+ * The key `keys create` asks for, and the key pair it made: a deploy key is `ed25519` unless
+ * `--algorithm` says otherwise, and a public-key deploy key without `--public-key` gets a pair
+ * made here, whose private key is for `pair.file` (checked free now, written by the caller).
+ */
+function newKeyFrom(flags: Record<string, string | true | undefined>, cwd: string): { input: NewApiKey; pair?: { file: string; privateKey: string } } {
   if (typeof flags.name !== 'string') throw new UsageError('keys create needs --name NAME');
   const functions = namesOf(flags.functions);
-  const input: NewApiKey = { name: flags.name, functions, deploy: flags.deploy === true };
+  const deploy = flags.deploy === true;
+  const input: NewApiKey = { name: flags.name, functions, deploy };
   if (flags.plugins !== undefined) input.plugins = namesOf(flags.plugins);
   if (flags['bcms-client'] === true) input.bcmsClient = true;
   if (typeof flags.algorithm === 'string') input.algorithm = flags.algorithm as SignatureAlgorithm;
+  else if (deploy) input.algorithm = 'ed25519'; // nothing secret in the service's rows: a database read cannot deploy
+  if (typeof flags.expires === 'string') input.expiresAt = parseExpires(flags.expires).toISOString();
+  let pair: { file: string; privateKey: string } | undefined;
   if (typeof flags['public-key'] === 'string') {
     try {
       input.publicKey = fs.readFileSync(flags['public-key'], 'utf8');
     } catch (error) {
       throw new UsageError(`cannot read --public-key ${flags['public-key']}: ${(error as Error).message}`);
     }
+  } else if (deploy && (input.algorithm === 'ed25519' || input.algorithm === 'rsa-sha256')) {
+    const file = path.resolve(cwd, typeof flags['private-key-file'] === 'string' ? flags['private-key-file'] : DEFAULT_PRIVATE_KEY_FILE);
+    if (fs.existsSync(file)) {
+      throw new UsageError(`${file} exists: it is not overwritten (it may be the private key of another key). Give another file with --private-key-file FILE, or move that one.`);
+    }
+    const made = input.algorithm === 'ed25519' ? generateKeyPairSync('ed25519') : generateKeyPairSync('rsa', { modulusLength: 3072 });
+    input.publicKey = made.publicKey.export({ type: 'spki', format: 'pem' }).toString();
+    pair = { file, privateKey: made.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() };
+  }
+  if (pair === undefined && flags['private-key-file'] !== undefined) {
+    throw new UsageError('--private-key-file is where keys create writes the private key of a deploy key pair it makes (--deploy, without --public-key or --algorithm hmac-sha256)');
   }
   try {
     checkNewApiKey(input);
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
-  return input;
+  return pair === undefined ? { input } : { input, pair };
+}
+
+const DURATION = /^(\d{1,7})([mhd])$/;
+const UNIT_MS = { m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/**
+ * `--expires`: a duration from now (`90d`, `12h`, `30m`: days, hours, minutes) or an ISO 8601
+ * date (`2027-01-31`, midnight UTC) or date-time with its offset (`2027-01-31T12:00:00Z`).
+ * Throws a UsageError that says what to give.
+ *
+ * @example
+ * parseExpires('90d'); // 90 days from now
+ */
+export function parseExpires(text: string, now = Date.now()): Date {
+  const duration = DURATION.exec(text.trim());
+  if (duration !== null) {
+    const count = Number(duration[1]);
+    if (count === 0) throw new UsageError(`--expires ${text}: a key must live a while; give 1${duration[2] as string} or more`);
+    return new Date(now + count * UNIT_MS[duration[2] as keyof typeof UNIT_MS]);
+  }
+  if (!/^\d{4}-/.test(text)) {
+    throw new UsageError(`--expires takes a duration (90d, 12h, 30m: days, hours, minutes) or an ISO date (2027-01-31, or 2027-01-31T12:00:00Z), got ${JSON.stringify(text)}`);
+  }
+  try {
+    return expiryOf(text, now);
+  } catch (error) {
+    throw new UsageError(`--expires: ${(error as Error).message.replace(/^API key expiresAt /, '')}`);
+  }
+}
+
+/** Writes a private key for its owner only (0600), never over an existing file. */
+function writePrivateKey(file: string, pem: string): void {
+  try {
+    fs.writeFileSync(file, pem, { mode: 0o600, flag: 'wx' });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new UsageError(
+      code === 'EEXIST'
+        ? `${file} exists: it is not overwritten (it may be the private key of another key). Give another file with --private-key-file FILE, or move that one.`
+        : `cannot write the private key to ${file}: ${(error as Error).message}`,
+    );
+  }
+}
+
+/** The private key file as a .env in `dir` names it: relative to that folder when inside it, else absolute. */
+function envPath(file: string, dir: string): string {
+  const relative = path.relative(dir, file);
+  return relative !== '' && !relative.startsWith('..') && !path.isAbsolute(relative) ? relative : file;
 }
 
 /** A comma-separated flag (`--functions a,b`) as names; spaces around them and empty ones dropped. */
@@ -123,62 +217,78 @@ function namesOf(flag: string | true | undefined): string[] {
   return typeof flag === 'string' ? flag.split(',').map((name) => name.trim()).filter(Boolean) : [];
 }
 
-/** For `eval`: nothing to run when the command fails, unlike `export $(...)`, which then lists every variable. */
+/** The one of these two a key signs with takes the other's line: a .env never names both. */
+const SIGNS_WITH_INSTEAD: Readonly<Record<string, string>> = { BCMS_KEY_SECRET: 'BCMS_PRIVATE_KEY_FILE', BCMS_PRIVATE_KEY_FILE: 'BCMS_KEY_SECRET' };
+
 /**
  * Sets `values` in a .env file: each one's line replaced where the file has it (the first; later
- * ones of the same name go), else added at the end. Other lines stay as they are.
+ * ones of the same name go), else the line of the variable it stands in for (BCMS_KEY_SECRET and
+ * BCMS_PRIVATE_KEY_FILE, whose other lines go), else added at the end. Other lines stay as they are.
  */
 function writeEnvFile(file: string, values: Record<string, string>): void {
   const text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
   const lines = text === '' ? [] : text.replace(/\r?\n$/, '').split(/\r?\n/);
   const quoted = (value: string): string => (/^[\w+/=.:@-]*$/.test(value) ? value : `'${value}'`);
+  const named = (name: string) => (line: string): boolean => new RegExp(`^\\s*(?:export\\s+)?${name}\\s*=`).test(line);
   for (const [name, value] of Object.entries(values)) {
-    const ours = (line: string): boolean => new RegExp(`^\\s*(?:export\\s+)?${name}\\s*=`).test(line);
-    const at = lines.findIndex(ours);
+    const instead = SIGNS_WITH_INSTEAD[name];
+    const ours = (line: string): boolean => named(name)(line) || (instead !== undefined && named(instead)(line));
+    const at = lines.findIndex(named(name)) === -1 ? lines.findIndex(ours) : lines.findIndex(named(name));
     const line = `${name}=${quoted(value)}`;
     if (at === -1) lines.push(line);
     else {
       lines[at] = line;
-      for (let i = lines.length - 1; i > at; i--) if (ours(lines[i] as string)) lines.splice(i, 1);
+      for (let i = lines.length - 1; i >= 0; i--) if (i !== at && ours(lines[i] as string)) lines.splice(i, 1);
     }
   }
   fs.writeFileSync(file, `${lines.join('\n')}\n`, { mode: 0o600 });
 }
 
-function exportLines(created: CreatedApiKey): string {
+/** For `eval`: nothing to run when the command fails, unlike `export $(...)`, which then lists every variable. */
+function exportLines(created: CreatedApiKey, privateKeyFile?: string): string {
   const lines = [`export BCMS_KEY_ID='${created.id}'`];
   if (created.secret !== undefined) lines.push(`export BCMS_KEY_SECRET='${created.secret}'`);
+  if (privateKeyFile !== undefined) lines.push(`export BCMS_PRIVATE_KEY_FILE='${privateKeyFile.replaceAll("'", "'\\''")}'`);
   return `${lines.join('\n')}\n`;
 }
 
-function describeCreated(created: CreatedApiKey, input: NewApiKey): string {
+function describeCreated(created: CreatedApiKey, input: NewApiKey, privateKeyFile?: string): string {
+  const expires = input.expiresAt === undefined ? '' : `; expires ${new Date(input.expiresAt).toISOString()}`;
   const lines = [
     `Created API key ${created.id} (${input.name}, ${input.algorithm ?? 'hmac-sha256'}; functions: ${input.functions.join(', ') || 'none'}` +
       `${input.plugins?.length ? `; plugins: ${input.plugins.join(', ')}` : ''}` +
-      `${input.deploy ? '; may deploy' : ''}${input.bcmsClient ? '; accepts the BCMS client' : ''}).`,
+      `${input.deploy ? '; may deploy' : ''}${input.bcmsClient ? '; accepts the BCMS client' : ''}${expires}).`,
   ];
   if (created.secret !== undefined) {
     lines.push('Its secret is shown this once: keep it now (the service cannot show it again).', '', `BCMS_KEY_ID=${created.id}`, `BCMS_KEY_SECRET=${created.secret}`);
+  } else if (privateKeyFile !== undefined) {
+    lines.push(
+      `Its private key is in ${privateKeyFile} (mode 0600); the service keeps only the public key. Keep that file as you would a password, out of version control.`,
+      '',
+      `BCMS_KEY_ID=${created.id}`,
+      `BCMS_PRIVATE_KEY_FILE=${privateKeyFile}`,
+    );
   } else {
     lines.push('', `BCMS_KEY_ID=${created.id}`, 'Sign with the private key that belongs to the public key given.');
   }
   return `${lines.join('\n')}\n`;
 }
 
-function describeKeys(keys: ApiKey[]): string {
+function describeKeys(keys: ApiKey[], now = Date.now()): string {
   if (keys.length === 0) return 'No API keys. Create one with: bcms-ext keys create --name NAME --functions FUNCTION\n';
   const rows = keys.map((key) => [
     key.id,
     key.name,
     key.algorithm,
-    key.blocked ? 'blocked' : 'active',
+    key.blocked ? 'blocked' : key.expiresAt != null && key.expiresAt <= now ? 'expired' : 'active',
     key.functions.join(',') || '-',
     (key.plugins ?? []).join(',') || '-', // a service older than the plugins field lists none
     key.deploy ? 'yes' : 'no',
     key.bcmsClient ? 'yes' : 'no',
     new Date(key.createdAt).toISOString(),
+    key.expiresAt == null ? '-' : new Date(key.expiresAt).toISOString(), // a service older than expiry lists none
   ]);
-  const table = [['ID', 'NAME', 'ALGORITHM', 'STATE', 'FUNCTIONS', 'PLUGINS', 'DEPLOY', 'BCMS-CLIENT', 'CREATED'], ...rows];
+  const table = [['ID', 'NAME', 'ALGORITHM', 'STATE', 'FUNCTIONS', 'PLUGINS', 'DEPLOY', 'BCMS-CLIENT', 'CREATED', 'EXPIRES'], ...rows];
   const widths = table[0]!.map((_, column) => Math.max(...table.map((row) => (row[column] as string).length)));
   return `${table.map((row) => row.map((cell, column) => cell.padEnd(widths[column] as number)).join('  ').trimEnd()).join('\n')}\n`;
 }
@@ -266,6 +376,9 @@ function serviceKeyStore(baseUrl: string, flags: Record<string, string | true | 
       answer = undefined;
     }
     const message = (answer as { message?: unknown } | undefined)?.message;
+    if (response.status === 403 && (body as Partial<NewApiKey> | undefined)?.deploy === true && typeof message === 'string' && !message.startsWith('Token is not authorized')) {
+      throw new UsageError(`the service refused to create a deploy key (403): ${message}`);
+    }
     if (response.status === 401 || response.status === 403) {
       throw new UsageError(`the service refused the token (${response.status}: ${String(message)}). BCMS_TOKEN must be a valid JWT whose SUDO or ADMIN role holds the permission.`);
     }

@@ -36,6 +36,10 @@ export const errorCodes = {
   SIGNATURE_REPLAYED: { status: 401, message: 'This signed request was already accepted once.' },
   DIGEST_MISMATCH: { status: 401, message: 'Body digest does not match the body.' },
   KEY_FORBIDDEN: { status: 403, message: 'This API key may not call this function.' },
+  /** A signature of an API key past its `expiresAt` (checked once the signature verified). */
+  KEY_EXPIRED: { status: 401, message: 'This API key has expired: sign with a key that has not (bcms-ext keys create).' },
+  /** `POST /api/extensions/keys` with `deploy: true`, refused: `keys.deployOverHttp` is off, or the token has no SUDO role holding WRITE. */
+  DEPLOY_KEY_FORBIDDEN: { status: 403, message: 'Deploy keys are not created over HTTP here.' },
   BODY_ALREADY_PARSED: { status: 500, message: 'A body parser ran before the router, so the signed body cannot be checked: mount the router first, or give the parser verify: keepRawBody.' },
   HANDLER_ERROR: { status: 500, message: 'Handler error.' },
   INTERNAL_ERROR: { status: 500, message: 'Internal error.' },

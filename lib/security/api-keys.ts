@@ -28,6 +28,12 @@ export interface NewApiKey {
    * which sign neither the method nor the path. `hmac-sha256` keys only. Default false.
    */
   bcmsClient?: boolean;
+  /**
+   * When the key stops working (its signatures are then refused with 401 KEY_EXPIRED): a Date,
+   * epoch milliseconds, or an ISO 8601 date (`2027-01-31`, midnight UTC) or date-time with its
+   * offset (`2027-01-31T12:00:00Z`). In the future. Default: never.
+   */
+  expiresAt?: Date | number | string;
 }
 
 /** What `createApiKey` resolves to. `secret` (hmac-sha256 only) is shown this once: it is not listed again. */
@@ -50,6 +56,8 @@ export interface ApiKey {
   deploy: boolean;
   /** Accepts the BCMS client's signed calls as well as HTTP Signatures. */
   bcmsClient: boolean;
+  /** When it stops working (epoch milliseconds), or null: never. */
+  expiresAt: number | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -78,7 +86,7 @@ function ensureMigrated(knex: Knex): Promise<void> {
 /** Checks a `NewApiKey`; throws a TypeError that says what to change. */
 export function checkNewApiKey(input: unknown): asserts input is NewApiKey {
   if (input === null || typeof input !== 'object') throw new TypeError('an API key needs { name, functions }');
-  const { name, functions, plugins, algorithm = 'hmac-sha256', publicKey, deploy, bcmsClient } = input as Partial<NewApiKey>;
+  const { name, functions, plugins, algorithm = 'hmac-sha256', publicKey, deploy, bcmsClient, expiresAt } = input as Partial<NewApiKey>;
   if (typeof name !== 'string' || name.trim() === '') throw new TypeError('API key name must be a non-empty string');
   if (!Array.isArray(functions)) throw new TypeError('API key functions must be an array of function names ([] for none)');
   for (const fn of functions) {
@@ -95,6 +103,7 @@ export function checkNewApiKey(input: unknown): asserts input is NewApiKey {
   }
   if (deploy !== undefined && typeof deploy !== 'boolean') throw new TypeError('API key deploy must be true or false');
   if (bcmsClient !== undefined && typeof bcmsClient !== 'boolean') throw new TypeError('API key bcmsClient must be true or false');
+  if (expiresAt !== undefined) expiryOf(expiresAt);
   if (bcmsClient === true && algorithm !== 'hmac-sha256') {
     throw new TypeError(`bcmsClient needs an hmac-sha256 key: the BCMS client signs with a shared secret, and an ${algorithm} key has none`);
   }
@@ -103,6 +112,32 @@ export function checkNewApiKey(input: unknown): asserts input is NewApiKey {
   } else {
     normalizePublicKey(publicKey, algorithm);
   }
+}
+
+const ISO_DATE = /^(\d{4}-\d{2}-\d{2})(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2}))?$/;
+
+/**
+ * A key's `expiresAt` as a Date: a Date, epoch milliseconds, or an ISO 8601 date (midnight UTC) or
+ * date-time with its offset (one without would mean the local time of whichever machine reads
+ * it). Throws a TypeError that says what to give when it is none of these, or not after `now`.
+ */
+export function expiryOf(value: unknown, now = Date.now()): Date {
+  let time = Number.NaN;
+  if (value instanceof Date) time = value.getTime();
+  else if (typeof value === 'number' && Number.isInteger(value)) time = value;
+  else if (typeof value === 'string') {
+    const match = ISO_DATE.exec(value);
+    // A day that is not in the calendar (2027-02-30) is refused, not moved to the next month.
+    if (match !== null && new Date(`${match[1] as string}T00:00:00Z`).toISOString().startsWith(match[1] as string)) time = Date.parse(value);
+  }
+  if (!Number.isFinite(time) || Math.abs(time) > 8.64e15) {
+    throw new TypeError(
+      `API key expiresAt must be a time: an ISO 8601 date ("2027-01-31", midnight UTC) or date-time with its offset ("2027-01-31T12:00:00Z"), ` +
+        `or epoch milliseconds; got ${JSON.stringify(value) ?? String(value)}`,
+    );
+  }
+  if (time <= now) throw new TypeError(`API key expiresAt must be in the future; ${new Date(time).toISOString()} has passed`);
+  return new Date(time);
 }
 
 /** The public key as SPKI PEM, checked against the algorithm it is bound to. */
@@ -142,6 +177,8 @@ function normalizePublicKey(publicKey: unknown, algorithm: Exclude<SignatureAlgo
  * const { id, secret } = await createApiKey(router.db, { name: 'forms', functions: ['submit-form'] });
  * // a key for a plugin's routes guarded by BCMSRouteProtection.createJwtApiPreRequestHandler
  * await createApiKey(router.db, { name: 'site', functions: [], plugins: ['todo'], bcmsClient: true });
+ * // refused with 401 KEY_EXPIRED from the first of February on
+ * await createApiKey(router.db, { name: 'audit', functions: ['report'], expiresAt: '2027-02-01' });
  */
 export async function createApiKey(knex: Knex, input: NewApiKey, options: { secretsKey?: unknown; secrets?: SecretsKeys } = {}): Promise<CreatedApiKey> {
   checkNewApiKey(input);
@@ -164,6 +201,7 @@ export async function createApiKey(knex: Knex, input: NewApiKey, options: { secr
       plugins: JSON.stringify([...new Set(input.plugins ?? [])]),
       deploy: input.deploy ?? false,
       bcms_client: input.bcmsClient ?? false,
+      expires_at: input.expiresAt === undefined ? null : expiryOf(input.expiresAt),
     });
   return secret === undefined ? { id } : { id, secret };
 }
@@ -178,6 +216,7 @@ interface ApiKeyRow {
   plugins: string[];
   deploy: boolean;
   bcms_client: boolean;
+  expires_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -193,6 +232,7 @@ function toApiKey(row: ApiKeyRow): ApiKey {
     plugins: row.plugins,
     deploy: row.deploy,
     bcmsClient: row.bcms_client,
+    expiresAt: row.expires_at === null ? null : new Date(row.expires_at).getTime(),
     createdAt: new Date(row.created_at).getTime(),
     updatedAt: new Date(row.updated_at).getTime(),
   };
@@ -207,7 +247,7 @@ function noKeysTable(error: unknown): boolean {
 export async function listApiKeys(knex: Knex): Promise<ApiKey[]> {
   try {
     const rows = (await knex(API_KEYS_TABLE)
-      .select('id', 'name', 'algorithm', 'public_key', 'blocked', 'functions', 'plugins', 'deploy', 'bcms_client', 'created_at', 'updated_at')
+      .select('id', 'name', 'algorithm', 'public_key', 'blocked', 'functions', 'plugins', 'deploy', 'bcms_client', 'expires_at', 'created_at', 'updated_at')
       .orderBy([{ column: 'created_at' }, { column: 'id' }])) as ApiKeyRow[];
     return rows.map(toApiKey);
   } catch (error) {

@@ -24,11 +24,13 @@ export interface KeyMaterial {
   secret: Buffer | null;
   /** rsa-sha256, ed25519: the public key, parsed once. */
   publicKey: KeyObject | null;
+  /** When the key stops working (epoch milliseconds), or null: never. Set at creation, never changed. */
+  expiresAt: number | null;
 }
 
 /** The key a signature names, or null; its secret opened with `secrets` when sealed (throws SecretUnusable). */
 export async function findKeyMaterial(knex: Knex, id: string, secrets?: SecretsKeys): Promise<KeyMaterial | null> {
-  const row = (await knex(API_KEYS_TABLE).first('id', 'name', 'algorithm', 'secret', 'public_key', 'functions', 'plugins', 'deploy', 'bcms_client').where({ id })) as
+  const row = (await knex(API_KEYS_TABLE).first('id', 'name', 'algorithm', 'secret', 'public_key', 'functions', 'plugins', 'deploy', 'bcms_client', 'expires_at').where({ id })) as
     | {
         id: string;
         name: string;
@@ -39,6 +41,7 @@ export async function findKeyMaterial(knex: Knex, id: string, secrets?: SecretsK
         plugins: string[];
         deploy: boolean;
         bcms_client: boolean;
+        expires_at: Date | null;
       }
     | undefined;
   if (row === undefined) return null;
@@ -52,11 +55,12 @@ export async function findKeyMaterial(knex: Knex, id: string, secrets?: SecretsK
     bcmsClient: row.bcms_client,
     secret: row.secret === null ? null : openSecret(row.secret, row.id, secrets),
     publicKey: row.public_key === null ? null : createPublicKey(row.public_key),
+    expiresAt: row.expires_at === null ? null : new Date(row.expires_at).getTime(),
   };
 }
 
-/** How the database answered a verified signature: `unknown` when the key is gone. */
-export type Acceptance = 'accepted' | 'replayed' | 'blocked' | 'not-permitted' | 'unknown';
+/** How the database answered a verified signature: `unknown` when the key is gone, `expired` past its `expires_at` (the database's clock). */
+export type Acceptance = 'accepted' | 'replayed' | 'blocked' | 'expired' | 'not-permitted' | 'unknown';
 
 /**
  * A function name the key must list, a plugin name it must list (a plugin route that accepts API
@@ -88,13 +92,26 @@ export function forbiddenMessage(permission: Permission): string {
   return 'This API key may not do this.';
 }
 
+type Refuse = (code: 'SIGNATURE_INVALID' | 'SIGNATURE_REPLAYED' | 'KEY_EXPIRED', message?: string) => Error;
+
+/**
+ * Refuses a key past its expiry (401 KEY_EXPIRED, with the scheme's challenge), once its signature
+ * verified: only the key's holder learns that it expired, and when. The ledger asks the database's
+ * clock too, so an instance whose clock runs late still refuses it.
+ */
+export function refuseIfExpired(key: Pick<KeyMaterial, 'expiresAt'>, refuse: Refuse, now = Date.now()): void {
+  if (key.expiresAt !== null && key.expiresAt <= now) {
+    throw refuse('KEY_EXPIRED', `This API key expired at ${new Date(key.expiresAt).toISOString()}: sign with a key that has not (bcms-ext keys create).`);
+  }
+}
+
 /**
  * Throws the answer for a signature the ledger did not accept (both schemes answer alike): an
  * unknown key is forgotten from the key memory and refused with `unknownKey`'s message.
  */
 export function refuseUnlessAccepted(
   acceptance: Acceptance,
-  options: { permission: Permission; forget: () => void; refuse: (code: 'SIGNATURE_INVALID' | 'SIGNATURE_REPLAYED', message?: string) => Error; unknownKey: string },
+  options: { permission: Permission; forget: () => void; refuse: Refuse; unknownKey: string },
 ): void {
   switch (acceptance) {
     case 'unknown':
@@ -102,6 +119,8 @@ export function refuseUnlessAccepted(
       throw options.refuse('SIGNATURE_INVALID', options.unknownKey);
     case 'blocked':
       throw new BcmsHttpError('KEY_FORBIDDEN', 'This API key is blocked.');
+    case 'expired':
+      throw options.refuse('KEY_EXPIRED');
     case 'not-permitted':
       throw new BcmsHttpError('KEY_FORBIDDEN', forbiddenMessage(options.permission));
     case 'replayed':
@@ -127,7 +146,7 @@ const BATCH_SIZE = 200;
  * Where verified signatures are recorded, once each, across every instance on the database: the
  * primary key (key_id, signed_hash) refuses a pair seen before. The statement that records a
  * signature also reads the key's current state, so a key blocked or deleted a moment ago, on any
- * instance, is refused at once.
+ * instance, is refused at once, as is a key past its expiry by the database's clock.
  *
  * Signatures verified in the same turn of the event loop are recorded by one statement: under load
  * that is one round trip, and one plan, for many requests rather than one each.
@@ -184,7 +203,7 @@ export class SignatureLedger {
        select c.key_id, c.signed_hash, c.expires_at
        from (values ${rows}) as c (key_id, signed_hash, expires_at, fn, plugin, deploy)
        join ${API_KEYS_TABLE} k on k.id = c.key_id
-       where not k.blocked and case
+       where not k.blocked and (k.expires_at is null or k.expires_at > now()) and case
          when c.fn is not null then k.functions @> jsonb_build_array(c.fn)
          when c.plugin is not null then k.plugins @> jsonb_build_array(c.plugin)
          when c.deploy then k.deploy
@@ -196,13 +215,12 @@ export class SignatureLedger {
     const accepted = new Set(inserted.rows.map((row) => `${row.key_id}:${row.signed_hash}`));
 
     const refused = unique.filter((c) => !accepted.has(`${c.keyId}:${c.hash}`));
-    const keys = new Map<string, Grants & { blocked: boolean }>();
+    const keys = new Map<string, Grants & { blocked: boolean; expired: boolean }>();
     if (refused.length > 0) {
       const ids = [...new Set(refused.map((c) => c.keyId))];
-      const found = (await this.knex(API_KEYS_TABLE).select('id', 'blocked', 'functions', 'plugins', 'deploy').whereIn('id', ids)) as (Grants & {
-        id: string;
-        blocked: boolean;
-      })[];
+      const found = (await this.knex(API_KEYS_TABLE)
+        .select('id', 'blocked', 'functions', 'plugins', 'deploy', this.knex.raw('coalesce(expires_at <= now(), false) as expired'))
+        .whereIn('id', ids)) as (Grants & { id: string; blocked: boolean; expired: boolean })[];
       for (const key of found) keys.set(key.id, key);
     }
     const outcomeOf = (c: Candidate): Acceptance => {
@@ -210,6 +228,7 @@ export class SignatureLedger {
       const key = keys.get(c.keyId);
       if (key === undefined) return 'unknown';
       if (key.blocked) return 'blocked';
+      if (key.expired) return 'expired';
       return keyPermits(key, c.permission) ? 'replayed' : 'not-permitted';
     };
     return batch.map((c, i) => {

@@ -7,7 +7,7 @@ import { BcmsHttpError, type ErrorCode } from '../http/errors';
 import { HEADER_ALGORITHM, type SignatureAlgorithm } from './algorithms';
 import { isKeyId } from './api-keys';
 import { bodyMatches, claimedSha256, type DigestHeader } from './digest';
-import { refuseUnlessAccepted, forbiddenMessage, keyPermits, type KeyMaterial, type Permission, type SignatureMemory } from './replay';
+import { refuseIfExpired, refuseUnlessAccepted, forbiddenMessage, keyPermits, type KeyMaterial, type Permission, type SignatureMemory } from './replay';
 
 /** Sent with every signature 401: the scheme, and the headers a signature must cover. */
 export const SIGNATURE_CHALLENGE = Object.freeze({ 'WWW-Authenticate': 'Signature realm="bcms",headers="(request-target) date digest"' });
@@ -113,6 +113,7 @@ export function createSignatureVerifier(options: { memory: SignatureMemory; cloc
     const algorithm = HEADER_ALGORITHM[key.algorithm];
     if (claimed !== algorithm) throw refuse('SIGNATURE_INVALID', `This key signs with algorithm "${algorithm}"; the request says "${claimed}".`);
     if (!signatureVerifies(parsed.signingString, signature, key)) throw refuse('SIGNATURE_INVALID', 'The signature does not verify with this key.');
+    refuseIfExpired(key, refuse, now);
     // What a key may do never changes: refuse before reading a body it may not send (the database
     // still has the last word below, on a key blocked or deleted meanwhile).
     if (!keyPermits(key, permission)) throw new BcmsHttpError('KEY_FORBIDDEN', forbiddenMessage(permission));

@@ -138,7 +138,7 @@ describe('bcms-ext port on a copy of a BCMS v3 project', () => {
       expect([file, (after.get(file) as Buffer).equals(bytes)]).toEqual([file, true]);
     }
     expect(after.get('bcms-plugin.config.json')?.toString()).toBe('{\n  "pluginName": "reading-list"\n}\n');
-    expect(after.get('.gitignore')?.toString()).toBe('node_modules/\ndist/\nbcms-bundle/\n.env\n');
+    expect(after.get('.gitignore')?.toString()).toBe('node_modules/\ndist/\nbcms-bundle/\n.env\nbcms-deploy-key.pem\n');
     // BCMS's back-end tsconfig, for TypeScript 7: what it refuses goes, the author's own options stay.
     expect(JSON.parse(after.get('backend/tsconfig.json')?.toString() as string)).toEqual({
       compilerOptions: {
@@ -189,10 +189,10 @@ describe('bcms-ext port on a copy of a BCMS v3 project', () => {
         '  package.json: scripts.dev: "docker compose up" → "bcms-ext dev"',
         '  bcms-plugin.config.json: pluginName "Reading List" → "reading-list" (as BCMS\'s CLI slugs it: the plugin\'s URL name)',
         '  .env.example: created: where bcms-ext deploy sends bundles, and its key (copy it to .env)',
-        '  .gitignore: added bcms-bundle/, .env',
+        '  .gitignore: added bcms-bundle/, .env, bcms-deploy-key.pem',
         'Next:',
         '  npm install',
-        '  cp .env.example .env   # BCMS_URL; then a key that may deploy: BCMS_TOKEN=<admin JWT> npx --no bcms-ext keys create --name deployer --deploy --env-file .env',
+        '  cp .env.example .env   # BCMS_URL; then a key that may deploy: BCMS_TOKEN=<a SUDO JWT> npx --no bcms-ext keys create --name deployer --deploy --env-file .env',
         '  npm run bundle',
         '  npm run deploy',
         '',

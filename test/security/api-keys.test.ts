@@ -1,6 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import request from 'supertest';
-import { blockApiKey, createApiKey, deleteApiKey, listApiKeys } from '../../lib';
+import { blockApiKey, createApiKey, deleteApiKey, listApiKeys, migrate, MIGRATIONS_DIRECTORY, MIGRATIONS_TABLE } from '../../lib';
+import { expiryOf } from '../../lib/security/api-keys';
 import { buildApp, role, signToken, type TestApp } from '../support/app';
 import { backends, openTestDatabase, type TestDatabase } from '../support/database';
 
@@ -23,8 +24,8 @@ describe.each(backends())('API keys (%s)', (backend) => {
 
     const keys = await listApiKeys(db.knex);
     expect(keys).toEqual([
-      { id: created.id, name: 'forms', algorithm: 'hmac-sha256', publicKey: null, blocked: false, functions: ['submit-form'], plugins: [], deploy: false, bcmsClient: false, createdAt: expect.any(Number), updatedAt: expect.any(Number) },
-      { id: signer.id, name: 'deployer', algorithm: 'ed25519', publicKey: pem(pair.publicKey, 'spki'), blocked: false, functions: [], plugins: [], deploy: true, bcmsClient: false, createdAt: expect.any(Number), updatedAt: expect.any(Number) },
+      { id: created.id, name: 'forms', algorithm: 'hmac-sha256', publicKey: null, blocked: false, functions: ['submit-form'], plugins: [], deploy: false, bcmsClient: false, expiresAt: null, createdAt: expect.any(Number), updatedAt: expect.any(Number) },
+      { id: signer.id, name: 'deployer', algorithm: 'ed25519', publicKey: pem(pair.publicKey, 'spki'), blocked: false, functions: [], plugins: [], deploy: true, bcmsClient: false, expiresAt: null, createdAt: expect.any(Number), updatedAt: expect.any(Number) },
     ]);
     expect(JSON.stringify(keys)).not.toContain(created.secret);
 
@@ -35,6 +36,25 @@ describe.each(backends())('API keys (%s)', (backend) => {
     expect(await blockApiKey(db.knex, created.id)).toBe(false);
     expect(await blockApiKey(db.knex, 'not-a-uuid')).toBe(false);
     expect((await listApiKeys(db.knex)).map((key) => key.id)).toEqual([signer.id]);
+  });
+
+  test('expiresAt: a Date, epoch ms or an ISO date, stored and listed in epoch ms', async () => {
+    const inAnHour = Date.now() + 3_600_000;
+    const fromDate = await createApiKey(db.knex, { name: 'a', functions: [], expiresAt: new Date(inAnHour) });
+    const fromMs = await createApiKey(db.knex, { name: 'b', functions: [], expiresAt: inAnHour });
+    const fromIso = await createApiKey(db.knex, { name: 'c', functions: [], expiresAt: '2099-12-31' });
+    const keys = await listApiKeys(db.knex);
+    const expiry = (id: string) => keys.find((key) => key.id === id)?.expiresAt;
+    expect([expiry(fromDate.id), expiry(fromMs.id), expiry(fromIso.id)]).toEqual([inAnHour, inAnHour, Date.parse('2099-12-31T00:00:00Z')]);
+  });
+
+  test('the expiry migration on a database that has keys: they stay, and never expire', async () => {
+    const older = await createApiKey(db.knex, { name: 'made before expiry', functions: ['f'] });
+    const config = { directory: MIGRATIONS_DIRECTORY, tableName: MIGRATIONS_TABLE, loadExtensions: ['.js'], name: '20261126000000_api_key_expiry.js' };
+    await db.knex.migrate.down(config);
+    expect(await db.knex.schema.hasColumn('bcms_api_keys', 'expires_at')).toBe(false);
+    expect(await migrate(db.knex)).toEqual(['20261126000000_api_key_expiry.js']);
+    expect((await listApiKeys(db.knex)).find((key) => key.id === older.id)).toMatchObject({ name: 'made before expiry', expiresAt: null });
   });
 
   test('plugins: the plugins a key may call, kept once each and listed; none by default', async () => {
@@ -62,8 +82,40 @@ describe.each(backends())('API keys (%s)', (backend) => {
       { name: 'k', functions: [], algorithm: 'rsa-sha256', publicKey: pem(generateKeyPairSync('rsa', { modulusLength: 1024 }).publicKey, 'spki') },
       'an rsa-sha256 key needs 2048 bits or more, got 1024',
     ],
+    ['an expiry that has passed', { name: 'k', functions: [], expiresAt: '2001-02-03T04:05:06Z' }, 'API key expiresAt must be in the future; 2001-02-03T04:05:06.000Z has passed'],
   ])('refused: %s', async (_name, input, message) => {
     await expect(createApiKey(db.knex, input as never)).rejects.toThrow(new TypeError(message));
+  });
+});
+
+describe('expiryOf: what a key takes as expiresAt', () => {
+  const now = Date.parse('2026-11-26T10:00:00Z');
+  test.each([
+    ['an ISO date: midnight UTC', '2027-01-31', '2027-01-31T00:00:00.000Z'],
+    ['a date-time in UTC', '2027-01-31T12:30:00Z', '2027-01-31T12:30:00.000Z'],
+    ['a date-time with an offset, to the millisecond', '2027-01-31T12:30:00.250+02:00', '2027-01-31T10:30:00.250Z'],
+    ['minutes without seconds', '2026-11-26T10:01Z', '2026-11-26T10:01:00.000Z'],
+    ['epoch milliseconds', now + 1, '2026-11-26T10:00:00.001Z'],
+    ['a Date', new Date(now + 86_400_000), '2026-11-27T10:00:00.000Z'],
+  ])('%s', (_name, value, iso) => {
+    expect(expiryOf(value, now).toISOString()).toBe(iso);
+  });
+
+  test.each([
+    ['a day not in the calendar', '2027-02-30'],
+    ['a date-time without its offset (whose local time?)', '2027-01-31T12:00:00'],
+    ['a duration (the CLI takes those)', '90d'],
+    ['words', 'next week'],
+    ['a fraction of a millisecond', now + 0.5],
+    ['an invalid Date', new Date(Number.NaN)],
+    ['null', null],
+  ])('not a time: %s', (_name, value) => {
+    expect(() => expiryOf(value, now)).toThrow(/^API key expiresAt must be a time: an ISO 8601 date/);
+  });
+
+  test('now or before is refused', () => {
+    expect(() => expiryOf(now, now)).toThrow('API key expiresAt must be in the future; 2026-11-26T10:00:00.000Z has passed');
+    expect(() => expiryOf('2026-11-26', now)).toThrow('API key expiresAt must be in the future; 2026-11-26T00:00:00.000Z has passed');
   });
 });
 

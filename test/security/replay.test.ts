@@ -92,4 +92,19 @@ describe.each(backends())('the signature ledger (%s)', (backend) => {
     const left = (await db.knex('bcms_signature_replays').where({ key_id: id }).select('signed_hash')).map((row) => row.signed_hash);
     expect(left.sort()).toEqual(['fresh', 'within the margin']);
   });
+
+  test("a key past its expiry, by the database's clock: expired (after blocked), never recorded", async () => {
+    const ledger = new SignatureLedger(db.knex, (query) => query());
+    const later = new Date(Date.now() + 60_000);
+    const fn = { function: 'submit-form' };
+    const live = (await createApiKey(db.knex, { name: 'live', functions: ['submit-form'], expiresAt: Date.now() + 3_600_000 })).id;
+    const expired = (await createApiKey(db.knex, { name: 'expired', functions: ['submit-form'], expiresAt: Date.now() + 3_600_000 })).id;
+    const both = (await createApiKey(db.knex, { name: 'expired and blocked', functions: ['submit-form'], expiresAt: Date.now() + 3_600_000 })).id;
+    await blockApiKey(db.knex, both);
+    // Time passes: createApiKey takes no expiry in the past.
+    await db.knex('bcms_api_keys').whereIn('id', [expired, both]).update({ expires_at: db.knex.raw("now() - interval '1 second'") });
+    const outcomes = await Promise.all([ledger.accept(live, 'exp-1', fn, later), ledger.accept(expired, 'exp-2', fn, later), ledger.accept(both, 'exp-3', fn, later)]);
+    expect(outcomes).toEqual(['accepted', 'expired', 'blocked']);
+    expect(await db.knex('bcms_signature_replays').whereIn('key_id', [expired, both]).select('key_id')).toEqual([]);
+  });
 });

@@ -64,10 +64,12 @@ beforeAll(async () => {
   service.base = `http://localhost:${port}`;
   const login = await fetch(`${service.base}/api/auth/login`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ email: 'admin@example.com', password: PASSWORD }) });
   service.token = ((await login.json()) as { accessToken: string }).accessToken;
-  const created = run(process.execPath, [BIN, 'keys', 'create', '--name', 'workflow deployer', '--deploy', '--env'], os.tmpdir(), { BCMS_URL: service.base, BCMS_TOKEN: service.token });
+  // The admin is SUDO, and the example app makes deploy keys over HTTP: an ed25519 pair, its private key written here.
+  const keyDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-workflow-key-'));
+  const created = run(process.execPath, [BIN, 'keys', 'create', '--name', 'workflow deployer', '--deploy', '--env'], keyDir, { BCMS_URL: service.base, BCMS_TOKEN: service.token });
   expect(created.status).toBe(0);
   service.deployKey = Object.fromEntries([...created.stdout.matchAll(/^export (\w+)='([^']+)'$/gm)].map((m) => [m[1] as string, m[2] as string]));
-  expect(Object.keys(service.deployKey)).toEqual(['BCMS_KEY_ID', 'BCMS_KEY_SECRET']);
+  expect(service.deployKey).toEqual({ BCMS_KEY_ID: expect.any(String), BCMS_PRIVATE_KEY_FILE: path.join(keyDir, 'bcms-deploy-key.pem') });
 }, 60_000);
 afterAll(stopStartedApps);
 }
@@ -84,7 +86,7 @@ export async function send(method: string, url: string, body?: unknown, headers:
 }
 
 
-/** The .env a project gets: the service's URL and the deploy key. */
+/** The .env a project gets: the service's URL and the deploy key (its private key's file). */
 export function writeEnv(dir: string): void {
-  fs.writeFileSync(path.join(dir, '.env'), `BCMS_URL=${service.base}\nBCMS_KEY_ID=${service.deployKey.BCMS_KEY_ID}\nBCMS_KEY_SECRET=${service.deployKey.BCMS_KEY_SECRET}\n`);
+  fs.writeFileSync(path.join(dir, '.env'), `BCMS_URL=${service.base}\nBCMS_KEY_ID=${service.deployKey.BCMS_KEY_ID}\nBCMS_PRIVATE_KEY_FILE=${service.deployKey.BCMS_PRIVATE_KEY_FILE}\n`);
 }

@@ -3,7 +3,7 @@ import type { Request } from 'express';
 import { decodeText, hasBody, nonUtf8Charset } from '../../http/body';
 import { BcmsHttpError, type ErrorCode } from '../../http/errors';
 import { isKeyId } from '../../security/api-keys';
-import { refuseUnlessAccepted, forbiddenMessage, keyPermits, type Permission, type SignatureMemory } from '../../security/replay';
+import { refuseIfExpired, refuseUnlessAccepted, forbiddenMessage, keyPermits, type Permission, type SignatureMemory } from '../../security/replay';
 import { signatureAuthOf, type SignatureAuth } from '../../security/signature';
 
 /**
@@ -160,6 +160,7 @@ export function createClientSignatureVerifier(options: { memory: SignatureMemory
     const expected = createHmac('sha256', key.secret).update(signedText(params.nonce, params.timestamp, params.key, payload)).digest();
     const given = Buffer.from(params.signature, 'hex');
     if (!timingSafeEqual(given, expected)) throw refuse('SIGNATURE_INVALID', 'The signature does not verify with this key.');
+    refuseIfExpired(key, refuse, now);
 
     let body: unknown = {};
     if (text !== undefined) {

@@ -317,7 +317,7 @@ export function portProject(root: string, { write = true }: { write?: boolean } 
   }
   const gitignore = path.join(root, '.gitignore');
   const ignored = fs.existsSync(gitignore) ? fs.readFileSync(gitignore, 'utf8') : undefined;
-  const missing = ['node_modules/', 'bcms-bundle/', '.env'].filter((line) => !(ignored ?? '').split(/\r?\n/).includes(line));
+  const missing = ['node_modules/', 'bcms-bundle/', '.env', 'bcms-deploy-key.pem'].filter((line) => !(ignored ?? '').split(/\r?\n/).includes(line));
   if (missing.length > 0) {
     const head = ignored === undefined || ignored === '' || ignored.endsWith('\n') ? (ignored ?? '') : `${ignored}\n`;
     writes.set(gitignore, `${head}${missing.join('\n')}\n`);
@@ -355,7 +355,7 @@ export async function runPort(args: readonly string[], io: Io, cwd = process.cwd
   for (const warning of warnings) io.err(`Warning: ${warning}\n`);
   if (changes.length > 0 && !dryRun) {
     io.out(
-      `Next:\n  npm install\n  cp .env.example .env   # BCMS_URL; then a key that may deploy: BCMS_TOKEN=<admin JWT> npx --no bcms-ext keys create --name deployer --deploy --env-file .env\n` +
+      `Next:\n  npm install\n  cp .env.example .env   # BCMS_URL; then a key that may deploy: BCMS_TOKEN=<a SUDO JWT> npx --no bcms-ext keys create --name deployer --deploy --env-file .env\n` +
         `  npm run bundle\n  npm run deploy\n`,
     );
   }
