@@ -4,6 +4,7 @@ import type { DatabaseOption } from './db/connection';
 import { createDefaultLogger, type Logger } from './logger';
 import type { JwtOptions } from './security/jwt';
 import { resolveSecretsKeys, type SecretsKeys } from './security/secrets';
+import { resolveTrustedKeys, type TrustedKeys } from './deploy/signing';
 import type { AdminSettings } from './ui/assets';
 
 /** The second argument of `bcmsExtensions` (DESIGN.md "Options"). */
@@ -51,6 +52,12 @@ export interface BcmsExtensionsOptions {
    * false: deploy keys are made on the database (`bcms-ext keys create --deploy` with DATABASE_URL).
    */
   keys?: { deployOverHttp?: boolean };
+  /**
+   * `trustedKeys`: the public keys (PEM, Ed25519 or RSA) one of which must sign every deployed
+   * bundle; every instance checks the signature before it runs a version. Default: none, and a
+   * warning at start that bundles are not signed.
+   */
+  deploy?: { trustedKeys?: readonly string[] };
   /** pino-compatible logger. Default: a pino logger named `bcms-extensions`. */
   logger?: Logger;
   /**
@@ -77,6 +84,8 @@ export interface ResolvedOptions {
   readonly admin: Readonly<AdminSettings> | null;
   /** `secretsKey`, else `BCMS_SECRETS_KEY`, parsed; undefined: secrets in clear. */
   readonly secrets: SecretsKeys | undefined;
+  /** `deploy.trustedKeys`, parsed; undefined: bundles are not signed. */
+  readonly trustedKeys: TrustedKeys | undefined;
   readonly keys: Readonly<{ deployOverHttp: boolean }>;
 }
 
@@ -94,7 +103,7 @@ export const defaultOptions = Object.freeze({
 
 const KNOWN = new Set([
   'jwt', 'database', 'signature', 'bodyLimit', 'functionTimeoutMs', 'pluginTimeoutMs', 'logger', 'admin',
-  'isolate', 'extensionMemoryMb', 'extensionEnv', 'deployments', 'files', 'secretsKey', 'keys',
+  'isolate', 'extensionMemoryMb', 'extensionEnv', 'deployments', 'files', 'secretsKey', 'deploy', 'keys',
 ]);
 
 /** A nested option is an object of known keys: a typo such as `jwt.secert` must not pass silently. */
@@ -115,7 +124,8 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined, env: 
   for (const key of Object.keys(options)) {
     if (!KNOWN.has(key)) throw new TypeError(`unknown option "${key}" (known: ${[...KNOWN].join(', ')})`);
   }
-  const { jwt = {}, signature = {}, files = {}, keys = {} } = options;
+  const { jwt = {}, signature = {}, files = {}, deploy = {}, keys = {} } = options;
+  checkKeys(deploy, 'deploy', ['trustedKeys']);
   checkKeys(jwt, 'jwt', ['secret', 'algorithms', 'issuer', 'audience']);
   checkKeys(files, 'files', ['dir']);
   if (files.dir !== undefined && (typeof files.dir !== 'string' || files.dir === '')) throw new TypeError('option files.dir must be a folder (a non-empty string)');
@@ -162,6 +172,7 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined, env: 
     logger,
     admin,
     secrets: resolveSecretsKeys(options.secretsKey, env),
+    trustedKeys: resolveTrustedKeys(deploy.trustedKeys),
     keys: Object.freeze({ deployOverHttp }),
   }) as ResolvedOptions;
 }

@@ -21,7 +21,7 @@ import { Isolation, registryModuleSources } from './isolate/runtime';
 import { bindLayers } from './layer';
 import { type BcmsExtensionsOptions, resolveOptions } from './options';
 import { createBcmsPlugin } from './plugin/create';
-import { PluginRouteTable, warnWithoutSecret } from './plugin/routes';
+import { PluginRouteTable, warnAboutMiddleware, warnWithoutSecret } from './plugin/routes';
 import { createPluginServer, writePluginAnswer } from './plugin/serve';
 import type { BcmsPlugin } from './plugin/types';
 import { createCallerCheck, createPluginKeyCheck } from './security/caller';
@@ -96,18 +96,14 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   const layers = bindLayers({ settings, store, logger, verifyAccessToken, signatures, events, functions: () => live.functions ?? new Map(), readBody });
   const keyVerifiers = { verifySignedRequest, keySchemes: layers.keySchemes };
   const bcmsLogger = toBcmsLogger(logger);
-  for (const plugin of registryPlugins) {
-    if (Array.isArray(plugin.middleware) && plugin.middleware.length > 0) {
-      logger.warn({ plugin: plugin.name }, 'bcms-extensions: plugin middleware is not mounted (mount middleware on the host app): this plugin declares some');
-    }
-  }
+  warnAboutMiddleware(registryPlugins, logger);
 
   const verifyPluginKey = createPluginKeyCheck({ ...keyVerifiers, bodyLimit, logger });
 
   // Isolates: what deployed code (and, with `isolate: 'all'`, the registry's) runs in. Deployments go live by swapping the live tables.
   const isolation = new Isolation(settings, { store, verifyAccessToken, verifyPluginKey, events });
   const start = settings.isolate === 'none' ? undefined : isolation.deployment.bind(isolation);
-  const deployments = new Deployments({ store, live, ui, logger, start, enabled: settings.deployments === 'on' });
+  const deployments = new Deployments({ store, live, ui, logger, start, enabled: settings.deployments === 'on', trusted: settings.trustedKeys });
   // Settles only once both are done, so that a refused registry leaves no migration running behind it.
   const started = store.start();
   const ready = Promise.allSettled(registrySources === undefined ? live.loadRegistry(modules, started) : isolation.loadRegistry(registrySources, live, started))
@@ -147,6 +143,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     check: (deployment) => isolation.check(deployment, settings.isolate !== 'none'),
     taken: (kind, name) => live.isRegistryName(kind, name),
     logger,
+    trusted: settings.trustedKeys,
   });
   const dispatch = createDispatch({
     exchange,

@@ -11,7 +11,7 @@ import { spawnSync } from 'node:child_process';
 
 const root = path.resolve(__dirname, '..');
 const docsDir = path.join(root, 'docs');
-const pages = ['README.md', ...fs.readdirSync(docsDir).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)];
+const pages = ['README.md', 'SECURITY.md', ...fs.readdirSync(docsDir).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)];
 const read = (page: string) => fs.readFileSync(path.join(root, page), 'utf8');
 
 /** Markdown outside fenced code blocks, and the code blocks apart. */

@@ -8,6 +8,8 @@ import { isUrlSafe } from '../names';
 import { parseArgs, UsageError, type Io } from './_io';
 import { BUNDLE_DIR } from './deploy';
 import { backendTsconfigOf, functionsDir, isFunctionSource, pluginBackendDir } from './layout';
+import type { BundleSignature } from '../deploy/signing';
+import { signed, signingKey } from './sign';
 
 export const BUNDLE_USAGE = `  bundle                                    In a plugin or functions project: type-check, bundle the
                                             back end (or each function) as one file with
@@ -35,6 +37,7 @@ interface Bundle {
   manifest: { kind: 'plugin' | 'function'; name: string; version: string; sha256: string; project: string };
   code: string;
   ui?: Record<string, string>;
+  signature?: BundleSignature;
 }
 
 const NOT_A_PROJECT = 'neither bcms-plugin.config.json nor src/functions/*.ts here: run it in a project made by bcms-ext create';
@@ -209,10 +212,15 @@ async function bundleProject(cwd: string, out: string, version: string, project:
     }
   }
 
+  // Signed by the author when BCMS_SIGNING_KEY_FILE names their key (a service with deploy.trustedKeys runs nothing else).
+  const key = signingKey(io, cwd);
+  const written = key === undefined ? bundles : bundles.map((bundle) => signed(bundle, key));
+  if (key !== undefined) io.out(`Signed with ${path.relative(cwd, key.file) || key.file} (key ${written[0]?.signature?.keyId ?? ''})\n`);
+
   // Only now, with every step done, the new bundles replace the old.
   fs.rmSync(out, { recursive: true, force: true });
   fs.mkdirSync(out, { recursive: true });
-  for (const bundle of bundles) {
+  for (const bundle of written) {
     const file = path.join(out, `${bundle.manifest.kind}-${bundle.manifest.name}.json`);
     fs.writeFileSync(file, JSON.stringify(bundle));
     io.out(`Wrote ${path.relative(cwd, file)} (${bundle.manifest.kind} ${bundle.manifest.name} ${version}, sha256 ${bundle.manifest.sha256.slice(0, 12)}...)\n`);

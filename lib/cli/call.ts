@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { createFunctionClient, FunctionCallError, type FunctionClientOptions } from '../client';
 import { parseArgs, UsageError, type Io } from './_io';
-import { readDotEnv } from './deploy';
+import { readDotEnv } from './dotenv';
 
 export const CALL_USAGE = `  call NAME [--data JSON | --data @FILE] [--url URL]
                                             Call a function and print its result. Signed when
@@ -31,11 +31,15 @@ export async function runCall(args: readonly string[], io: Io): Promise<number> 
   const name = positionals[0] as string;
   const body = readData(flags.data as string | undefined);
   // The environment, then a .env here, as the other commands read them.
-  const env = { ...readDotEnv(io.cwd ?? process.cwd()), ...io.env };
+  const dotEnv = readDotEnv(io.cwd ?? process.cwd());
+  const env = { ...dotEnv, ...io.env };
   const baseUrl = (flags.url as string | undefined) ?? (env.BCMS_URL || 'http://localhost:8080');
+  // A key's secret or private key file from one place: the environment's when it sets either (a
+  // project's .env names its deploy key's file, which must not pair with a secret given here).
+  const material = io.env.BCMS_KEY_SECRET || io.env.BCMS_PRIVATE_KEY_FILE ? io.env : dotEnv;
   let client;
   try {
-    client = createFunctionClient({ baseUrl, ...signingKey(env) } as FunctionClientOptions);
+    client = createFunctionClient({ baseUrl, ...signingKey({ ...env, BCMS_KEY_SECRET: material.BCMS_KEY_SECRET, BCMS_PRIVATE_KEY_FILE: material.BCMS_PRIVATE_KEY_FILE }) } as FunctionClientOptions);
   } catch (error) {
     throw new UsageError((error as Error).message);
   }

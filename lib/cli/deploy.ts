@@ -4,6 +4,8 @@ import { createPrivateKey } from 'node:crypto';
 import { signRequest, type SigningKey } from '../client';
 import { fetchFailure } from '../http/fetch-failure';
 import { parseArgs, UsageError, type Io } from './_io';
+import { signed, signingKey } from './sign';
+import { readDotEnv } from './dotenv';
 
 export const DEPLOY_USAGE = `  deploy [FILE ...]                         Send bundles (default: every file in bcms-bundle/) to
                                             the service, signed with a key that may deploy;
@@ -33,18 +35,6 @@ interface DeploymentSummary {
   loadError?: string | null;
   /** SHA-256 of the code and the UI's files together. */
   contentSha256?: string;
-}
-
-/** KEY=VALUE lines of a .env file (quotes stripped); the environment wins over it. */
-export function readDotEnv(dir: string): Record<string, string> {
-  const file = path.join(dir, '.env');
-  if (!fs.existsSync(file)) return {};
-  const values: Record<string, string> = {};
-  for (const line of fs.readFileSync(file, 'utf8').split(/\r?\n/)) {
-    const match = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$/.exec(line);
-    if (match) values[match[1] as string] = (match[2] as string).replace(/^(['"])(.*)\1$/, '$2');
-  }
-  return values;
 }
 
 /**
@@ -127,13 +117,18 @@ export async function runDeploy(args: readonly string[], io: Io, cwd = process.c
     }
   }
   const to = target(io, cwd);
+  const key = signingKey(io, cwd);
   for (const file of files) {
     let body: string;
     let manifest: { kind?: string; name?: string; version?: string };
     try {
       body = fs.readFileSync(file, 'utf8');
-      manifest = (JSON.parse(body) as { manifest?: typeof manifest }).manifest ?? {};
+      const bundle = JSON.parse(body) as Parameters<typeof signed>[0];
+      manifest = bundle.manifest ?? {};
+      // A bundle made before the key was set is signed on its way out.
+      if (key !== undefined && bundle.signature === undefined && bundle.manifest !== undefined) body = JSON.stringify(signed(bundle, key));
     } catch (error) {
+      if (error instanceof UsageError) throw error;
       throw new UsageError(`cannot read the bundle ${file}: ${(error as Error).message}`);
     }
     const size = `${(Buffer.byteLength(body) / 1024).toFixed(1)} KB`;

@@ -8,7 +8,7 @@ import type { SignatureAlgorithm } from '../security/algorithms';
 import { blockApiKey, checkNewApiKey, createApiKey, deleteApiKey, expiryOf, listApiKeys, type ApiKey, type CreatedApiKey, type NewApiKey } from '../security/api-keys';
 import { resolveSecretsKeys, type SecretsKeys } from '../security/secrets';
 import { parseArgs, UsageError, type Io } from './_io';
-import { readDotEnv } from './deploy';
+import { readDotEnv } from './dotenv';
 
 export const KEYS_USAGE = `  keys create --name NAME [--functions a,b] [--plugins a,b] [--deploy] [--bcms-client]
               [--algorithm hmac-sha256|rsa-sha256|ed25519] [--public-key FILE]

@@ -6,9 +6,11 @@ import { defaultIo, parseArgs, UsageError, type Io } from './_io';
 import { CALL_USAGE, runCall } from './call';
 import { BUNDLE_USAGE, runBundle } from './bundle';
 import { CREATE_USAGE, runCreate } from './create';
-import { DEPLOY_USAGE, readDotEnv, runDeploy, runList, runRollback, runUndeploy } from './deploy';
+import { DEPLOY_USAGE, runDeploy, runList, runRollback, runUndeploy } from './deploy';
+import { readDotEnv } from './dotenv';
 import { DEV_USAGE, runDev } from './dev';
 import { KEYS_USAGE, runKeys } from './keys';
+import { runSigningKey, SIGNING_KEY_USAGE } from './sign';
 
 /** A command a layer adds (the BCMS layer's `port`), registered by the CLI's entry point, lib/cli/bin.ts. */
 export interface CliCommand {
@@ -20,7 +22,7 @@ export interface CliCommand {
 
 const added = new Map<string, CliCommand>();
 
-const BUILT_IN = new Set(['migrate', 'keys', 'call', 'create', 'bundle', 'dev', 'deploy', 'list', 'rollback', 'undeploy', 'help']);
+const BUILT_IN = new Set(['migrate', 'keys', 'call', 'create', 'bundle', 'dev', 'deploy', 'list', 'rollback', 'undeploy', 'signing-key', 'help']);
 
 export function addCommand(command: CliCommand): void {
   if (BUILT_IN.has(command.name)) throw new Error(`bcms-ext: a layer cannot replace the command "${command.name}"`);
@@ -35,7 +37,7 @@ Commands:
                                             the lock a crashed migration left taken.
                                             Default database: DATABASE_URL, else PGlite in .bcms/data.
                                             With BCMS_SECRETS_KEY, seals the API key secrets in clear.
-${CREATE_USAGE}${[...added.values()].map((command) => command.usage).join('')}${BUNDLE_USAGE}${DEPLOY_USAGE}${DEV_USAGE}${KEYS_USAGE}${CALL_USAGE}  help                                      Show this text.
+${CREATE_USAGE}${[...added.values()].map((command) => command.usage).join('')}${BUNDLE_USAGE}${DEPLOY_USAGE}${DEV_USAGE}${KEYS_USAGE}${SIGNING_KEY_USAGE}${CALL_USAGE}  help                                      Show this text.
 `;
 
 /** The CLI, with argv and output injectable so that tests run it without spawning. Resolves to the exit code. */
@@ -58,6 +60,7 @@ export async function main(argv: readonly string[], io: Io = defaultIo()): Promi
     if (command === 'list') return await runList(rest, io, io.cwd);
     if (command === 'rollback') return await runRollback(rest, io, io.cwd);
     if (command === 'undeploy') return await runUndeploy(rest, io, io.cwd);
+    if (command === 'signing-key') return await runSigningKey(rest, io, io.cwd);
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     io.err(`bcms-ext ${command}: ${error.message}\n`);

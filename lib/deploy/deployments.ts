@@ -4,6 +4,7 @@ import type { UiRoutes } from '../ui/assets';
 import { activeDeployments, DeployedExtensions, loadInProcess, type RunningExtension } from './deployed';
 import { listenForDeployments } from './listen';
 import type { LiveExtensions } from './live';
+import { assertTrusted, type TrustedKeys } from './signing';
 import { recordLoadError, type ActiveDeployment } from './store';
 
 /** Starts a deployed version: in isolates, or (`isolate: 'none'`) in the service's process. */
@@ -28,12 +29,19 @@ export class Deployments {
       start: StartDeployment | undefined;
       /** `deployments: 'off'`: run none. */
       enabled: boolean;
+      /** `deploy.trustedKeys`: a version no pinned key signed never runs here. */
+      trusted?: TrustedKeys;
     },
   ) {
-    const { store, live, ui, logger, start, enabled } = deps;
+    const { store, live, ui, logger, start, enabled, trusted } = deps;
+    const load = start ?? loadInProcess;
     this.deployed = new DeployedExtensions({
       read: () => store.run(() => activeDeployments(store.database.knex)),
-      start: start ?? loadInProcess,
+      // Checked here, against this instance's own pinned keys, whatever the database holds.
+      start: async (deployment) => {
+        assertTrusted(deployment, deployment.signature, trusted, `Version ${deployment.version} of ${deployment.kind} "${deployment.name}"`);
+        return load(deployment);
+      },
       recordFailure: (id, message) => store.run(() => recordLoadError(store.database.knex, id, message)),
       logger,
       swap: (set) => {
@@ -50,10 +58,17 @@ export class Deployments {
    * then it hears of every change.
    */
   start(): void {
-    const { store, logger, enabled } = this.deps;
+    const { store, logger, enabled, trusted } = this.deps;
     if (!enabled) {
       logger.warn({}, 'bcms-extensions: deployments are off (deployments: "off" or BCMS_DEPLOYMENTS=off): no deployed plugin or function runs on this instance');
       return;
+    }
+    if (trusted === undefined) {
+      logger.warn(
+        {},
+        'bcms-extensions: deployed bundles are not signed: whoever holds a deploy key (or can write to bcms_deployments) runs code on every instance. ' +
+          'Pin the authors\' public keys in deploy.trustedKeys to run only the bundles they signed',
+      );
     }
     const reload = (): void => void this.deployed.reload().catch((error: unknown) => logger.error({ err: error }, 'bcms-extensions: could not load the deployments (tried again on the next change)'));
     reload();

@@ -23,6 +23,7 @@ import {
   withdrawDeployment,
   type ActiveDeployment,
 } from './store';
+import { assertTrusted, type BundleSignature, type TrustedKeys } from './signing';
 
 export const DEPLOYMENTS_PATH = '/api/extensions/deployments';
 /** A bundle with its UI is larger than a function call's body. */
@@ -35,13 +36,15 @@ export interface DeployBundle {
   code: string;
   /** A plugin's built UI: path → base64 bytes, with an index.html. */
   ui?: Record<string, string>;
+  /** The author's signature of it (lib/deploy/signing.ts), when `bundle` or `deploy` had BCMS_SIGNING_KEY_FILE. */
+  signature?: BundleSignature;
 }
 
 /** Checks an uploaded bundle's shape; throws BUNDLE_INVALID saying what is wrong. */
 export function checkBundle(body: unknown): DeployBundle {
   const invalid = (message: string) => new BcmsHttpError('BUNDLE_INVALID', message);
   if (body === null || typeof body !== 'object') throw invalid('The body must be a bundle: { manifest, code, ui? }.');
-  const { manifest, code, ui } = body as Partial<DeployBundle>;
+  const { manifest, code, ui, signature } = body as Partial<DeployBundle>;
   if (manifest === null || typeof manifest !== 'object') throw invalid('The bundle has no manifest { kind, name, version, sha256 }.');
   const { kind, name, version, sha256, project } = manifest;
   if (kind !== 'plugin' && kind !== 'function') throw invalid('manifest.kind must be "plugin" or "function".');
@@ -62,7 +65,18 @@ export function checkBundle(body: unknown): DeployBundle {
       }
     }
   }
-  return { manifest: { kind, name, version, sha256, ...(project === undefined ? {} : { project }) }, code, ...(ui === undefined ? {} : { ui }) };
+  if (signature !== undefined && !isSignatureShaped(signature)) throw invalid('signature must be { algorithm, keyId, value }, as bcms-ext bundle writes it.');
+  return {
+    manifest: { kind, name, version, sha256, ...(project === undefined ? {} : { project }) },
+    code,
+    ...(ui === undefined ? {} : { ui }),
+    ...(signature === undefined ? {} : { signature }),
+  };
+}
+
+function isSignatureShaped(value: unknown): value is BundleSignature {
+  const { algorithm, keyId, value: signed } = (value ?? {}) as Partial<BundleSignature>;
+  return (algorithm === 'ed25519' || algorithm === 'rsa-sha256') && typeof keyId === 'string' && keyId.length <= 64 && typeof signed === 'string' && signed.length <= 2048;
 }
 
 /** Why a bundle was refused at load: 422 BUNDLE_LOAD_FAILED or BUNDLE_LOAD_TIMEOUT, with its first error line. */
@@ -89,8 +103,10 @@ export function createDeployRoutes(deps: {
   /** Names of the app's own (registry) plugins and functions: a deployment may not take them. */
   taken: (kind: DeploymentKind, name: string) => boolean;
   logger: Logger;
+  /** `deploy.trustedKeys`: who may author code; undefined, anyone holding a deploy key. */
+  trusted?: TrustedKeys;
 }): (req: Request, res: ServerResponse, pathname: string) => Promise<void> {
-  const { verify, store, deployed, check, taken, logger } = deps;
+  const { verify, store, deployed, check, taken, logger, trusted } = deps;
   const knex = store.database.knex;
 
   /** Takes up a version that is now active, with what its check loaded. */
@@ -135,6 +151,8 @@ export function createDeployRoutes(deps: {
       const previous = await store.run(() => previousDeployment(knex, kind, name));
       if (previous === undefined) throw new BcmsHttpError('NOT_FOUND', `No earlier version of ${kind} "${name}" to go back to.`);
       const what = `Version ${previous.version} of ${kind} "${previous.name}"`;
+      // Before its code runs anywhere, even in the check (and before its load error, which would be this).
+      assertTrusted(previous, previous.signature, trusted, what);
       if (previous.loadError !== null) throw new BcmsHttpError('BUNDLE_LOAD_FAILED', `${what} failed to load (${previous.loadError}): it is not made live again.`);
       let checked: RunningExtension | undefined;
       try {
@@ -164,10 +182,13 @@ export function createDeployRoutes(deps: {
     }
     const bundle = checkBundle(parsed);
     const { kind, name, version, sha256, project } = bundle.manifest;
+    // Who wrote it, before its code runs anywhere, even in the check.
+    assertTrusted({ ...bundle.manifest, code: bundle.code, ui: bundle.ui }, bundle.signature, trusted);
     if (taken(kind, name)) throw new BcmsHttpError('NAME_TAKEN', `The app itself has a ${kind} named "${name}": deploy under another name.`);
     // The same code and UI as the live version (npm run dev saving without a change): nothing to store.
     const live = await store.run(() => activeVersion(knex, kind, name));
-    if (live !== undefined && live.sha256 === sha256 && sameFiles(live.ui, bundle.ui)) {
+    // (And the same signature: a version signed now, of code deployed unsigned before, is stored.)
+    if (live !== undefined && live.sha256 === sha256 && sameFiles(live.ui, bundle.ui) && live.signature?.value === bundle.signature?.value) {
       writeJson(res, 200, JSON.stringify({ unchanged: true }));
       return;
     }
@@ -181,7 +202,17 @@ export function createDeployRoutes(deps: {
     let deployment;
     try {
       deployment = await store.run(() =>
-        recordDeployment(knex, { kind, name, project: project ?? null, version, sha256, code: bundle.code, ui: bundle.ui ?? null, deployedBy: `${auth.key.name} (${auth.key.id})` }),
+        recordDeployment(knex, {
+          kind,
+          name,
+          project: project ?? null,
+          version,
+          sha256,
+          code: bundle.code,
+          ui: bundle.ui ?? null,
+          signature: bundle.signature ?? null,
+          deployedBy: `${auth.key.name} (${auth.key.id})`,
+        }),
       );
     } catch (error) {
       void checked?.close?.();

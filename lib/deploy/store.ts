@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { DeploymentKind } from './load';
+import type { BundleSignature } from './signing';
 
 export const DEPLOYMENTS_TABLE = 'bcms_deployments';
 /** The channel instances listen on; the payload is the kind and name that changed. */
@@ -26,6 +27,8 @@ export interface Deployment {
 export interface ActiveDeployment extends Deployment {
   code: string;
   ui: Record<string, string> | null;
+  /** The author's signature of it (lib/deploy/signing.ts), or null. */
+  signature: BundleSignature | null;
 }
 
 export interface NewDeployment {
@@ -36,6 +39,7 @@ export interface NewDeployment {
   sha256: string;
   code: string;
   ui: Record<string, string> | null;
+  signature: BundleSignature | null;
   deployedBy: string;
 }
 
@@ -53,6 +57,7 @@ interface DeploymentRow {
   content_sha256?: string;
   code?: string;
   ui?: Record<string, string> | null;
+  signature?: BundleSignature | null;
 }
 
 const SUMMARY = ['id', 'kind', 'name', 'project', 'version', 'sha256', 'deployed_by', 'active', 'created_at', 'load_error'];
@@ -99,6 +104,7 @@ export async function recordDeployment(knex: Knex, deployment: NewDeployment): P
         sha256: deployment.sha256,
         code: deployment.code,
         ui: deployment.ui === null ? null : JSON.stringify(deployment.ui),
+        signature: deployment.signature === null ? null : JSON.stringify(deployment.signature),
         deployed_by: deployment.deployedBy,
         active: true,
       })
@@ -116,10 +122,15 @@ export async function listDeployments(knex: Knex): Promise<Deployment[]> {
   return rows.map(toDeployment);
 }
 
+/** A version with what it takes to load it (and to check who signed it). */
+function withCode(row: DeploymentRow): ActiveDeployment {
+  return { ...toDeployment(row), code: row.code as string, ui: row.ui ?? null, signature: row.signature ?? null };
+}
+
 /** The active versions, with their code: what an instance loads at start and on a notification. */
 export async function activeDeployments(knex: Knex): Promise<ActiveDeployment[]> {
-  const rows = (await knex(DEPLOYMENTS_TABLE).select([...SUMMARY, 'code', 'ui']).where({ active: true }).orderBy('seq')) as DeploymentRow[];
-  return rows.map((row) => ({ ...toDeployment(row), code: row.code as string, ui: row.ui ?? null }));
+  const rows = (await knex(DEPLOYMENTS_TABLE).select([...SUMMARY, 'code', 'ui', 'signature']).where({ active: true }).orderBy('seq')) as DeploymentRow[];
+  return rows.map(withCode);
 }
 
 /**
@@ -144,13 +155,13 @@ export async function previousDeployment(knex: Knex, kind: DeploymentKind, name:
     const scope = await scopeOf(trx, kind, name);
     const current = (await trx(DEPLOYMENTS_TABLE).first('seq').where({ ...scope, active: true }).orderBy('seq', 'desc')) as { seq: string } | undefined;
     const row = (await trx(DEPLOYMENTS_TABLE)
-      .first([...SUMMARY, 'code', 'ui'])
+      .first([...SUMMARY, 'code', 'ui', 'signature'])
       .where(scope)
       .modify((query) => {
         if (current !== undefined) void query.andWhere('seq', '<', current.seq);
       })
       .orderBy('seq', 'desc')) as DeploymentRow | undefined;
-    return row === undefined ? undefined : { ...toDeployment(row), code: row.code as string, ui: row.ui ?? null };
+    return row === undefined ? undefined : withCode(row);
   });
 }
 
@@ -207,8 +218,14 @@ export async function withdrawDeployment(knex: Knex, id: string, restore: string
 }
 
 /** The active version of (kind, name): to skip storing an upload identical to it. */
-export async function activeVersion(knex: Knex, kind: DeploymentKind, name: string): Promise<{ id: string; sha256: string; ui: Record<string, string> | null } | undefined> {
-  return (await knex(DEPLOYMENTS_TABLE).first('id', 'sha256', 'ui').where({ kind, name, active: true })) as { id: string; sha256: string; ui: Record<string, string> | null } | undefined;
+export async function activeVersion(
+  knex: Knex,
+  kind: DeploymentKind,
+  name: string,
+): Promise<{ id: string; sha256: string; ui: Record<string, string> | null; signature: BundleSignature | null } | undefined> {
+  return (await knex(DEPLOYMENTS_TABLE).first('id', 'sha256', 'ui', 'signature').where({ kind, name, active: true })) as
+    | { id: string; sha256: string; ui: Record<string, string> | null; signature: BundleSignature | null }
+    | undefined;
 }
 
 /** Deployments change one at a time, on every instance: two at once would both take "active". */

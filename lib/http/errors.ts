@@ -20,6 +20,8 @@ export const errorCodes = {
   BUNDLE_LOAD_TIMEOUT: { status: 422, message: 'The bundle did not finish loading in time.' },
   /** A deployment named as a plugin or function of the registry (the code in the app wins). */
   NAME_TAKEN: { status: 409, message: 'A plugin or function of the app already has this name.' },
+  /** With `deploy.trustedKeys`: a bundle that no pinned key signed. */
+  BUNDLE_UNTRUSTED: { status: 403, message: 'The bundle is not signed by a key this service trusts.' },
   /** A file of a plugin's UI, a template or an entry that is not there. */
   NOT_FOUND: { status: 404, message: 'Not found.' },
   /** A UI file asked for with `If-Match` / `If-Unmodified-Since` that no longer holds. */

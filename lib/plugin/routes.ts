@@ -185,6 +185,15 @@ function joinPath(...parts: string[]): string {
   return parts.map((part) => (part.endsWith('/') ? part.slice(0, -1) : part)).join('');
 }
 
+/** Says that plugins' `middleware` is not mounted: BCMS mounts it, this package leaves it to the host app. */
+export function warnAboutMiddleware(plugins: readonly BcmsPlugin[], logger: { warn(object: object, message: string): void }): void {
+  for (const plugin of plugins) {
+    if (Array.isArray(plugin.middleware) && plugin.middleware.length > 0) {
+      logger.warn({ plugin: plugin.name }, 'bcms-extensions: plugin middleware is not mounted (mount middleware on the host app): this plugin declares some');
+    }
+  }
+}
+
 /** Says, once the registry is up, that JWT-guarded routes answer 401 to every token: no `jwt.secret` verifies them. */
 export function warnWithoutSecret(guarded: readonly string[], secret: unknown, logger: { warn(object: object, message: string): void }): void {
   if (guarded.length === 0 || (secret !== undefined && secret !== null && secret !== '')) return;

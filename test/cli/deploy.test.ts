@@ -66,7 +66,7 @@ describe('bcms-ext deploy, list, rollback, undeploy', () => {
     expect(list.out).toMatch(/\n\*\s+function\s+cli-fn\s+2\.0\.0/);
     expect(await run(['rollback', 'cli-fn'], {}, project)).toMatchObject({ status: 0, out: expect.stringMatching(/^Rolled back: function cli-fn 1\.0\.0 \([0-9a-f]{12}\) is live again\.\n$/) });
     expect((await request(t.app).post('/api/function/cli-fn')).body.result).toBe('one');
-  });
+  }, 60_000); // several deploys, each loaded in an isolate: long on a loaded machine
 
   test('undeploy takes a function out of service; list shows it inactive; rollback brings its last version back', async () => {
     const project = await deployProject();
@@ -99,7 +99,7 @@ describe('bcms-ext deploy, list, rollback, undeploy', () => {
     expect(await run(['rollback', 'cli-gone'], {}, project)).toMatchObject({ status: 0, out: expect.stringMatching(/^Rolled back: function cli-gone 2\.0\.0 \([0-9a-f]{12}\) is live again\.\n$/) });
     expect((await request(t.app).post('/api/function/cli-gone')).body.result).toBe('last');
     expect((await run(['list'], {}, project)).out).toMatch(/\n\*\s+function\s+cli-gone\s+2\.0\.0\s/);
-  });
+  }, 60_000); // several deploys, each loaded in an isolate: long on a loaded machine
 
   test('undeploy refuses an unknown name, a wrong --kind and a missing name, exit 1', async () => {
     const project = await deployProject();
@@ -136,7 +136,7 @@ describe('bcms-ext deploy, list, rollback, undeploy', () => {
     const list = (await run(['list'], {}, project)).out;
     expect(list).toMatch(/\n\s+function\s+cli-fragile\s+1\.0\.0\s+.*\n {3}load error: .*v1 needs what is gone\n/);
     expect(list).toMatch(/\n\*\s+function\s+cli-fragile\s+2\.0\.0\s+.*\n(?! {3}load error)/);
-  });
+  }, 60_000); // several deploys, each loaded in an isolate: long on a loaded machine
 
   test('refusals exit 1 with the reason and what to do', async () => {
     const project = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-deploy-cli-'));

@@ -300,7 +300,7 @@ module.exports = createBcmsPlugin({ name: 'inside', controllers: [createControll
 
   test('an instance that starts while a deployment cannot load: ready at once, everything else served, the failure logged and kept', async () => {
     const spinning = functionSource('stuck', 'async () => 1', 'for (;;) {}');
-    await recordDeployment(db.knex, { kind: 'function', name: 'stuck', project: null, version: '1.0.0', sha256: 'x', code: spinning, ui: null, deployedBy: 'test' });
+    await recordDeployment(db.knex, { kind: 'function', name: 'stuck', project: null, version: '1.0.0', sha256: 'x', code: spinning, ui: null, signature: null, deployedBy: 'test' });
     const startLog = memoryLogger();
     const again = bcmsExtensions({ plugins: [open] }, { database: db.knex, logger: startLog.logger });
     try {
