@@ -17,8 +17,10 @@ export interface BcmsExtensionsOptions {
    */
   database?: DatabaseOption;
   signature?: { clockSkewSeconds?: number };
-  /** Largest JSON body: bytes, or a size such as `'1mb'`. Default `'1mb'`. */
+  /** Largest JSON body: bytes, or a size such as `'1mb'` (a method's or function's own `bodyLimit` wins). Default `'100kb'`. */
   bodyLimit?: number | string;
+  /** A body still arriving this long after the router began to read it is answered 408 REQUEST_TIMEOUT. Default 10000. */
+  bodyTimeoutMs?: number;
   /** A function that runs longer is answered 504 FUNCTION_TIMEOUT (and its isolate, if it has one, ended). Default 30000. */
   functionTimeoutMs?: number;
   /** A plugin handler that runs longer is answered 504 `{ message }` (and its isolate, if it has one, ended). Default 30000. */
@@ -72,6 +74,7 @@ export interface ResolvedOptions {
   readonly database: unknown;
   readonly signature: Readonly<{ clockSkewSeconds: number }>;
   readonly bodyLimit: number;
+  readonly bodyTimeoutMs: number;
   readonly functionTimeoutMs: number;
   readonly pluginTimeoutMs: number;
   readonly isolate: 'deployed' | 'all' | 'none';
@@ -92,7 +95,8 @@ export interface ResolvedOptions {
 export const defaultOptions = Object.freeze({
   jwt: Object.freeze({ algorithms: Object.freeze(['HS256']) }),
   signature: Object.freeze({ clockSkewSeconds: 300 }),
-  bodyLimit: '1mb',
+  bodyLimit: '100kb',
+  bodyTimeoutMs: 10_000,
   functionTimeoutMs: 30_000,
   pluginTimeoutMs: 30_000,
   isolate: 'deployed',
@@ -102,7 +106,7 @@ export const defaultOptions = Object.freeze({
 });
 
 const KNOWN = new Set([
-  'jwt', 'database', 'signature', 'bodyLimit', 'functionTimeoutMs', 'pluginTimeoutMs', 'logger', 'admin',
+  'jwt', 'database', 'signature', 'bodyLimit', 'bodyTimeoutMs', 'functionTimeoutMs', 'pluginTimeoutMs', 'logger', 'admin',
   'isolate', 'extensionMemoryMb', 'extensionEnv', 'deployments', 'files', 'secretsKey', 'deploy', 'keys',
 ]);
 
@@ -140,6 +144,7 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined, env: 
     throw new TypeError(`option signature.clockSkewSeconds must be a number of seconds >= 0, got ${String(clockSkewSeconds)}`);
   }
   const functionTimeoutMs = positiveInteger(options.functionTimeoutMs ?? defaultOptions.functionTimeoutMs, 'functionTimeoutMs', 'milliseconds');
+  const bodyTimeoutMs = positiveInteger(options.bodyTimeoutMs ?? defaultOptions.bodyTimeoutMs, 'bodyTimeoutMs', 'milliseconds');
   const pluginTimeoutMs = positiveInteger(options.pluginTimeoutMs ?? defaultOptions.pluginTimeoutMs, 'pluginTimeoutMs', 'milliseconds');
   const extensionMemoryMb = positiveInteger(options.extensionMemoryMb ?? defaultOptions.extensionMemoryMb, 'extensionMemoryMb', 'megabytes');
   const isolate = options.isolate ?? defaultOptions.isolate;
@@ -162,6 +167,7 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined, env: 
     database: options.database,
     signature: Object.freeze({ clockSkewSeconds }),
     bodyLimit: parseByteSize(options.bodyLimit ?? defaultOptions.bodyLimit, 'bodyLimit'),
+    bodyTimeoutMs,
     functionTimeoutMs,
     pluginTimeoutMs,
     isolate,

@@ -69,7 +69,7 @@ export interface BcmsExtensionsRouter extends Router {
 export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtensionsOptions): BcmsExtensionsRouter {
   if (registry === null || typeof registry !== 'object') throw new TypeError('argument registry must be an object { plugins?, functions? }');
   const settings = resolveOptions(options);
-  const { logger, bodyLimit } = settings;
+  const { logger, bodyLimit, bodyTimeoutMs } = settings;
 
   // The registry, checked now where a mistake can be seen at once.
   const registryPlugins = registry.plugins ?? [];
@@ -88,7 +88,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   // One memory of keys and accepted signatures for both schemes: a signature is accepted once, whichever way it comes.
   const signatures = { memory: new SignatureMemory(store, logger, settings.secrets), clockSkewSeconds: settings.signature.clockSkewSeconds };
   const verifySignedRequest = createSignatureVerifier(signatures);
-  const readBody = (req: Request): Promise<Buffer> => readFunctionBody(req, bodyLimit);
+  const readBody = (req: Request): Promise<Buffer> => readFunctionBody(req, bodyLimit, bodyTimeoutMs);
 
   // Nothing below throws. The layers (lib/layer.ts) now serve this router: the BCMS layer's
   // BCMSRepo and useLogger included, for the function factories and controller setups run next.
@@ -98,7 +98,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   const bcmsLogger = toBcmsLogger(logger);
   warnAboutMiddleware(registryPlugins, logger);
 
-  const verifyPluginKey = createPluginKeyCheck({ ...keyVerifiers, bodyLimit, logger });
+  const verifyPluginKey = createPluginKeyCheck({ ...keyVerifiers, bodyLimit, bodyTimeoutMs, logger });
 
   // Isolates: what deployed code (and, with `isolate: 'all'`, the registry's) runs in. Deployments go live by swapping the live tables.
   const isolation = new Isolation(settings, { store, verifyAccessToken, verifyPluginKey, events });
@@ -119,14 +119,14 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   ready.catch((error: unknown) => logger.error({ err: error }, 'bcms-extensions: the router could not start (a registry that cannot work, or a database it cannot migrate)'));
 
   // The request path.
-  const exchange = createExchange({ logger, pending: () => (live.functions === undefined ? ready : undefined) });
-  const servePlugin = createPluginServer({ bodyLimit, timeoutMs: settings.pluginTimeoutMs, logger: bcmsLogger, errorHandler, repo, verifyAccessToken, verifyPluginKey });
+  const exchange = createExchange({ logger, bodyTimeoutMs, pending: () => (live.functions === undefined ? ready : undefined) });
+  const servePlugin = createPluginServer({ bodyLimit, bodyTimeoutMs, timeoutMs: settings.pluginTimeoutMs, logger: bcmsLogger, errorHandler, repo, verifyAccessToken, verifyPluginKey });
   const identifyCaller = createCallerCheck({ ...keyVerifiers, verifyAccessToken, readBody, logger });
   const serveFunction = createFunctionServer({
     functions: () => live.functions ?? new Map(),
     pending: (name) => deployments.deployed.pending('function', name),
     identifyCaller,
-    bodyLimit,
+    bodyLimit, bodyTimeoutMs,
     timeoutMs: settings.functionTimeoutMs,
     logger: bcmsLogger,
     errorHandler,

@@ -4,7 +4,7 @@ import { type BCMSContentRepo, type BCMSEntry, type BCMSTemplate, BcmsRepoFieldE
 import type { BcmsFunction } from '../function/types';
 import { BcmsHttpError } from '../http/errors';
 import { createController, createControllerMethod } from '../plugin/create';
-import { createJwtProtectionPreRequestHandler, verifyFromContext } from '../plugin/guard';
+import { createJwtProtectionPreRequestHandler, decidesOnTokenFirst, jwtGuardCheckOf, verifyFromContext } from '../plugin/guard';
 import type { BcmsController, BcmsPlugin, BcmsPluginPolicy, PreRequestHandler } from '../plugin/types';
 import { compileBodyCheck } from '../schema/body';
 import type { ObjectSchema } from '../schema/object-schema';
@@ -33,18 +33,20 @@ const deleter = createJwtProtectionPreRequestHandler(ANY_ROLE, JWTPermissionName
 const writer = <Body>(bodySchema: ObjectSchema): PreRequestHandler<{ accessToken: JWT; body: Body }> => {
   const guard = createJwtProtectionPreRequestHandler(ANY_ROLE, JWTPermissionName.WRITE);
   const checkBody = compileBodyCheck(bodySchema);
-  return async (context) => {
+  // The token is checked before the body is read: a write without one is refused unread.
+  return decidesOnTokenFirst(async (context) => {
     const { accessToken } = await guard(context);
     const result = await checkBody(context.request.body);
     if (!result.ok) throw new BcmsHttpError('HANDLER_ERROR', result.message, undefined, 400);
     return { accessToken, body: result.value as Body };
-  };
+  }, jwtGuardCheckOf(guard));
 };
 
 /** Any verified token, whatever its roles hold: the signed-in user may always read who they are. */
-const signedIn: PreRequestHandler<{ accessToken: JWT<Record<string, unknown>> }> = async (context) => ({
-  accessToken: (await verifyFromContext(context)) as JWT<Record<string, unknown>>,
-});
+const signedIn: PreRequestHandler<{ accessToken: JWT<Record<string, unknown>> }> = decidesOnTokenFirst(
+  async (context) => ({ accessToken: (await verifyFromContext(context)) as JWT<Record<string, unknown>> }),
+  (accessToken) => ({ accessToken }),
+);
 
 /**
  * BCMS's BCMSUser (`_id`, `username`, `email`, `roles`, `customPool`), as the token knows the

@@ -1,3 +1,4 @@
+import { ownBodyLimit } from '../http/body';
 import { isUrlSafe } from '../names';
 import type { BcmsFunction, BcmsFunctionModule } from './types';
 
@@ -29,6 +30,7 @@ export async function loadFunctions(modules: readonly BcmsFunctionModule[]): Pro
       if (!isUrlSafe(name)) throw new Error(`${where}: function name ${JSON.stringify(name)} is not URL-safe (letters, digits, "-", "_", ".", "~", starting with a letter or digit)`);
       // As in BCMS, a function without `public` is private.
       if (isPublic !== undefined && typeof isPublic !== 'boolean') throw new TypeError(`function "${name}": config.public must be true, false or left out (private)`);
+      ownBodyLimit(definition.config.bodyLimit, `function "${name}": config`);
       if (typeof definition.handler !== 'function') throw new TypeError(`function "${name}": handler must be a function`);
       return definition;
     }),

@@ -1,13 +1,13 @@
 import type { ServerResponse } from 'node:http';
 import type { Request, Response } from 'express';
 import type { BcmsRepo } from '../db/repository';
-import { hasBody, isJsonType, parseJsonBody, readRawBody } from '../http/body';
+import { bodyLimitOf, hasBody, isJsonType, ownBodyLimit, parseJsonBody, readRawBody, ROUTE_BODY_LIMIT } from '../http/body';
 import { BcmsHttpError, type ErrorHandler } from '../http/errors';
 import { IsolateAnswer, isIsolated } from '../isolate/answer';
 import type { Work } from '../http/exchange';
 import { writeJson, writePreflight } from '../http/respond';
 import type { BcmsLogger } from '../handler-logger';
-import type { BcmsFunction, BcmsFunctionAuth, BcmsFunctionContext } from './types';
+import type { BcmsFunction, BcmsFunctionAuth, BcmsFunctionConfig, BcmsFunctionContext } from './types';
 
 export const FUNCTION_PREFIX = '/api/function/';
 const FUNCTION_ALLOW = 'POST, OPTIONS';
@@ -15,11 +15,14 @@ const FUNCTION_ALLOW = 'POST, OPTIONS';
 /** Answers `POST /api/function/<name>` (and its preflight), given the router-relative path. */
 export type FunctionServer = (req: Request, res: Response, path: string) => Work;
 
-/** A function's raw body: JSON or untyped, at most `limit` bytes; any other type is 415. */
-export function readFunctionBody(req: Request, limit: number): Promise<Buffer> {
+/**
+ * A function's raw body: JSON or untyped, at most the function's own `bodyLimit` (left on the
+ * request by the function server), else `limit` bytes, within `timeoutMs`; any other type is 415.
+ */
+export function readFunctionBody(req: Request, limit: number, timeoutMs?: number): Promise<Buffer> {
   const type = req.headers['content-type'];
   if (type !== undefined && !isJsonType(type)) return Promise.reject(new BcmsHttpError('UNSUPPORTED_MEDIA_TYPE'));
-  return readRawBody(req, limit);
+  return readRawBody(req, bodyLimitOf(req, limit), timeoutMs);
 }
 
 /**
@@ -34,12 +37,16 @@ export function createFunctionServer(deps: {
   /** Who calls a private function (lib/security/caller.ts). */
   identifyCaller: (req: Request, name: string) => Promise<BcmsFunctionAuth>;
   bodyLimit: number;
+  /** A body still arriving this long after its reading began is answered 408 REQUEST_TIMEOUT. */
+  bodyTimeoutMs: number;
   timeoutMs: number;
   logger: BcmsLogger;
   errorHandler: ErrorHandler;
   repo: BcmsRepo;
 }): FunctionServer {
-  const { functions, pending, identifyCaller, bodyLimit, timeoutMs, logger, errorHandler, repo } = deps;
+  const { functions, pending, identifyCaller, bodyLimit, bodyTimeoutMs, timeoutMs, logger, errorHandler, repo } = deps;
+  /** Functions' own `bodyLimit` in bytes (checked when they loaded), parsed once each. */
+  const ownLimits = new WeakMap<BcmsFunctionConfig, number>();
 
   /** The function's result, which the exchange writes in its envelope (`writeFunctionResult`). */
   function run(req: Request, definition: BcmsFunction, auth: BcmsFunctionAuth | null): Promise<unknown> {
@@ -56,7 +63,7 @@ export function createFunctionServer(deps: {
    */
   function withBody(req: Request, definition: BcmsFunction, auth: BcmsFunctionAuth | null): Promise<unknown> {
     if (req.body !== undefined || auth?.type === 'signature' || !hasBody(req)) return run(req, definition, auth);
-    return readFunctionBody(req, bodyLimit).then((raw) => {
+    return readFunctionBody(req, bodyLimit, bodyTimeoutMs).then((raw) => {
       req.body = parseJsonBody(raw, req.headers['content-type']);
       return run(req, definition, auth);
     });
@@ -72,6 +79,15 @@ export function createFunctionServer(deps: {
     }
     if (req.method === 'OPTIONS') return writePreflight(res, FUNCTION_ALLOW, req.headers['access-control-request-headers']);
     if (req.method !== 'POST') throw new BcmsHttpError('METHOD_NOT_ALLOWED', `${req.method} is not allowed here; use POST.`, { Allow: FUNCTION_ALLOW });
+    const { config } = definition;
+    if (config.bodyLimit !== undefined) {
+      let limit = ownLimits.get(config);
+      if (limit === undefined) ownLimits.set(config, (limit = ownBodyLimit(config.bodyLimit, `function "${config.name}": config`) as number));
+      // For every reader of this call's body: a signature's check reads it through identifyCaller.
+      (req as { [ROUTE_BODY_LIMIT]?: number })[ROUTE_BODY_LIMIT] = limit;
+    }
+    // A private function decides on a bearer token (or on no credential at all) before a byte of the
+    // body is read; only a signature, whose digest covers the bytes, reads them first.
     if (definition.config.public === true) return withBody(req, definition, null);
     return identifyCaller(req, definition.config.name).then((auth) => withBody(req, definition, auth));
   };

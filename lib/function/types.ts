@@ -13,6 +13,11 @@ export interface BcmsFunctionConfig {
    * role holds EXECUTE.
    */
   public?: boolean;
+  /**
+   * The largest JSON body this function takes: bytes, or a size such as `'16kb'`; wins over the
+   * router's `bodyLimit` (ours: BCMS's config has none). A larger body is answered 413.
+   */
+  bodyLimit?: number | string;
 }
 
 /**

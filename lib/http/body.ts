@@ -34,6 +34,62 @@ export function parseByteSize(value: number | string, name: string): number {
   throw new TypeError(`option ${name} must be a byte count or a size such as "1mb", got ${JSON.stringify(value)}`);
 }
 
+/**
+ * A method's or function's own `bodyLimit` (bytes, or a size such as `'16kb'`) as bytes; undefined
+ * when it sets none. Thrown where the method or function is made, naming it.
+ */
+export function ownBodyLimit(value: unknown, where: string): number | undefined {
+  if (value === undefined) return undefined;
+  try {
+    return parseByteSize(value as number | string, 'bodyLimit');
+  } catch {
+    throw new TypeError(`${where}: bodyLimit must be a byte count or a size such as "16kb", got ${JSON.stringify(value)}`);
+  }
+}
+
+/**
+ * The limit of the route a request reached, when its method or function sets its own: left on the
+ * request by the plugin and function servers, for the readers a guard calls (a signed body's).
+ */
+export const ROUTE_BODY_LIMIT = Symbol('bcms-extensions.routeBodyLimit');
+
+/** The route's own limit (`ROUTE_BODY_LIMIT`), else `fallback` (the router's `bodyLimit`). */
+export function bodyLimitOf(req: IncomingMessage, fallback: number): number {
+  return (req as { [ROUTE_BODY_LIMIT]?: number })[ROUTE_BODY_LIMIT] ?? fallback;
+}
+
+/** The most of a refused body's unread rest that is drained to keep its connection open. */
+export const DRAIN_LIMIT = 64 * 1024;
+
+/**
+ * Whether a request refused before its body was read leaves more of it to come than is worth
+ * draining (over DRAIN_LIMIT, or of unknown length): its answer then closes the connection.
+ */
+export function tooLargeToDrain(req: IncomingMessage): boolean {
+  if (!hasBody(req) || req.complete || req.readableEnded || (req as { _consuming?: boolean })._consuming === true) return false;
+  const length = req.headers['content-length'];
+  return length === undefined || !(Number(length) <= DRAIN_LIMIT);
+}
+
+/**
+ * After an answer given before the body was read (a guard's 401 or 403, a 404, a 415) that keeps
+ * the connection (a rest of at most DRAIN_LIMIT: see tooLargeToDrain): the rest of the body is read
+ * and dropped, never parsed nor kept, so that the keep-alive connection can serve the client's next
+ * request (RFC 9112 §9.3 requires the body to be read to find it). A rest that has not arrived
+ * within `timeoutMs` closes the connection. A body already all received is dropped by Node itself;
+ * an answer that closes the connection (413, 408, a large rest) needs no drain.
+ */
+export function dropUnreadBody(req: IncomingMessage, timeoutMs: number): void {
+  if (!hasBody(req) || req.complete || req.readableEnded || req.socket === null || req.socket.destroyed) return;
+  const socket = req.socket;
+  const timer = setTimeout(() => socket.destroy(), timeoutMs);
+  timer.unref();
+  const done = (): void => clearTimeout(timer);
+  req.once('end', done);
+  req.once('close', done);
+  req.resume();
+}
+
 /** Whether a request says it carries a body (RFC 9112: Content-Length or Transfer-Encoding). */
 export function hasBody(req: IncomingMessage): boolean {
   const length = req.headers['content-length'];
@@ -42,9 +98,11 @@ export function hasBody(req: IncomingMessage): boolean {
 
 /**
  * Reads the raw body, refusing more than `limit` bytes with BODY_TOO_LARGE before reading it when
- * Content-Length says so, and as soon as the stream passes the limit otherwise.
+ * Content-Length says so, and as soon as the stream passes the limit otherwise. A body not all
+ * read within `timeoutMs` of the start of reading (not of the request's arrival: a guard may have
+ * run first) is REQUEST_TIMEOUT, and its connection is closed with the answer.
  */
-export function readRawBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+export function readRawBody(req: IncomingMessage, limit: number, timeoutMs?: number): Promise<Buffer> {
   // Read already (a host middleware consumed the stream without setting req.body): no 'end' would
   // ever come, so the request would hang. What is gone is gone: the body counts as empty.
   if (req.readableEnded) return Promise.resolve(Buffer.alloc(0));
@@ -65,6 +123,11 @@ export function readRawBody(req: IncomingMessage, limit: number): Promise<Buffer
       }
       chunks.push(chunk);
     };
+    const timer = timeoutMs === undefined ? undefined : setTimeout(() => {
+      cleanup();
+      req.pause();
+      reject(new BcmsHttpError('REQUEST_TIMEOUT', `The request body did not arrive within ${timeoutMs} ms.`));
+    }, timeoutMs);
     const onEnd = (): void => {
       cleanup();
       resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
@@ -76,6 +139,7 @@ export function readRawBody(req: IncomingMessage, limit: number): Promise<Buffer
     // A client that goes away mid-body may close the stream without an 'error': never wait forever.
     const onClose = (): void => onError(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
     const cleanup = (): void => {
+      if (timer !== undefined) clearTimeout(timer);
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);

@@ -29,6 +29,8 @@ export const errorCodes = {
   /** A UI file asked for with a `Range` outside it. */
   RANGE_NOT_SATISFIABLE: { status: 416, message: 'Requested range is not satisfiable.' },
   BODY_TOO_LARGE: { status: 413, message: 'Request body is larger than the limit.' },
+  /** A body still arriving `bodyTimeoutMs` after the router began to read it (the connection is closed). */
+  REQUEST_TIMEOUT: { status: 408, message: 'The request body did not arrive in time.' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'Function bodies are JSON: send Content-Type: application/json.' },
   FUNCTION_NOT_FOUND: { status: 404, message: 'Function not found.' },
   METHOD_NOT_ALLOWED: { status: 405, message: 'Method not allowed.' },

@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Request, Response } from 'express';
 import { type Logger, REQUEST_LINE, type RequestLineWriter } from '../logger';
+import { dropUnreadBody } from './body';
 import { BcmsHttpError } from './errors';
 import { createRequestIds } from './request-id';
 import { type Family, writeError } from './respond';
@@ -33,8 +34,8 @@ const ANSWERED = Symbol('answered');
  * and `X-Request-Id` on every answer (a handler's own included), its errors as JSON bodies, and one
  * log line. `pending()` is the router's start while it is under way: requests wait for it.
  */
-export function createExchange(options: { logger: Logger; pending: () => Promise<void> | undefined }): Exchange {
-  const { logger, pending } = options;
+export function createExchange(options: { logger: Logger; pending: () => Promise<void> | undefined; bodyTimeoutMs: number }): Exchange {
+  const { logger, pending, bodyTimeoutMs } = options;
   const nextRequestId = createRequestIds();
   const writeLine = (logger as { [REQUEST_LINE]?: RequestLineWriter })[REQUEST_LINE];
 
@@ -49,6 +50,8 @@ export function createExchange(options: { logger: Logger; pending: () => Promise
     res.setHeader('X-Request-Id', requestId);
     const failed = (error: unknown): void => {
       renderError(logger, req, res, error, family, requestId, hostHeaders);
+      // Refused before its body was read (a guard's 401, say): the rest is dropped unparsed, within bodyTimeoutMs.
+      if (res.getHeader('connection') !== 'close') dropUnreadBody(req, bodyTimeoutMs);
       logRequest(logger, writeLine, req, res, path, requestId, started);
     };
     let work: Work;

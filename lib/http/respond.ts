@@ -1,4 +1,5 @@
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { tooLargeToDrain } from './body';
 import { BcmsHttpError } from './errors';
 
 /** Which body shape an error takes: `{ message }` (plugins) or `{ success: false, error }` (functions). */
@@ -49,8 +50,10 @@ export function writeError(res: ServerResponse, error: BcmsHttpError, family: Fa
     ...(error.status === 401 ? { 'WWW-Authenticate': 'Bearer' } : undefined),
     ...error.headers,
   };
-  // A too-large body is left unread: closing the connection keeps Node from draining it.
-  if (error.code === 'BODY_TOO_LARGE') headers.Connection = 'close';
+  // A too-large or stalled body is left unread, and so is a large one refused before it was read (a
+  // guard's 401): closing the connection keeps Node from draining it. A small rest is drained (dropUnreadBody).
+  const req = (res as { req?: IncomingMessage }).req;
+  if (error.code === 'BODY_TOO_LARGE' || error.code === 'REQUEST_TIMEOUT' || (req !== undefined && tooLargeToDrain(req))) headers.Connection = 'close';
   writeJson(res, error.status, errorBody(error, family, requestId), headers);
 }
 

@@ -11,6 +11,7 @@ import { createRepository } from '../db/repository';
 import { ContentStore } from '../db/store';
 import { checkExtension, defaultExport, runBundle, type LoadedExtension } from '../deploy/load';
 import { BcmsHttpError, errorHandler, type ErrorCode } from '../http/errors';
+import { ownBodyLimit } from '../http/body';
 import type { Logger } from '../logger';
 import { toBcmsLogger } from '../handler-logger';
 import type { IsolateServices } from '../layer';
@@ -124,7 +125,10 @@ function moduleExport(file: string, key: string): unknown {
 async function load(kind: ExtensionKind, name: string, source: ExtensionSource): Promise<WireExtension> {
   const exported = source.type === 'bundle' ? defaultExport(runBundle(source.code, source.filename, API)) : moduleExport(source.file, source.key);
   extension = await checkExtension(kind, name, exported);
-  if (extension.kind === 'function') return { kind: 'function', name: extension.name, public: extension.definition.config.public === true };
+  if (extension.kind === 'function') {
+    const bodyLimit = ownBodyLimit(extension.definition.config.bodyLimit, `function "${extension.name}": config`);
+    return { kind: 'function', name: extension.name, public: extension.definition.config.public === true, ...(bodyLimit === undefined ? {} : { bodyLimit }) };
+  }
   const plugin = extension.plugin;
   const routes: WireRoute[] = [];
   methods = [];
@@ -132,7 +136,8 @@ async function load(kind: ExtensionKind, name: string, source: ExtensionSource):
     const made = methodsOf(controller, `plugin "${plugin.name}", controller "${controller.name}"`) ?? {};
     for (const [key, method] of Object.entries(made)) {
       methods.push({ key, method });
-      routes.push({ controller: { name: controller.name, path: controller.path }, key, path: method.path, type: method.type, guard: guardOf(method) });
+      const bodyLimit = ownBodyLimit(method.bodyLimit, `plugin "${plugin.name}", method "${key}"`);
+      routes.push({ controller: { name: controller.name, path: controller.path }, key, path: method.path, type: method.type, guard: guardOf(method), ...(bodyLimit === undefined ? {} : { bodyLimit }) });
     }
   }
   const policies = typeof plugin.policy === 'function' ? await plugin.policy() : null;

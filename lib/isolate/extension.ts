@@ -20,6 +20,7 @@ export interface IsolatedCallSettings {
   pluginTimeoutMs: number;
   functionTimeoutMs: number;
   bodyLimit: number;
+  bodyTimeoutMs: number;
 }
 
 /** A loaded extension whose code runs in isolates; `close()` ends them once their calls are answered. */
@@ -108,7 +109,8 @@ function functionStandIn(pool: IsolatePool, extension: Extract<WireExtension, { 
   const timeout = (): BcmsHttpError => new BcmsHttpError('FUNCTION_TIMEOUT', `Function "${name}" ran past its time-out of ${settings.functionTimeoutMs} ms.`);
   const handler = (context: BcmsFunctionContext): Promise<IsolateAnswer> =>
     pool.call({ t: 'function', request: toWireRequest(context.request), auth: context.auth }, context.request, settings.functionTimeoutMs, timeout);
-  return { config: { name, public: extension.public === true }, handler: Object.defineProperty(handler, ISOLATED, { value: true }) };
+  const bodyLimit = extension.bodyLimit === undefined ? {} : { bodyLimit: extension.bodyLimit };
+  return { config: { name, public: extension.public === true, ...bodyLimit }, handler: Object.defineProperty(handler, ISOLATED, { value: true }) };
 }
 
 /** A pre-request handler that runs in the isolate: here it only keeps the body's bytes for a signature check. */
@@ -143,7 +145,7 @@ function methodStandIn(pool: IsolatePool, route: WireRoute, index: number, setti
     const req = context.request as unknown as Request;
     // A body of a type the router leaves unread (not JSON) crosses as bytes.
     if (req.body === undefined && req.method !== 'GET' && req.method !== 'HEAD' && hasBody(req)) {
-      return readRawBody(req, settings.bodyLimit).then((raw) => call(req, context.accessToken, raw));
+      return readRawBody(req, route.bodyLimit ?? settings.bodyLimit, settings.bodyTimeoutMs).then((raw) => call(req, context.accessToken, raw));
     }
     return call(req, context.accessToken);
   };
@@ -156,6 +158,7 @@ function methodStandIn(pool: IsolatePool, route: WireRoute, index: number, setti
   return {
     ...(route.path === undefined ? {} : { path: String(route.path) }),
     type: String(route.type) as HttpVerb,
+    ...(route.bodyLimit === undefined ? {} : { bodyLimit: route.bodyLimit }),
     ...(guard === undefined ? {} : { preRequestHandler: guard as never }),
     handler: Object.defineProperty(handler, ISOLATED, { value: true }) as never,
   };

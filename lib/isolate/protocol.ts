@@ -58,12 +58,14 @@ export interface WireRoute {
    * `custom`: a pre-request handler that runs in the isolate and asks the service to verify.
    */
   guard: { type: 'none' } | { type: 'jwt'; roles: string[]; permission: string } | { type: 'custom' };
+  /** The method's own `bodyLimit`, in bytes, which the service enforces. */
+  bodyLimit?: number;
 }
 
 /** What a loaded extension is. */
 export type WireExtension =
   | { kind: 'plugin'; name: string; routes: WireRoute[]; policies: unknown[] | null }
-  | { kind: 'function'; name: string; public: boolean };
+  | { kind: 'function'; name: string; public: boolean; bodyLimit?: number };
 
 /** The service's messages to an isolate. */
 export type ToIsolate =

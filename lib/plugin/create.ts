@@ -1,3 +1,4 @@
+import { ownBodyLimit } from '../http/body';
 import type { BcmsController, BcmsControllerMethod, BcmsPlugin } from './types';
 
 /**
@@ -43,5 +44,6 @@ export function createController<SetupResult = unknown>(config: BcmsController<S
 export function createControllerMethod<PreResult = void, Body = unknown>(
   config: BcmsControllerMethod<PreResult, Body>,
 ): BcmsControllerMethod<PreResult, Body> {
+  ownBodyLimit(config?.bodyLimit, 'createControllerMethod'); // a wrong limit throws here, not at the first request
   return config;
 }

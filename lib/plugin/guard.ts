@@ -15,6 +15,41 @@ export const JWT_GUARD_CHECK = Symbol('bcms-extensions.jwtGuardCheck');
 export type JwtGuardCheck = (accessToken: JWT) => JWTPreRequestHandlerResult;
 
 /**
+ * On a pre-request handler that decides on the bearer token before it looks at the body (the
+ * package's guards that check a body, the SDK's writes): the check of the verified token, which
+ * the plugin server runs before it reads a byte of the body, so that a request without a good
+ * token is refused unread. `bearerOnly`: so only when the request carries a bearer token (a guard
+ * that also takes signatures needs the body's bytes for their digest otherwise).
+ */
+export const TOKEN_FIRST = Symbol('bcms-extensions.tokenFirst');
+
+export interface TokenFirst {
+  check: JwtGuardCheck;
+  bearerOnly: boolean;
+}
+
+/** Marks `handler` as deciding on the bearer token first (`TOKEN_FIRST`), with the check of the verified token. */
+export function decidesOnTokenFirst<H extends object>(handler: H, check: JwtGuardCheck, bearerOnly = false): H {
+  return Object.defineProperty(handler, TOKEN_FIRST, { value: Object.freeze({ check, bearerOnly } satisfies TokenFirst) });
+}
+
+/** The token check a pre-request handler runs before the body: the bare JWT guard's own, or a `TOKEN_FIRST` mark's. */
+export function tokenFirstOf(handler: unknown): TokenFirst | undefined {
+  if (typeof handler !== 'function') return undefined;
+  const marked = (handler as { [TOKEN_FIRST]?: TokenFirst })[TOKEN_FIRST];
+  if (marked !== undefined) return marked;
+  const check = (handler as { [JWT_GUARD_CHECK]?: JwtGuardCheck })[JWT_GUARD_CHECK];
+  return check === undefined ? undefined : { check, bearerOnly: false };
+}
+
+/** The role check of a guard made by `createJwtProtectionPreRequestHandler` (or `createJwtGuard`). */
+export function jwtGuardCheckOf(guard: unknown): JwtGuardCheck {
+  const check = (guard as { [JWT_GUARD_CHECK]?: JwtGuardCheck })[JWT_GUARD_CHECK];
+  if (check === undefined) throw new TypeError('not a JWT guard of bcms-extensions');
+  return check;
+}
+
+/**
  * The roles and permission of such a guard: an isolate tells the service, which then checks a
  * deployed method's token itself, as it does for its own, rather than in a round trip.
  */

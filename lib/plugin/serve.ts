@@ -1,18 +1,19 @@
 import type { ServerResponse } from 'node:http';
 import type { Request, Response } from 'express';
 import type { BcmsRepo } from '../db/repository';
-import { hasBody, isJsonType, parseJsonBody, RAW_BODY, readRawBody } from '../http/body';
+import { hasBody, isJsonType, ownBodyLimit, parseJsonBody, RAW_BODY, readRawBody, ROUTE_BODY_LIMIT } from '../http/body';
 import { BcmsHttpError, type ErrorHandler } from '../http/errors';
 import { withDeadline } from '../http/deadline';
 import { IsolateAnswer, isIsolated } from '../isolate/answer';
 import type { Work } from '../http/exchange';
 import { writeBytes, writeJson, writePreflight } from '../http/respond';
 import type { IdentifyPluginKey } from '../security/caller';
-import type { AccessTokenVerifier } from '../security/jwt';
+import { type AccessTokenVerifier, hasBearerToken } from '../security/jwt';
+import type { JWT } from '../security/token';
 import type { BcmsLogger } from '../handler-logger';
-import { JWT_GUARD_CHECK, type JwtGuardCheck, markGuardedRequest, runGuarded } from './guard';
+import { JWT_GUARD_CHECK, type JwtGuardCheck, markGuardedRequest, runGuarded, tokenFirstOf } from './guard';
 import { paramsOf, type PluginMatch, type PluginRoute } from './routes';
-import type { BcmsPluginContext } from './types';
+import type { BcmsControllerMethod, BcmsPluginContext } from './types';
 
 /** Answers a request for a plugin endpoint, given the paths of the route table it matched. */
 export type PluginServer = (req: Request, res: Response, matches: readonly PluginMatch[] | undefined) => Work;
@@ -23,6 +24,8 @@ export type PluginServer = (req: Request, res: Response, matches: readonly Plugi
  */
 export function createPluginServer(deps: {
   bodyLimit: number;
+  /** A body still arriving this long after its reading began is answered 408 REQUEST_TIMEOUT. */
+  bodyTimeoutMs: number;
   /** A handler still running after this is answered 504 (an isolated one: by its pool, which ends its isolate). */
   timeoutMs: number;
   logger: BcmsLogger;
@@ -32,7 +35,7 @@ export function createPluginServer(deps: {
   /** The API key of a signed request, for `BCMSRouteProtection.createJwtApiPreRequestHandler`. */
   verifyPluginKey: IdentifyPluginKey;
 }): PluginServer {
-  const { bodyLimit, timeoutMs, logger, errorHandler, repo, verifyAccessToken, verifyPluginKey } = deps;
+  const { bodyLimit, bodyTimeoutMs, timeoutMs, logger, errorHandler, repo, verifyAccessToken, verifyPluginKey } = deps;
 
   /**
    * A handler's result: a plain value is written now; a promise (or anything `await` would wait
@@ -49,13 +52,14 @@ export function createPluginServer(deps: {
    * The handler's context, after the guard if there is one; then the handler's result: written now
    * when it is a plain value, else its promise, whose value the exchange writes (`writePluginAnswer`).
    */
-  function run(req: Request, res: Response, route: PluginRoute): Work {
+  function run(req: Request, res: Response, route: PluginRoute, verified?: JWT): Work {
     const context: BcmsPluginContext = { name: route.name, request: req as BcmsPluginContext['request'], response: res, logger, errorHandler, repo };
     const { preRequestHandler, handler } = route.method;
     if (preRequestHandler === undefined) return answer(res, route, handler(context));
-    // The JWT guard with a token verified before: the same outcome as running it, without its promises.
+    // The JWT guard with a token verified before (here, before the body; or earlier, and remembered):
+    // the same outcome as running it, without its promises.
     const check = (preRequestHandler as { [JWT_GUARD_CHECK]?: JwtGuardCheck })[JWT_GUARD_CHECK];
-    const known = check === undefined ? undefined : verifyAccessToken.known?.(req);
+    const known = check === undefined ? undefined : (verified ?? verifyAccessToken.known?.(req));
     if (known !== undefined) {
       (context as { accessToken?: unknown }).accessToken = (check as JwtGuardCheck)(known).accessToken;
       return answer(res, route, handler(context));
@@ -70,23 +74,46 @@ export function createPluginServer(deps: {
 
   /**
    * With a JSON (or untyped) body, once it is read and parsed; any other type is left unread for the
-   * handler. Behind a pre-request handler the bytes are kept too (`RAW_BODY`): a guard that accepts
-   * signed requests checks the digest or HMAC over them, and the handler gets them parsed, so what
-   * it reads is what was signed.
+   * handler. Behind a guard that decides on the bearer token (`tokenFirstOf`), the token is verified
+   * and its roles checked first: a request it refuses is answered before a byte of its body is read.
+   * Behind any other pre-request handler the body is read first (an author's own may read
+   * `request.body`; a signature's digest is over its bytes), and its bytes are kept too (`RAW_BODY`):
+   * a guard that accepts signed requests checks the digest or HMAC over them, and the handler gets
+   * them parsed, so what it reads is what was signed.
    */
   function serveRoute(req: Request, res: Response, route: PluginRoute): Work {
     if (req.body === undefined && req.method !== 'GET' && req.method !== 'HEAD' && hasBody(req)) {
       const type = req.headers['content-type'];
       if (type === undefined || isJsonType(type)) {
-        return readRawBody(req, bodyLimit).then((raw) => {
-          if (route.method.preRequestHandler !== undefined) (req as { [RAW_BODY]?: Buffer })[RAW_BODY] = raw;
-          req.body = parseJsonBody(raw, type);
-          return run(req, res, route);
-        });
+        const first = tokenFirstOf(route.method.preRequestHandler);
+        if (first === undefined || (first.bearerOnly && !hasBearerToken(req))) return readThenRun(req, res, route, type);
+        const known = verifyAccessToken.known?.(req);
+        if (known !== undefined) return (first.check(known), readThenRun(req, res, route, type, known));
+        return verifyAccessToken(req).then((accessToken) => (first.check(accessToken), readThenRun(req, res, route, type, accessToken)));
       }
     }
     return run(req, res, route);
   }
+
+  /** Reads the body (to the method's own `bodyLimit`, else the router's), parses it, then runs the route. */
+  function readThenRun(req: Request, res: Response, route: PluginRoute, type: string | undefined, verified?: JWT): Work {
+    const limit = limitOf(route.method);
+    if (limit !== bodyLimit) (req as { [ROUTE_BODY_LIMIT]?: number })[ROUTE_BODY_LIMIT] = limit;
+    return readRawBody(req, limit, bodyTimeoutMs).then((raw) => {
+      if (route.method.preRequestHandler !== undefined) (req as { [RAW_BODY]?: Buffer })[RAW_BODY] = raw;
+      req.body = parseJsonBody(raw, type);
+      return run(req, res, route, verified);
+    });
+  }
+
+  /** A method's own `bodyLimit` (checked by `createControllerMethod`), in bytes, parsed once; else the router's. */
+  function limitOf(method: BcmsControllerMethod<unknown, unknown>): number {
+    if (method.bodyLimit === undefined) return bodyLimit;
+    let limit = ownLimits.get(method);
+    if (limit === undefined) ownLimits.set(method, (limit = ownBodyLimit(method.bodyLimit, 'a controller method') as number));
+    return limit;
+  }
+  const ownLimits = new WeakMap<object, number>();
 
   return function servePlugin(req, res, matches) {
     if (matches === undefined) throw new BcmsHttpError('INVALID_URL');

@@ -68,6 +68,11 @@ export interface BcmsControllerMethod<PreResult = void, Body = unknown> {
   type: HttpVerb;
   /** BCMS's documentation object; kept, not served. */
   doc?: unknown;
+  /**
+   * The largest JSON body this method takes: bytes, or a size such as `'16kb'`; wins over the
+   * router's `bodyLimit` (ours: BCMS's methods have none). A larger body is answered 413.
+   */
+  bodyLimit?: number | string;
   preRequestHandler?: PreRequestHandler<PreResult>;
   /**
    * Returns the response body: an object or value is sent as JSON with status 200 (unless the

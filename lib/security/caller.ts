@@ -1,6 +1,6 @@
 import type { Request } from 'express';
 import type { BcmsFunctionAuth, BcmsFunctionKeyAuth } from '../function/types';
-import { hasBody, isJsonType, parseJsonBody, RAW_BODY, readRawBody } from '../http/body';
+import { bodyLimitOf, hasBody, isJsonType, parseJsonBody, RAW_BODY, readRawBody } from '../http/body';
 import { BcmsHttpError } from '../http/errors';
 import { type Logger, redactUrl } from '../logger';
 import { type AccessTokenVerifier, hasBearerToken } from './jwt';
@@ -86,9 +86,10 @@ export type IdentifyPluginKey = (req: Request, plugin: string) => Promise<BcmsFu
 
 export function createPluginKeyCheck(deps: KeyVerifiers & {
   bodyLimit: number;
+  bodyTimeoutMs: number;
   logger: Logger;
 }): IdentifyPluginKey {
-  const { bodyLimit, logger } = deps;
+  const { bodyLimit, bodyTimeoutMs, logger } = deps;
 
   /** The bytes to check: those the plugin server kept; else read now (a GET's body), unless a host parser took them. */
   function readBody(req: Request): Promise<Buffer> {
@@ -101,7 +102,7 @@ export function createPluginKeyCheck(deps: KeyVerifiers & {
       // Verified, its bytes would be gone before the handler could read them: a signed body is JSON.
       return Promise.reject(new BcmsHttpError('UNSUPPORTED_MEDIA_TYPE', 'A signed request to a plugin carries a JSON body (Content-Type: application/json), or none.'));
     }
-    return readRawBody(req, bodyLimit);
+    return readRawBody(req, bodyLimitOf(req, bodyLimit), bodyTimeoutMs);
   }
 
   return async function identifyPluginKey(req, plugin) {

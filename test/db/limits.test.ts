@@ -37,7 +37,7 @@ describe.each(backends())('too large for the database, on %s', (backend) => {
   beforeAll(async () => {
     database = await openTestDatabase(backend);
     log = memoryLogger();
-    router = bcmsExtensions({ plugins: [templates], functions: [addTemplate] }, { database: database.knex, logger: log.logger });
+    router = bcmsExtensions({ plugins: [templates], functions: [addTemplate] }, { database: database.knex, logger: log.logger, bodyLimit: '2mb' });
     app = express().use(router);
     await router.ready;
   });

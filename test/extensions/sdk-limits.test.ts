@@ -15,7 +15,7 @@ describe.each(backends())('template field lengths on the SDK routes, on %s', (ba
 
   beforeAll(async () => {
     database = await openTestDatabase(backend);
-    t = await buildApp({}, { database: database.knex });
+    t = await buildApp({}, { database: database.knex, bodyLimit: '2mb' }); // a 1 MB label reaches the check
   });
   afterAll(async () => {
     await t.router.close();

@@ -21,7 +21,7 @@ describe.each(backends())('too large for the database, from an isolate (%s)', (b
   beforeAll(async () => {
     db = await openTestDatabase(backend);
     log = memoryLogger();
-    router = bcmsExtensions({}, { database: db.knex, logger: log.logger });
+    router = bcmsExtensions({}, { database: db.knex, logger: log.logger, bodyLimit: '2mb' });
     app = express().use(router);
     await router.ready;
     deployer = await hmacKey(db.knex, [], { deploy: true, name: 'deployer' });

@@ -1,0 +1,72 @@
+import { bcmsExtensions, createBcmsFunction, createBcmsPlugin, createController, createControllerMethod } from '../../lib';
+import { resolveOptions } from '../../lib/options';
+import { buildApp, memoryLogger, type TestApp } from '../support/app';
+import { listen, postHead, rawClient } from '../support/raw-http';
+
+// A body that stalls is answered 408 REQUEST_TIMEOUT once bodyTimeoutMs passed from the start of
+// its reading, and its connection is closed. The default bodyLimit is 100kb.
+
+const echo = createBcmsFunction(async () => ({ config: { name: 'echo', public: true }, handler: async ({ request }) => request.body }));
+const plugin = createBcmsPlugin({
+  name: 'notes',
+  controllers: [createController({ name: 'Notes', path: '/notes', methods: () => ({ add: createControllerMethod({ type: 'post', handler: async ({ request }) => request.body }) }) })],
+});
+
+describe('a stalled body', () => {
+  let t: TestApp;
+  let server: Awaited<ReturnType<typeof listen>>;
+  beforeAll(async () => {
+    t = await buildApp({ functions: [echo], plugins: [plugin] }, { bodyTimeoutMs: 300 });
+    server = await listen(t.app);
+  }, 60_000);
+  afterAll(async () => {
+    await server.close();
+    await t.router.close();
+  });
+
+  test.each([
+    ['a function', '/api/function/echo', { success: false, error: { code: 'REQUEST_TIMEOUT', message: 'The request body did not arrive within 300 ms.' } }],
+    ['a plugin route', '/api/plugin/notes/notes', { message: 'The request body did not arrive within 300 ms.' }],
+  ])('%s: 408 after bodyTimeoutMs, and the connection closed', async (_what, path, body) => {
+    const client = rawClient(server.port);
+    client.write(postHead(path, 100) + '{"text":"x');
+    const answer = await client.next();
+    expect(answer.status).toBe(408);
+    expect(answer.body).toEqual(body);
+    expect(answer.headers.connection).toBe('close');
+    expect(answer.headers['access-control-allow-origin']).toBe('*');
+    await client.closed;
+    const line = t.log.lines.find((entry) => entry.msg === 'request' && entry.path === path && entry.status === 408);
+    expect(line).toBeDefined();
+  }, 30_000);
+
+  test('a body that arrives in time is answered as ever', async () => {
+    const client = rawClient(server.port);
+    const body = '{"text":"slow but there"}';
+    client.write(postHead('/api/function/echo', body.length) + body.slice(0, 5));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    client.write(body.slice(5));
+    const answer = await client.next();
+    expect(answer.status).toBe(200);
+    expect(answer.body).toEqual({ success: true, result: { text: 'slow but there' } });
+    client.destroy();
+  }, 30_000);
+});
+
+describe('options', () => {
+  test('bodyLimit defaults to 100kb, bodyTimeoutMs to 10000', () => {
+    const settings = resolveOptions({ logger: memoryLogger().logger });
+    expect(settings.bodyLimit).toBe(100 * 1024);
+    expect(settings.bodyTimeoutMs).toBe(10_000);
+  });
+
+  test.each([0, -1, 1.5, '300'])('bodyTimeoutMs %p throws', (value) => {
+    expect(() => bcmsExtensions({}, { bodyTimeoutMs: value as never, logger: memoryLogger().logger })).toThrow(
+      `option bodyTimeoutMs must be a positive integer of milliseconds, got ${String(value)}`,
+    );
+  });
+
+  test('a misspelt name throws', () => {
+    expect(() => bcmsExtensions({}, { bodyTimeout: 300 } as never)).toThrow('unknown option "bodyTimeout"');
+  });
+});
