@@ -10,8 +10,9 @@ const BLOG_TEMPLATE_ID = '6f1c0b7b-a5f9-4d5f-8a4e-7c52a1b2c3d4';
 const SUBMISSIONS_TEMPLATE = 'form-submissions';
 
 const ALL = [{ name: 'READ' }, { name: 'WRITE' }, { name: 'DELETE' }, { name: 'EXECUTE' }];
-// The admin is SUDO too: only a SUDO role holding WRITE may create deploy keys over HTTP.
-const ADMIN_ROLES = [{ name: 'SUDO', permissions: ALL }, { name: 'ADMIN', permissions: ALL }];
+// The admin is SUDO too: only a SUDO role holding WRITE may create deploy keys over HTTP. ADMIN
+// stays first: BCMS plugin UIs read the user's first role (user.roles[0].name === ADMIN).
+const ADMIN_ROLES = [{ name: 'ADMIN', permissions: ALL }, { name: 'SUDO', permissions: ALL }];
 const DEMO_USERS = [
   { key: 'admin', roles: ADMIN_ROLES },
   { key: 'reader', email: 'reader@example.com', roles: [{ name: 'USER', permissions: [{ name: 'READ' }] }] },
@@ -83,7 +84,7 @@ async function seed(knex, repo, { adminEmail, adminPassword }) {
         }
         // An admin seeded before deploy keys needed SUDO gets it (the deploy loop makes one over HTTP).
         if (demo.key === 'admin' && !existing.roles.some((role) => role.name === 'SUDO')) {
-          await knex('example_users').where({ email }).update({ roles: JSON.stringify([{ name: 'SUDO', permissions: ALL }, ...existing.roles]) });
+          await knex('example_users').where({ email }).update({ roles: JSON.stringify([...existing.roles, { name: 'SUDO', permissions: ALL }]) });
         }
         return { email };
       }

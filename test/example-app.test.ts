@@ -169,7 +169,7 @@ describe('the example app, as the README runs it', () => {
     let app = await start(await freePort(), dir, credentials);
     let base = /http:\/\/localhost:\d+/.exec(app.output())![0];
     const token = await tokenOf(base);
-    expect(JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).rls.map((role: { name: string }) => role.name)).toEqual(['SUDO', 'ADMIN']);
+    expect(JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).rls.map((role: { name: string }) => role.name)).toEqual(['ADMIN', 'SUDO']);
     expect((await deployKey(base, token)).status).toBe(201);
     app.child.kill('SIGTERM');
     await expectCleanExit(app);
@@ -182,7 +182,7 @@ describe('the example app, as the README runs it', () => {
     app = await start(await freePort(), dir, credentials);
     base = /http:\/\/localhost:\d+/.exec(app.output())![0];
     const again = await tokenOf(base);
-    expect(JSON.parse(Buffer.from(again.split('.')[1]!, 'base64url').toString()).rls.map((role: { name: string }) => role.name)).toEqual(['SUDO', 'ADMIN']);
+    expect(JSON.parse(Buffer.from(again.split('.')[1]!, 'base64url').toString()).rls.map((role: { name: string }) => role.name)).toEqual(['ADMIN', 'SUDO']);
     expect((await deployKey(base, again)).status).toBe(201);
     app.child.kill('SIGTERM');
     await expectCleanExit(app);

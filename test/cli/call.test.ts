@@ -49,6 +49,16 @@ describe('bcms-ext call', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
+  test("a project's .env naming its deploy key's file, and a caller's key in the environment: the environment's key signs", async () => {
+    const deployer = await publicKeyKey((await sharedTestDatabase()).knex, 'ed25519', []);
+    const caller = await hmacKey((await sharedTestDatabase()).knex, ['sum']);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-call-env-'));
+    fs.writeFileSync(path.join(dir, 'bcms-deploy-key.pem'), deployer.privateKey, { mode: 0o600 });
+    fs.writeFileSync(path.join(dir, '.env'), `BCMS_URL=${url}\nBCMS_KEY_ID=${deployer.keyId}\nBCMS_PRIVATE_KEY_FILE=${path.join(dir, 'bcms-deploy-key.pem')}\n`);
+    expect(await run(['call', 'sum', '--data', '[4,5]'], { BCMS_KEY_ID: caller.keyId, BCMS_KEY_SECRET: caller.secret }, dir)).toEqual({ code: 0, out: '{\n  "total": 9\n}\n', err: '' });
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
   test('an Ed25519 key from BCMS_PRIVATE_KEY_FILE, and --data @file', async () => {
     const key = await publicKeyKey((await sharedTestDatabase()).knex, 'ed25519', ['sum']);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-call-'));
