@@ -103,10 +103,12 @@ export function createDeployRoutes(deps: {
   /** Names of the app's own (registry) plugins and functions: a deployment may not take them. */
   taken: (kind: DeploymentKind, name: string) => boolean;
   logger: Logger;
+  /** A deployment's body still arriving this long after its reading began is answered 408 REQUEST_TIMEOUT. */
+  bodyTimeoutMs?: number;
   /** `deploy.trustedKeys`: who may author code; undefined, anyone holding a deploy key. */
   trusted?: TrustedKeys;
 }): (req: Request, res: ServerResponse, pathname: string) => Promise<void> {
-  const { verify, store, deployed, check, taken, logger, trusted } = deps;
+  const { verify, store, deployed, check, taken, logger, trusted, bodyTimeoutMs } = deps;
   const knex = store.database.knex;
 
   /** Takes up a version that is now active, with what its check loaded. */
@@ -125,7 +127,7 @@ export function createDeployRoutes(deps: {
     if (!isList && item === null) throw new BcmsHttpError('NOT_FOUND');
     const allow = isList ? 'GET, POST' : item?.[3] === undefined ? 'DELETE' : 'POST';
     if (!allow.split(', ').includes(req.method as string)) throw new BcmsHttpError('METHOD_NOT_ALLOWED', `${req.method} is not allowed here.`, { Allow: allow });
-    const { auth, body } = await verify(req as Request, { deploy: true }, () => readRawBody(req, DEPLOY_BODY_LIMIT));
+    const { auth, body } = await verify(req as Request, { deploy: true }, () => readRawBody(req, DEPLOY_BODY_LIMIT, bodyTimeoutMs));
 
     if (isList && req.method === 'GET') {
       writeJson(res, 200, JSON.stringify({ deployments: await store.run(() => listDeployments(knex)) }));

@@ -1,7 +1,9 @@
 import { bcmsExtensions, createBcmsFunction, createBcmsPlugin, createController, createControllerMethod } from '../../lib';
+import { signRequest } from '../../lib/client';
 import { resolveOptions } from '../../lib/options';
 import { buildApp, memoryLogger, type TestApp } from '../support/app';
 import { listen, postHead, rawClient } from '../support/raw-http';
+import { hmacKey } from '../support/signature';
 
 // A body that stalls is answered 408 REQUEST_TIMEOUT once bodyTimeoutMs passed from the start of
 // its reading, and its connection is closed. The default bodyLimit is 100kb.
@@ -38,6 +40,19 @@ describe('a stalled body', () => {
     await client.closed;
     const line = t.log.lines.find((entry) => entry.msg === 'request' && entry.path === path && entry.status === 408);
     expect(line).toBeDefined();
+  }, 30_000);
+
+  test('a deployment whose signed body stalls: 408, and the connection closed', async () => {
+    const key = await hmacKey(t.router.db, [], { deploy: true, name: 'stalled deployer' });
+    const body = JSON.stringify({ manifest: { kind: 'function', name: 'never', version: '1.0.0' }, code: 'x'.repeat(1000) });
+    const headers = signRequest({ ...key, method: 'POST', url: '/api/extensions/deployments', body });
+    const client = rawClient(server.port);
+    client.write(postHead('/api/extensions/deployments', Buffer.byteLength(body), headers) + body.slice(0, 10));
+    const answer = await client.next();
+    expect(answer.status).toBe(408);
+    expect(answer.body).toEqual({ message: 'The request body did not arrive within 300 ms.' });
+    expect(answer.headers.connection).toBe('close');
+    await client.closed;
   }, 30_000);
 
   test('a body that arrives in time is answered as ever', async () => {
