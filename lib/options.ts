@@ -49,17 +49,17 @@ export interface BcmsExtensionsOptions {
    */
   secretsKey?: string | Buffer | readonly (string | Buffer)[];
   /**
-   * API keys over HTTP (`/api/extensions/keys`). `deployOverHttp: true` lets a token whose SUDO
-   * role holds WRITE create deploy keys there (a deploy key runs code on every instance). Default
-   * false: deploy keys are made on the database (`bcms-ext keys create --deploy` with DATABASE_URL).
-   */
-  keys?: { deployOverHttp?: boolean };
-  /**
    * `trustedKeys`: the public keys (PEM, Ed25519 or RSA) one of which must sign every deployed
    * bundle; every instance checks the signature before it runs a version. Default: none, and a
    * warning at start that bundles are not signed.
    */
   deploy?: { trustedKeys?: readonly string[] };
+  /**
+   * API keys over HTTP (`/api/extensions/keys`). `deployOverHttp: true` lets a token whose SUDO
+   * role holds WRITE create deploy keys there (a deploy key runs code on every instance). Default
+   * false: deploy keys are made on the database (`bcms-ext keys create --deploy` with DATABASE_URL).
+   */
+  keys?: { deployOverHttp?: boolean };
   /** pino-compatible logger. Default: a pino logger named `bcms-extensions`. */
   logger?: Logger;
   /**

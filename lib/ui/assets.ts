@@ -119,7 +119,7 @@ export class UiRoutes {
       res.end();
       return;
     }
-    if (target.kind === 'shell') return sendBytes(req, res, HTML, shellPage(this.admin as AdminSettings, base), 'no-cache');
+    if (target.kind === 'shell') return sendBytes(req, res, HTML, shellPage(this.admin as AdminSettings, base), 'no-cache', shellSecurityHeaders(this.admin as AdminSettings));
     if (target.kind === 'script') return sendFile(req, res, path.join(BROWSER_DIR, target.file), 'no-cache');
     if (target.kind === 'deployed-file') {
       let name: string;
@@ -191,9 +191,9 @@ function withSdk(html: string, base: string): string {
  * A page or file held in memory (the shell, an index.html with the SDK in it, a deployed UI's
  * file), with an ETag: a browser that has it already gets 304.
  */
-function sendBytes(req: Request, res: ServerResponse, type: string, body: string | Buffer, caching: string): void {
+function sendBytes(req: Request, res: ServerResponse, type: string, body: string | Buffer, caching: string, extra: Record<string, string> = {}): void {
   const tag = etag(body);
-  const headers = { ETag: tag, 'Cache-Control': caching, 'X-Content-Type-Options': 'nosniff' };
+  const headers = { ETag: tag, 'Cache-Control': caching, 'X-Content-Type-Options': 'nosniff', ...extra };
   if (fresh(req.headers, { etag: tag })) {
     res.writeHead(304, headers);
     res.end();
@@ -231,18 +231,8 @@ function fileError(error: { status?: number; headers?: Record<string, string> })
   return error;
 }
 
-/** The admin shell: its settings as JSON, the SDK, then the shell script; an empty icon, so no favicon request (a host may have none: a 404 in every console). */
-function shellPage(admin: AdminSettings, base: string): string {
-  const config = JSON.stringify({ title: admin.title, loginUrl: admin.loginUrl, shellPath: base + admin.path }).replace(/</g, '\\u003c');
-  const title = attribute(admin.title);
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<link rel="icon" href="data:,">
-<title>${title}</title>
-<style>
+/** The shell's stylesheet, inline: one request fewer. */
+const SHELL_STYLE = `
   :root { font-family: system-ui, sans-serif; color: #1d2330; background: #f5f6f8; }
   *, *::before, *::after { box-sizing: border-box; }
   body { margin: 0; }
@@ -299,7 +289,34 @@ function shellPage(admin: AdminSettings, base: string): string {
     iframe { border: 0; border-radius: 0; }
     .bcms-signin { padding: 8vh 1rem 1rem; }
   }
-</style>
+`;
+
+/**
+ * The shell's Content-Security-Policy: scripts, frames and requests of its own origin only (the
+ * plugin UIs it opens are on it; the host's sign-in route's origin too when it is another), no
+ * framing by another site (the sign-in page included), no <base>, forms only to here. Styles may
+ * be inline: the shell's stylesheet is, and the SDK adds one for its notifications and dialogs.
+ */
+function shellSecurityHeaders(admin: AdminSettings): Record<string, string> {
+  const signIn = /^https?:\/\//i.test(admin.loginUrl) ? ` ${new URL(admin.loginUrl).origin}` : '';
+  return {
+    'Content-Security-Policy': `default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'${signIn}; frame-ancestors 'self'; base-uri 'none'; form-action 'self'; object-src 'none'`,
+    'Referrer-Policy': 'same-origin',
+  };
+}
+
+/** The admin shell: its settings as JSON, the SDK, then the shell script; an empty icon, so no favicon request (a host may have none: a 404 in every console). */
+function shellPage(admin: AdminSettings, base: string): string {
+  const config = JSON.stringify({ title: admin.title, loginUrl: admin.loginUrl, shellPath: base + admin.path }).replace(/</g, '\\u003c');
+  const title = attribute(admin.title);
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="data:,">
+<title>${title}</title>
+<style>${SHELL_STYLE}</style>
 <script type="application/json" id="bcms-shell-config">${config}</script>
 <script type="module" src="${attribute(base + SDK_PATH)}"></script>
 <script type="module" src="${attribute(base + SHELL_SCRIPT_PATH)}"></script>

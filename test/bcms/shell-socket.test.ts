@@ -4,6 +4,7 @@ import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { freePort } from '../support/app';
 import { start, stopStartedApps } from '../support/example';
+import { waitUntil } from '../support/browser';
 
 // window.bcms.sdk.socket in a real Chromium, against the example app: the events the BCMS layer
 // serves (GET /api/extensions/events) arrive live in the shell.
@@ -24,7 +25,7 @@ const PASSWORD = 'socket-test-password';
     await page.getByLabel('Email').fill('admin@example.com');
     await page.getByLabel('Password').fill(PASSWORD);
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForFunction(() => (globalThis as unknown as { bcms?: { sdk: { getAccessToken(): unknown } } }).bcms?.sdk.getAccessToken() != null);
+    await waitUntil(page, 'window.bcms?.sdk.getAccessToken() != null');
   }, 60_000);
 
   afterAll(async () => {

@@ -145,6 +145,22 @@ describe('plugin UIs, the SDK and the admin shell', () => {
     expect((await request(t.app).get('/bcmsx')).body).toEqual({ host404: true });
   });
 
+  test('the shell page carries a CSP (its own origin only; no framing by another site), Referrer-Policy and nosniff', async () => {
+    const res = await request(t.app).get('/bcms');
+    const csp = String(res.headers['content-security-policy']);
+    for (const directive of ["default-src 'self'", "frame-ancestors 'self'", "base-uri 'none'", "form-action 'self'", "object-src 'none'", "connect-src 'self'"]) {
+      expect(csp.split('; ')).toContain(directive);
+    }
+    expect(csp).not.toMatch(/script-src[^;]*unsafe-inline/);
+    expect(res.headers['referrer-policy']).toBe('same-origin');
+    expect(res.headers['x-content-type-options']).toBe('nosniff');
+    // A sign-in route on another origin is allowed to be asked, and only it.
+    const elsewhere = bcmsExtensions({}, { database: (await sharedTestDatabase()).knex, logger: memoryLogger().logger, admin: { loginUrl: 'https://auth.example.com/login' } });
+    const other = await request(express().use(elsewhere)).get('/bcms');
+    expect(String(other.headers['content-security-policy']).split('; ')).toContain("connect-src 'self' https://auth.example.com");
+    await elsewhere.close();
+  });
+
   test('mounted under a prefix, every URL carries it', async () => {
     const app = express().use('/cms', t.router);
     const shell = await request(app).get('/cms/bcms');

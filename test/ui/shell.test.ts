@@ -39,6 +39,10 @@ if (!found) {
       args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
     });
     page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
+    // The shell runs under its Content-Security-Policy: anything it refused is said in the console.
+    page.on('console', (message) => {
+      if (/Content Security Policy/i.test(message.text())) refusedByCsp.push(message.text());
+    });
   }, 60_000);
 
   afterAll(async () => {
@@ -47,6 +51,7 @@ if (!found) {
   });
 
   const plugin = () => page.frameLocator('iframe[title="Content stats plugin"]');
+  const refusedByCsp: string[] = [];
 
   async function signIn(): Promise<void> {
     await page.getByLabel('Email').fill('admin@example.com');
@@ -131,14 +136,21 @@ if (!found) {
     await new Promise<void>((resolve) => elsewhere.listen(0, '127.0.0.1', resolve));
     try {
       const other = `http://127.0.0.1:${(elsewhere.address() as import('node:net').AddressInfo).port}/collect`;
-      // BCMS's convention asks for the token with Authorization ''; another origin never gets it.
-      await page.evaluate(`window.bcms.sdk.send({ url: ${JSON.stringify(other)}, headers: { Authorization: '' } })`);
-      expect(seen).toEqual([undefined]);
+      // In the plugin's page (the shell's own CSP lets the shell page reach its origin only).
+      const frame = page.frames().find((candidate) => candidate.url().includes('/plugin/content-stats/'));
+      if (frame === undefined) throw new Error('the plugin frame is not open');
+      // BCMS's convention asks for the token with Authorization ''; another origin never gets it. A
+      // BCMS UI's window.bcms is the shell's (window.parent.bcms), so its requests go out under the
+      // shell page's CSP, which lets them reach this origin only: the other one gets no request at all.
+      expect(await frame.evaluate(`window.bcms.sdk.send({ url: ${JSON.stringify(other)}, headers: { Authorization: '' } }).then(() => 'sent', (e) => e.message)`)).toBe('Failed to fetch');
+      expect(seen).toEqual([]);
+      expect(refusedByCsp.some((line) => line.includes(other) && line.includes("connect-src 'self'"))).toBe(true);
+      refusedByCsp.length = 0; // this refusal was the point
       // The same SDK does send it to its own service, under /api as BCMS's send puts it...
-      expect(await page.evaluate("window.bcms.sdk.send({ url: '/extensions/plugins', headers: { Authorization: '' } }).then((r) => r.plugins.length)")).toBe(1);
+      expect(await frame.evaluate("window.bcms.sdk.send({ url: '/extensions/plugins', headers: { Authorization: '' } }).then((r) => r.plugins.length)")).toBe(1);
       // ...and only when asked: without it the service says 401, and the user stays signed in.
-      expect(await page.evaluate("window.bcms.sdk.send({ url: '/extensions/plugins' }).then(() => 'answered', (e) => [e.status, e.message])")).toEqual([401, 'Token is `undefined`.']);
-      expect(await page.evaluate("window.bcms.sdk.isLoggedIn()")).toBe(true);
+      expect(await frame.evaluate("window.bcms.sdk.send({ url: '/extensions/plugins' }).then(() => 'answered', (e) => [e.status, e.message])")).toEqual([401, 'Token is `undefined`.']);
+      expect(await frame.evaluate("window.bcms.sdk.isLoggedIn()")).toBe(true);
     } finally {
       elsewhere.close();
     }
@@ -256,6 +268,10 @@ if (!found) {
     // A call that asks for the token, with none kept: BCMS's 401, and no request made.
     expect(await page.evaluate("window.bcms.sdk.template.getAll().then(() => 'answered', (e) => [e.status, e.message])")).toEqual([401, 'Not logged in.']);
   }, 30_000);
+
+  test('nothing the shell, the SDK or the plugin did was refused by the shell page\'s Content-Security-Policy', () => {
+    expect(refusedByCsp).toEqual([]);
+  });
 
   test("an app with no sign-in route at admin.loginUrl: the sign-in says what to set, not a bare 'failed (404)'", async () => {
     // As Express answers a path nobody serves (the app's own 404): the example app has the route, so it is taken away here.

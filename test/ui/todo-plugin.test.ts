@@ -17,6 +17,7 @@ import {
 } from '../../lib';
 import { JWT_SECRET, memoryLogger } from '../support/app';
 import { sharedTestDatabase } from '../support/database';
+import { waitUntil } from '../support/browser';
 
 // window.bcms as a BCMS plugin UI uses it, in a real Chromium: the todo UI of test/fixtures-ui/todo-ui
 // (Vue 3 .tsx, written as BCMS's plugin-starter writes its todo UI, built by `npm run build:test-ui`)
@@ -269,7 +270,7 @@ function todoPlugin(todos: Map<string, Todo>) {
     await page.keyboard.press('Escape');
     await dialog.waitFor({ state: 'detached' });
     // Back where it was: the Delete button, inside the plugin's frame (the dialog's close event comes a task later).
-    await page.waitForFunction("document.activeElement.tagName === 'IFRAME'", undefined, { timeout: 5000 });
+    await waitUntil(page, "document.activeElement.tagName === 'IFRAME'", 5000);
     expect(await pluginFrame().evaluate("document.activeElement.getAttribute('aria-label')")).toBe('Delete Water plants');
     expect(await storedTodos()).toHaveLength(2);
 
@@ -336,7 +337,7 @@ function todoPlugin(todos: Map<string, Todo>) {
       await alone.screenshot({ path: path.join(SCREENSHOTS, 'todo-4-on-its-own.png') });
       await alone.keyboard.press('Escape');
       await dialog.waitFor({ state: 'detached' });
-      await alone.waitForFunction("document.activeElement.getAttribute('aria-label') === 'Delete Buy milk'", undefined, { timeout: 5000 });
+      await waitUntil(alone, "document.activeElement.getAttribute('aria-label') === 'Delete Buy milk'", 5000);
       expect(await storedTodos()).toEqual([{ description: 'Buy milk', done: true }]);
       expectedProblems(/status of 400|Describe the todo first/);
     } finally {
