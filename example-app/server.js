@@ -70,8 +70,6 @@ async function main() {
   }
   appReady(example.app);
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  banner({ url: `http://localhost:${PORT}`, seconds, database: typeof database === 'string' ? 'DATABASE_URL' : `PGlite in ${DATA_DIR}`, users: example.users });
-
   // SIGINT / SIGTERM: stop taking connections, let requests in flight finish, close the database
   // (PGlite writes its data out), exit 0. A request still running after 10 s is cut.
   let stopping = false;
@@ -90,6 +88,9 @@ async function main() {
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+  // Only now, with the handlers in place: whoever reads the banner may stop it at once (a test
+  // that sent SIGTERM on reading it, under load, found the process killed before they were).
+  banner({ url: `http://localhost:${PORT}`, seconds, database: typeof database === 'string' ? 'DATABASE_URL' : `PGlite in ${DATA_DIR}`, users: example.users });
 }
 
 main();
