@@ -5,6 +5,7 @@
 // into a menu that the top bar's "Menu" button opens. Plain DOM: the shell must not impose a
 // framework on plugin UIs, which bring their own (Vue 3).
 import type { BcmsGlobal, BcmsSdkPlugin, BcmsUser } from '../sdk/types';
+import { FRAME_SANDBOX, frameName } from './frame-bridge.js';
 
 interface ShellConfig {
   title: string;
@@ -234,7 +235,9 @@ function showPlugin(): void {
   document.title = `${plugin.label} · ${config.title}`;
   const current = main.querySelector('iframe');
   if (current?.getAttribute('data-plugin') === plugin.name) return;
-  main.replaceChildren(h('iframe', { src: plugin.uiUrl as string, title: `${plugin.label} plugin`, 'data-plugin': plugin.name }));
+  // Sandboxed, never of the shell's origin: the plugin's code reaches the token only through the
+  // SDK's bridge, which makes its requests for it (frame-bridge.ts). Its name carries the claims it starts with.
+  main.replaceChildren(h('iframe', { src: plugin.uiUrl as string, title: `${plugin.label} plugin`, 'data-plugin': plugin.name, sandbox: FRAME_SANDBOX, name: frameName() }));
 }
 
 /** The main area with no plugin open: what to do next. */

@@ -72,8 +72,12 @@ export interface BcmsSdkError extends Error {
   code?: string;
 }
 
-/** The signed-in user's token, decoded in the browser (not verified there: the service verifies it). */
-export type BcmsJwt = JWT<Record<string, unknown>>;
+/**
+ * The signed-in user's token, decoded in the browser (not verified there: the service verifies it):
+ * its header and payload. Not its signature: with it, the claims would be the token itself, and a
+ * plugin UI never holds the token.
+ */
+export type BcmsJwt = Pick<JWT<Record<string, unknown>>, 'header' | 'payload'>;
 
 /** The user a token names, as BCMS's `user.get()` answers: what the token knows of them. */
 export interface BcmsUser {
@@ -281,8 +285,8 @@ export interface BcmsNotification {
 }
 
 /**
- * `window.bcms`: the same object in the admin shell and in each plugin UI's frame (so
- * `window.parent.bcms` is it too).
+ * `window.bcms`: in the admin shell, and in each plugin UI's frame as a bridge to the shell
+ * (`window.parent.bcms` in a frame is the frame's bridge too, as BCMS plugin UIs read it).
  */
 export interface BcmsGlobal {
   sdk: BcmsSdk;

@@ -13,9 +13,20 @@ import type { BcmsPlugin } from '../plugin/types';
 const BROWSER_DIR = path.resolve(__dirname, '..', '..', 'dist', 'browser', 'browser');
 export const SDK_PATH = '/api/extensions/sdk.js';
 export const SHELL_SCRIPT_PATH = '/api/extensions/shell.js';
+const SCRIPTS_PREFIX = '/api/extensions/';
+/** The browser modules served under SCRIPTS_PREFIX: the SDK, the shell, and the modules they import. */
+const BROWSER_SCRIPTS = new Set(['sdk.js', 'shell.js', 'dialogs.js', 'frame-bridge.js']);
 const PLUGIN_UI_PREFIX = '/plugin/';
 
 const HTML = 'text/html; charset=utf-8';
+/**
+ * Every file of a plugin's UI is sent sandboxed, with the frame's own flags (frame-bridge.ts): a
+ * document of it, opened in the shell's frame or on its own, gets an opaque origin and never the
+ * shell's storage or cookies. Its scripts, styles and fonts, and the SDK's modules, are then
+ * requested from that opaque origin in CORS mode: the `Access-Control-Allow-Origin: *` that every
+ * answer of the router carries (http/exchange.ts) lets them load. They hold no secret.
+ */
+const PLUGIN_UI_HEADERS = { 'Content-Security-Policy': 'sandbox allow-scripts allow-forms allow-popups allow-downloads' };
 /** A built UI's files never change under one name inside Vite's assets/ folder (named by content hash). */
 const IMMUTABLE = 'public, max-age=31536000, immutable';
 
@@ -60,9 +71,9 @@ export function checkPluginUis(plugins: readonly BcmsPlugin[]): Map<string, stri
 export type UiTarget =
   | { kind: 'script'; file: string }
   | { kind: 'shell' }
-  | { kind: 'plugin-file'; dir: string; file: string }
+  | { kind: 'plugin-file'; plugin: string; dir: string; file: string }
   /** A file of a deployed plugin's UI, kept in memory. */
-  | { kind: 'deployed-file'; files: ReadonlyMap<string, Buffer>; file: string }
+  | { kind: 'deployed-file'; plugin: string; files: ReadonlyMap<string, Buffer>; file: string }
   /** `/plugin/<name>` without its slash: its relative asset URLs would miss. */
   | { kind: 'redirect'; to: string };
 
@@ -94,8 +105,10 @@ export class UiRoutes {
   }
 
   match(pathname: string): UiTarget | undefined {
-    if (pathname === SDK_PATH) return { kind: 'script', file: 'sdk.js' };
-    if (pathname === SHELL_SCRIPT_PATH) return { kind: 'script', file: 'shell.js' };
+    if (pathname.startsWith(SCRIPTS_PREFIX)) {
+      const file = pathname.slice(SCRIPTS_PREFIX.length);
+      return BROWSER_SCRIPTS.has(file) ? { kind: 'script', file } : undefined;
+    }
     if (this.shellPrefix !== undefined && (pathname === this.shellPath || pathname.startsWith(this.shellPrefix))) return { kind: 'shell' };
     if (!pathname.startsWith(PLUGIN_UI_PREFIX)) return undefined;
     const slash = pathname.indexOf('/', PLUGIN_UI_PREFIX.length);
@@ -105,7 +118,7 @@ export class UiRoutes {
     if (dir === undefined && files === undefined) return undefined;
     if (slash === -1) return { kind: 'redirect', to: `${pathname}/` };
     const file = pathname.slice(slash + 1);
-    return dir !== undefined ? { kind: 'plugin-file', dir, file } : { kind: 'deployed-file', files: files as ReadonlyMap<string, Buffer>, file };
+    return dir !== undefined ? { kind: 'plugin-file', plugin: name, dir, file } : { kind: 'deployed-file', plugin: name, files: files as ReadonlyMap<string, Buffer>, file };
   }
 
   /** Answers a UI request: GET or HEAD only. `base` is the router's mount path (req.baseUrl). */
@@ -120,7 +133,13 @@ export class UiRoutes {
       return;
     }
     if (target.kind === 'shell') return sendBytes(req, res, HTML, shellPage(this.admin as AdminSettings, base), 'no-cache', shellSecurityHeaders(this.admin as AdminSettings));
-    if (target.kind === 'script') return sendFile(req, res, path.join(BROWSER_DIR, target.file), 'no-cache');
+    if (target.kind === 'script') return sendFile(req, res, path.join(BROWSER_DIR, target.file), 'no-cache', {});
+    // A plugin's page opened on its own, at the top of a tab: the shell opens it, in its frame.
+    if (this.admin !== null && (target.file === '' || target.file === 'index.html') && req.headers['sec-fetch-dest'] === 'document') {
+      res.writeHead(302, { Location: `${base}${this.admin.path}/plugins/${encodeURIComponent(target.plugin)}`, 'Content-Length': 0 });
+      res.end();
+      return;
+    }
     if (target.kind === 'deployed-file') {
       let name: string;
       try {
@@ -130,8 +149,8 @@ export class UiRoutes {
       }
       const bytes = target.files.get(name);
       if (bytes === undefined) throw new BcmsHttpError('NOT_FOUND');
-      if (name === 'index.html') return sendBytes(req, res, HTML, withSdk(bytes.toString('utf8'), base), 'no-cache');
-      return sendBytes(req, res, typeOf(name), bytes, name.startsWith('assets/') ? IMMUTABLE : 'no-cache');
+      if (name === 'index.html') return sendBytes(req, res, HTML, withSdk(bytes.toString('utf8'), base), 'no-cache', PLUGIN_UI_HEADERS);
+      return sendBytes(req, res, typeOf(name), bytes, name.startsWith('assets/') ? IMMUTABLE : 'no-cache', PLUGIN_UI_HEADERS);
     }
     const file = await resolveInside(target.dir, target.file === '' ? 'index.html' : target.file);
     if (file === undefined) throw new BcmsHttpError('NOT_FOUND');
@@ -142,9 +161,9 @@ export class UiRoutes {
       } catch {
         throw new BcmsHttpError('NOT_FOUND');
       }
-      return sendBytes(req, res, HTML, withSdk(html, base), 'no-cache');
+      return sendBytes(req, res, HTML, withSdk(html, base), 'no-cache', PLUGIN_UI_HEADERS);
     }
-    return sendFile(req, res, file, path.relative(target.dir, file).startsWith(`assets${path.sep}`) ? IMMUTABLE : 'no-cache');
+    return sendFile(req, res, file, path.relative(target.dir, file).startsWith(`assets${path.sep}`) ? IMMUTABLE : 'no-cache', PLUGIN_UI_HEADERS);
   }
 }
 
@@ -207,7 +226,7 @@ function sendBytes(req: Request, res: ServerResponse, type: string, body: string
  * A file on disk (a real path already checked to be inside its UI), answered by `send`: its
  * Content-Type, ETag and Last-Modified, 304 for a fresh copy, Range requests, HEAD.
  */
-function sendFile(req: Request, res: ServerResponse, file: string, caching: string): Promise<void> {
+function sendFile(req: Request, res: ServerResponse, file: string, caching: string, extra: Record<string, string>): Promise<void> {
   return new Promise((resolve, reject) => {
     // send takes a URL path and decodes it; the file was checked already, dotfiles included (its
     // own dotfile rule would refuse a package installed under a folder such as ~/.cache).
@@ -215,6 +234,7 @@ function sendFile(req: Request, res: ServerResponse, file: string, caching: stri
     stream.on('headers', (response: ServerResponse) => {
       response.setHeader('Cache-Control', caching);
       response.setHeader('X-Content-Type-Options', 'nosniff');
+      for (const [name, value] of Object.entries(extra)) response.setHeader(name, value);
     });
     stream.on('directory', () => reject(new BcmsHttpError('NOT_FOUND')));
     stream.on('error', (error: { status?: number; headers?: Record<string, string> }) => reject(fileError(error)));
