@@ -54,4 +54,30 @@ const PASSWORD = 'socket-test-password';
     expect(result.written).toContain(result.first?.e);
     expect(result.disconnected).toBe(true);
   });
+  test("in a plugin's sandboxed frame, through the bridge: the shell's stream carries its events, and closes with the frame's last subscriber", async () => {
+    await waitUntil(page, "document.querySelector('iframe[sandbox]') !== null");
+    const frame = page.frames().find((candidate) => candidate.url().includes('/plugin/'));
+    if (frame === undefined) throw new Error('the plugin frame is not open');
+    const result = await frame.evaluate(async () => {
+      const bcms = (globalThis as unknown as { bcms: any }).bcms; // eslint-disable-line @typescript-eslint/no-explicit-any
+      const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+      const got: { e: string; tm: string; t: string }[] = [];
+      const unsubscribe = bcms.sdk.socket.subscribe('entry', (data: { e: string; tm: string; t: string }) => void got.push(data));
+      for (let i = 0; i < 100 && !bcms.sdk.socket.connected(); i++) await pause(50);
+      const connected = bcms.sdk.socket.connected();
+      const template = await bcms.sdk.template.create({ label: `Framed ${Date.now()}` });
+      const written: string[] = [];
+      for (let i = 0; i < 20 && got.length === 0; i++) {
+        written.push((await bcms.sdk.entry.create({ templateId: template._id, meta: [{ lng: 'en', props: [] }] }))._id);
+        for (let j = 0; j < 10 && got.length === 0; j++) await pause(50);
+      }
+      unsubscribe();
+      for (let i = 0; i < 100 && bcms.sdk.socket.connected(); i++) await pause(50);
+      return { connected, first: got[0], written, templateId: template._id, disconnected: !bcms.sdk.socket.connected() };
+    });
+    expect(result.connected).toBe(true);
+    expect(result.first).toEqual({ e: expect.any(String), tm: result.templateId, t: 'UPDATE' });
+    expect(result.written).toContain(result.first?.e);
+    expect(result.disconnected).toBe(true);
+  });
 });

@@ -133,6 +133,44 @@ describe('plugin UIs, the SDK and the admin shell', () => {
     expect((await request(t.app).get('/api/extensions/sdk.js')).text).toContain('bcms.accessToken');
   });
 
+  test("every file of a plugin's UI is sent sandboxed (an opaque origin, opened framed or alone), readable from that origin; so are the SDK's modules", async () => {
+    const sandbox = 'sandbox allow-scripts allow-forms allow-popups allow-downloads';
+    for (const url of ['/plugin/content-stats/', '/plugin/content-stats/index.html', '/plugin/content-stats/assets/app-1a2b.js', '/plugin/content-stats/assets/style.css']) {
+      const res = await request(t.app).get(url);
+      expect(res.status).toBe(200);
+      expect(res.headers['content-security-policy']).toBe(sandbox);
+      expect(res.headers['access-control-allow-origin']).toBe('*');
+    }
+    // The modules the SDK and the shell import, beside them; nothing else under that name.
+    for (const url of ['/api/extensions/dialogs.js', '/api/extensions/frame-bridge.js']) {
+      const res = await request(t.app).get(url);
+      expect(res.status).toBe(200);
+      expect(res.headers['content-type']).toBe('text/javascript; charset=utf-8');
+      expect(res.headers['access-control-allow-origin']).toBe('*');
+    }
+    expect((await request(t.app).get('/api/extensions/sdk.js')).text).toContain("from './frame-bridge.js'");
+    expect((await request(t.app).get('/api/extensions/bin.js')).status).toBe(404);
+    // The shell itself is not sandboxed: it holds the token.
+    expect(String((await request(t.app).get('/bcms')).headers['content-security-policy'])).not.toContain('sandbox');
+  });
+
+  test("a plugin's page visited at the top of a tab goes to the shell, which opens it in its frame; without a shell it is served, sandboxed", async () => {
+    for (const url of ['/plugin/content-stats/', '/plugin/content-stats/index.html']) {
+      const visit = await request(t.app).get(url).set('Sec-Fetch-Dest', 'document');
+      expect(visit.status).toBe(302);
+      expect(visit.headers.location).toBe('/bcms/plugins/content-stats');
+    }
+    // In a frame, or asked by a script: the page itself.
+    expect((await request(t.app).get('/plugin/content-stats/').set('Sec-Fetch-Dest', 'iframe')).status).toBe(200);
+    const mounted = await request(express().use('/cms', t.router)).get('/cms/plugin/content-stats/').set('Sec-Fetch-Dest', 'document');
+    expect(mounted.headers.location).toBe('/cms/bcms/plugins/content-stats');
+    const none = bcmsExtensions({ plugins: [createBcmsPlugin({ name: 'alone', controllers: [], ui: { dir: builtUi() } })] }, { database: (await sharedTestDatabase()).knex, logger: memoryLogger().logger, admin: false });
+    const alone = await request(express().use(none)).get('/plugin/alone/').set('Sec-Fetch-Dest', 'document');
+    expect(alone.status).toBe(200);
+    expect(alone.headers['content-security-policy']).toBe('sandbox allow-scripts allow-forms allow-popups allow-downloads');
+    await none.close();
+  });
+
   test('the shell page at /bcms and below, with its settings, the SDK and the shell script', async () => {
     for (const url of ['/bcms', '/bcms/plugins/content-stats']) {
       const res = await request(t.app).get(url);
