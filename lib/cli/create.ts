@@ -165,7 +165,8 @@ createApp(App).mount('#app');
     'ui/src/App.tsx': `import { defineComponent, onMounted, ref } from 'vue';
 import type {} from 'bcms-extensions/sdk'; // declares window.bcms (types only)
 
-// As a BCMS plugin UI starts: the shell's window.bcms (notifications and dialogs show in the shell).
+// As a BCMS plugin UI starts. In the shell's sandboxed frame, window.bcms (and window.parent.bcms)
+// is a bridge to the shell, which holds the token: notifications and dialogs show there.
 window.bcms = window.parent.bcms;
 
 export const App = defineComponent({
