@@ -10,6 +10,7 @@ import { LiveExtensions } from './deploy/live';
 import { createDeployRoutes, DEPLOYMENTS_PATH } from './deploy/routes';
 import { createSdkController } from './extensions/content';
 import { createKeysController } from './extensions/keys';
+import { IdempotencyLedger } from './function/idempotency';
 import { checkFunctionModules } from './function/load';
 import { createFunctionServer, readFunctionBody, writeFunctionResult } from './function/serve';
 import type { BcmsFunctionModule } from './function/types';
@@ -122,11 +123,12 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   const exchange = createExchange({ logger, bodyTimeoutMs, pending: () => (live.functions === undefined ? ready : undefined) });
   const servePlugin = createPluginServer({ bodyLimit, bodyTimeoutMs, timeoutMs: settings.pluginTimeoutMs, logger: bcmsLogger, errorHandler, repo, verifyAccessToken, verifyPluginKey });
   const identifyCaller = createCallerCheck({ ...keyVerifiers, verifyAccessToken, readBody, logger });
+  const idempotency = new IdempotencyLedger(store, logger, settings.functionTimeoutMs, verifyAccessToken);
   const serveFunction = createFunctionServer({
     functions: () => live.functions ?? new Map(),
     pending: (name) => deployments.deployed.pending('function', name),
     identifyCaller,
-    bodyLimit, bodyTimeoutMs,
+    bodyLimit, bodyTimeoutMs, idempotency,
     timeoutMs: settings.functionTimeoutMs,
     logger: bcmsLogger,
     errorHandler,
@@ -187,7 +189,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
       await deployments.close();
       await ready.catch(() => {});
       await isolation.close();
-      await layers.close();
+      await Promise.all([layers.close(), idempotency.close()]);
       await store.database.close();
     },
   });

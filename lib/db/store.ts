@@ -3,6 +3,7 @@ import type { Logger } from '../logger';
 import { BcmsHttpError } from '../http/errors';
 import type { Database } from './connection';
 import { migrate } from './migrate';
+import { watchFailedStatements, wroteBeforeLost } from './outcome';
 import { sealStoredSecrets, type SecretsKeys } from '../security/secrets';
 
 const UNREACHABLE_CODES = new Set([
@@ -62,7 +63,8 @@ export function isUnreachable(error: unknown): boolean {
 
 /**
  * The router's database, migrated before its first use. While the database cannot be reached,
- * every use answers 503 DATABASE_UNAVAILABLE, and the next use tries the connection and the
+ * every use answers 503 DATABASE_UNAVAILABLE (DATABASE_OUTCOME_UNKNOWN for a write whose answer
+ * was lost with the connection), and the next use tries the connection and the
  * migrations again: a database that comes back is taken up without a restart.
  */
 export class ContentStore {
@@ -76,6 +78,7 @@ export class ContentStore {
     private readonly options?: { migratedElsewhere?: boolean; secrets?: SecretsKeys },
   ) {
     this.migratedElsewhere = options?.migratedElsewhere === true;
+    watchFailedStatements(database.knex);
   }
 
   /** The first attempt, at start: an unreachable database is logged, not fatal. */
@@ -118,6 +121,8 @@ export class ContentStore {
     try {
       return await query(this.database.knex);
     } catch (error) {
+      // Already an answer (the isolates' bridge runs through here): kept as it is.
+      if (error instanceof BcmsHttpError) throw error;
       // A query too large for the database is the caller's: 400 TOO_LARGE, and no outage logged.
       const refusal = refusedForSize(error);
       if (refusal !== undefined) throw new BcmsHttpError('TOO_LARGE', refusal);
@@ -129,8 +134,16 @@ export class ContentStore {
     }
   }
 
+  /**
+   * An unreachable database: DATABASE_UNAVAILABLE, or DATABASE_OUTCOME_UNKNOWN when the connection
+   * was lost after a write or a COMMIT was sent (lib/db/outcome.ts): that write may be in.
+   */
   private unavailable(error: unknown): unknown {
     if (!isUnreachable(error)) return error;
+    if (wroteBeforeLost(error)) {
+      this.logger.error({ err: error, database: this.database.description }, 'bcms-extensions: database unreachable after a write was sent: its outcome is unknown');
+      return new BcmsHttpError('DATABASE_OUTCOME_UNKNOWN');
+    }
     this.logger.error({ err: error, database: this.database.description }, 'bcms-extensions: database unreachable');
     return new BcmsHttpError('DATABASE_UNAVAILABLE');
   }

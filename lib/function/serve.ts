@@ -1,12 +1,13 @@
 import type { ServerResponse } from 'node:http';
 import type { Request, Response } from 'express';
 import type { BcmsRepo } from '../db/repository';
-import { bodyLimitOf, hasBody, isJsonType, ownBodyLimit, parseJsonBody, readRawBody, ROUTE_BODY_LIMIT } from '../http/body';
+import { bodyLimitOf, hasBody, isJsonType, ownBodyLimit, parseJsonBody, RAW_BODY, readRawBody, ROUTE_BODY_LIMIT } from '../http/body';
 import { BcmsHttpError, type ErrorHandler } from '../http/errors';
 import { IsolateAnswer, isIsolated } from '../isolate/answer';
 import type { Work } from '../http/exchange';
 import { writeJson, writePreflight } from '../http/respond';
 import type { BcmsLogger } from '../handler-logger';
+import { FunctionAnswer, type IdempotencyLedger, readIdempotencyKey } from './idempotency';
 import type { BcmsFunction, BcmsFunctionAuth, BcmsFunctionConfig, BcmsFunctionContext } from './types';
 
 export const FUNCTION_PREFIX = '/api/function/';
@@ -18,11 +19,14 @@ export type FunctionServer = (req: Request, res: Response, path: string) => Work
 /**
  * A function's raw body: JSON or untyped, at most the function's own `bodyLimit` (left on the
  * request by the function server), else `limit` bytes, within `timeoutMs`; any other type is 415.
+ * A call with an `Idempotency-Key` keeps the bytes on the request, for the hash of its body.
  */
 export function readFunctionBody(req: Request, limit: number, timeoutMs?: number): Promise<Buffer> {
   const type = req.headers['content-type'];
   if (type !== undefined && !isJsonType(type)) return Promise.reject(new BcmsHttpError('UNSUPPORTED_MEDIA_TYPE'));
-  return readRawBody(req, bodyLimitOf(req, limit), timeoutMs);
+  const reading = readRawBody(req, bodyLimitOf(req, limit), timeoutMs);
+  if (req.headers['idempotency-key'] === undefined) return reading;
+  return reading.then((raw) => ((req as { [RAW_BODY]?: Buffer })[RAW_BODY] = raw));
 }
 
 /**
@@ -43,15 +47,26 @@ export function createFunctionServer(deps: {
   logger: BcmsLogger;
   errorHandler: ErrorHandler;
   repo: BcmsRepo;
+  /** Calls with an `Idempotency-Key` run once per key, caller and body (lib/function/idempotency.ts). */
+  idempotency?: IdempotencyLedger;
 }): FunctionServer {
-  const { functions, pending, identifyCaller, bodyLimit, bodyTimeoutMs, timeoutMs, logger, errorHandler, repo } = deps;
+  const { functions, pending, identifyCaller, bodyLimit, bodyTimeoutMs, timeoutMs, logger, errorHandler, repo, idempotency } = deps;
   /** Functions' own `bodyLimit` in bytes (checked when they loaded), parsed once each. */
   const ownLimits = new WeakMap<BcmsFunctionConfig, number>();
 
-  /** The function's result, which the exchange writes in its envelope (`writeFunctionResult`). */
-  function run(req: Request, definition: BcmsFunction, auth: BcmsFunctionAuth | null): Promise<unknown> {
+  /**
+   * The function's result, which the exchange writes in its envelope (`writeFunctionResult`); with
+   * an `Idempotency-Key`, the answer the ledger gives (a new run's, or the first run's again).
+   */
+  function run(req: Request, definition: BcmsFunction, auth: BcmsFunctionAuth | null, key: string | undefined): Promise<unknown> {
+    if (key === undefined || idempotency === undefined) return runHandler(req, definition, auth, undefined);
+    return idempotency.once(req, definition.config.name, key, auth, () => runHandler(req, definition, auth, key));
+  }
+
+  function runHandler(req: Request, definition: BcmsFunction, auth: BcmsFunctionAuth | null, idempotencyKey: string | undefined): Promise<unknown> {
     if (req.body === undefined) req.body = {}; // as BCMS: a call without a body, or with an empty one, reads `{}` (a JSON null stays null)
     const context: BcmsFunctionContext = { request: req, logger, errorHandler, repo, auth };
+    if (idempotencyKey !== undefined) context.idempotencyKey = idempotencyKey;
     // An isolated function's pool enforces its time-out, and ends the isolate that ran past it.
     if (isIsolated(definition.handler)) return definition.handler(context) as Promise<unknown>;
     return withTimeout(definition, context, timeoutMs);
@@ -61,11 +76,11 @@ export function createFunctionServer(deps: {
    * Runs it once its body is read. A host body parser that ran first already set `req.body`: used as
    * it is; a signed call's body was read and parsed when its signature was checked.
    */
-  function withBody(req: Request, definition: BcmsFunction, auth: BcmsFunctionAuth | null): Promise<unknown> {
-    if (req.body !== undefined || auth?.type === 'signature' || !hasBody(req)) return run(req, definition, auth);
+  function withBody(req: Request, definition: BcmsFunction, auth: BcmsFunctionAuth | null, key: string | undefined): Promise<unknown> {
+    if (req.body !== undefined || auth?.type === 'signature' || !hasBody(req)) return run(req, definition, auth, key);
     return readFunctionBody(req, bodyLimit, bodyTimeoutMs).then((raw) => {
       req.body = parseJsonBody(raw, req.headers['content-type']);
-      return run(req, definition, auth);
+      return run(req, definition, auth, key);
     });
   }
 
@@ -86,10 +101,12 @@ export function createFunctionServer(deps: {
       // For every reader of this call's body: a signature's check reads it through identifyCaller.
       (req as { [ROUTE_BODY_LIMIT]?: number })[ROUTE_BODY_LIMIT] = limit;
     }
+    // A malformed Idempotency-Key is refused before anything is read (no header: no database round trip).
+    const key = req.headers['idempotency-key'] === undefined ? undefined : readIdempotencyKey(req);
     // A private function decides on a bearer token (or on no credential at all) before a byte of the
     // body is read; only a signature, whose digest covers the bytes, reads them first.
-    if (definition.config.public === true) return withBody(req, definition, null);
-    return identifyCaller(req, definition.config.name).then((auth) => withBody(req, definition, auth));
+    if (definition.config.public === true) return withBody(req, definition, null, key);
+    return identifyCaller(req, definition.config.name).then((auth) => withBody(req, definition, auth, key));
   };
 }
 
@@ -100,6 +117,7 @@ function notFound(name: string): never {
 /** Writes a function's result in its envelope, `{ "success": true, "result": ... }`. */
 export function writeFunctionResult(res: ServerResponse, result: unknown): void {
   if (result instanceof IsolateAnswer) return result.writeResult(res);
+  if (result instanceof FunctionAnswer) return result.write(res);
   writeJson(res, 200, `{"success":true,"result":${JSON.stringify(result) ?? 'null'}}`);
 }
 

@@ -50,6 +50,13 @@ export interface BcmsFunctionContext<Body = any> {
   /** Templates and entries of the router's database. */
   repo: BcmsRepo;
   auth: BcmsFunctionAuth | null;
+  /**
+   * The call's `Idempotency-Key`, when it carries one (ours: BCMS has none). The router already
+   * runs a key's call once per caller and body and gives its outcome again; but a call whose
+   * answer was a 5xx (a time-out, `DATABASE_OUTCOME_UNKNOWN`) runs again on retry, so a handler
+   * that writes can use the key to make its own write happen once (a unique column, say).
+   */
+  idempotencyKey?: string;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

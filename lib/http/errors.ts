@@ -54,6 +54,20 @@ export const errorCodes = {
   EXTENSION_CRASHED: { status: 500, message: 'The extension crashed while answering; it is being restarted.' },
   DATABASE_UNAVAILABLE: { status: 503, message: 'Database is unavailable; try again shortly.' },
   /**
+   * The connection was lost after a write or a COMMIT was sent, before its answer came: the write
+   * may or may not be in the database. Retrying blindly may apply it twice (issue 23, item 9).
+   */
+  DATABASE_OUTCOME_UNKNOWN: {
+    status: 503,
+    message: 'The database went away after a write was sent: it may or may not have been applied. Retry with the same Idempotency-Key, or check before writing again.',
+  },
+  /** A function call's `Idempotency-Key` that is not 1 to 255 printable ASCII characters, or sent twice. */
+  IDEMPOTENCY_KEY_INVALID: { status: 400, message: 'The Idempotency-Key header must be 1 to 255 printable ASCII characters, sent once.' },
+  /** The same caller sent this `Idempotency-Key` to this function within 24 h with another body. */
+  IDEMPOTENCY_KEY_REUSED: { status: 422, message: 'This Idempotency-Key was used with another body: send a new key for a new request.' },
+  /** The first call with this `Idempotency-Key` is still running (on this instance or another): retry after `Retry-After`. */
+  IDEMPOTENCY_KEY_IN_USE: { status: 409, message: 'A call with this Idempotency-Key is still running: retry shortly to get its outcome.' },
+  /**
    * What the database cannot take for its size, refused before the query (a filter over its cap, a
    * template field over its length) or by Postgres (an index row too large, more than 65,535 bound
    * values, a statement too complex): the caller's doing, never an outage.

@@ -5,7 +5,8 @@ import { BcmsHttpError } from './errors';
 /** Which body shape an error takes: `{ message }` (plugins) or `{ success: false, error }` (functions). */
 export type Family = 'plugin' | 'function';
 
-const EXPOSED = 'X-Request-Id, WWW-Authenticate, Allow';
+/** The headers an error lets a browser script read. */
+export const EXPOSED_HEADERS = 'X-Request-Id, WWW-Authenticate, Allow';
 
 /**
  * Writes a JSON answer. `Access-Control-Allow-Origin` and `X-Request-Id` were set when the request
@@ -45,7 +46,7 @@ export function errorBody(error: BcmsHttpError, family: Family, requestId: strin
 export function writeError(res: ServerResponse, error: BcmsHttpError, family: Family, requestId: string): void {
   const headers: Record<string, string> = {
     // Errors let a browser script read why (WWW-Authenticate, Allow) and which log line (X-Request-Id).
-    'Access-Control-Expose-Headers': EXPOSED,
+    'Access-Control-Expose-Headers': EXPOSED_HEADERS,
     // Every 401 names its scheme (RFC 9110), a handler's errorHandler.occurred(401, ...) included.
     ...(error.status === 401 ? { 'WWW-Authenticate': 'Bearer' } : undefined),
     ...error.headers,
@@ -61,8 +62,8 @@ export function writeError(res: ServerResponse, error: BcmsHttpError, family: Fa
 export function writePreflight(res: ServerResponse, allow: string, requestedHeaders: string | undefined): void {
   res.writeHead(204, {
     'Access-Control-Allow-Methods': allow,
-    'Access-Control-Allow-Headers': requestedHeaders ?? 'Authorization, Content-Type, Date, Digest, Content-Digest, X-Bcms-Nonce',
-    'Access-Control-Expose-Headers': EXPOSED,
+    'Access-Control-Allow-Headers': requestedHeaders ?? 'Authorization, Content-Type, Date, Digest, Content-Digest, X-Bcms-Nonce, Idempotency-Key',
+    'Access-Control-Expose-Headers': EXPOSED_HEADERS,
     'Access-Control-Max-Age': '600',
     Allow: allow,
   });

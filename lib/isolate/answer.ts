@@ -37,7 +37,12 @@ export class IsolateAnswer {
 
   /** A function's result, in its envelope. */
   writeResult(res: ServerResponse): void {
+    writeJson(res, 200, this.resultBody());
+  }
+
+  /** The envelope of a function's result, as `writeResult` writes it (and an Idempotency-Key's record keeps it). */
+  resultBody(): string {
     const { json } = this.answer;
-    writeJson(res, 200, `{"success":true,"result":${typeof json === 'string' ? json : 'null'}}`);
+    return `{"success":true,"result":${typeof json === 'string' ? json : 'null'}}`;
   }
 }

@@ -177,7 +177,8 @@ async function servePlugin(message: Extract<ToIsolate, { t: 'plugin' }>): Promis
 async function serveFunction(message: Extract<ToIsolate, { t: 'function' }>): Promise<void> {
   if (extension?.kind !== 'function') throw new Error('this isolate runs no function');
   const request = makeRequest(message.request);
-  const value = await extension.definition.handler({ request: request as never, logger: bcmsLogger, errorHandler, repo, auth: message.auth });
+  const context = { request: request as never, logger: bcmsLogger, errorHandler, repo, auth: message.auth };
+  const value = await extension.definition.handler(message.idempotencyKey === undefined ? context : { ...context, idempotencyKey: message.idempotencyKey });
   send({ t: 'done', id: message.id, answer: { status: 200, headers: [], json: JSON.stringify(value) ?? 'null' } });
 }
 

@@ -1,3 +1,4 @@
+import { noteFailedStatement } from '../db/outcome';
 import type { ContentStore } from '../db/store';
 import type { WireQueryResult } from './protocol';
 import { fromWire, toWire } from './wire';
@@ -48,16 +49,22 @@ export class DatabaseBridge {
         mine.set(conn, held);
       }
       const values = fromWire(Array.isArray(bindings) ? bindings : []) as unknown[];
+      // A failed statement is noted as Knex notes its own: a write or COMMIT whose connection was
+      // lost after it was sent answers DATABASE_OUTCOME_UNKNOWN (lib/db/outcome.ts).
+      const failed = (error: unknown): never => {
+        noteFailedStatement(error, { sql, inTransaction: held !== undefined });
+        throw error;
+      };
       if (held !== undefined) {
         try {
-          return result(await client._query(held, { sql, bindings: values, options }));
+          return result(await client._query(held, { sql, bindings: values, options }).catch(failed));
         } finally {
           if (ENDS.test(sql)) this.giveBack(owner, conn, false);
         }
       }
       const connection = await client.acquireConnection();
       try {
-        return result(await client._query(connection, { sql, bindings: values, options }));
+        return result(await client._query(connection, { sql, bindings: values, options }).catch(failed));
       } finally {
         await client.releaseConnection(connection);
       }

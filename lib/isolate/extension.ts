@@ -108,7 +108,7 @@ function functionStandIn(pool: IsolatePool, extension: Extract<WireExtension, { 
   const { name } = extension;
   const timeout = (): BcmsHttpError => new BcmsHttpError('FUNCTION_TIMEOUT', `Function "${name}" ran past its time-out of ${settings.functionTimeoutMs} ms.`);
   const handler = (context: BcmsFunctionContext): Promise<IsolateAnswer> =>
-    pool.call({ t: 'function', request: toWireRequest(context.request), auth: context.auth }, context.request, settings.functionTimeoutMs, timeout);
+    pool.call({ t: 'function', request: toWireRequest(context.request), auth: context.auth, idempotencyKey: context.idempotencyKey }, context.request, settings.functionTimeoutMs, timeout);
   const bodyLimit = extension.bodyLimit === undefined ? {} : { bodyLimit: extension.bodyLimit };
   return { config: { name, public: extension.public === true, ...bodyLimit }, handler: Object.defineProperty(handler, ISOLATED, { value: true }) };
 }

@@ -71,7 +71,7 @@ export type WireExtension =
 export type ToIsolate =
   | { t: 'load'; kind: ExtensionKind; name: string; source: ExtensionSource }
   | { t: 'plugin'; id: number; route: number; request: WireRequest; accessToken?: JWT; runGuard: boolean }
-  | { t: 'function'; id: number; request: WireRequest; auth: BcmsFunctionAuth | null }
+  | { t: 'function'; id: number; request: WireRequest; auth: BcmsFunctionAuth | null; idempotencyKey?: string }
   | { t: 'reply'; id: number; value?: unknown; error?: WireError };
 
 /**

@@ -47,6 +47,7 @@ describe.each(backends())('migrations on %s', (backend) => {
       '20261125000000_deployment_load_errors.js',
       '20261126000000_api_key_expiry.js',
       '20261127000000_deployment_signatures.js',
+      '20261128000000_idempotency_keys.js',
     ];
     expect(applied).toEqual(ours);
     expect((await knex('bcms_migrations').select('name').orderBy('id')).map((row) => row.name)).toEqual(ours);

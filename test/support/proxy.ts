@@ -3,11 +3,12 @@ import net from 'node:net';
 /**
  * A TCP proxy in front of a database: `stop()` is the database going away (every connection cut,
  * nothing listening), `start()` is it coming back, on the same port; `reset()` cuts every
- * connection and keeps listening.
+ * connection and keeps listening; `cutAfter(text)` lets one statement through and loses its answer.
  */
 export class TcpProxy {
   private server: net.Server | undefined;
   private readonly sockets = new Set<net.Socket>();
+  private trap: { pattern: Buffer; sprung: () => void } | undefined;
 
   private constructor(
     readonly port: number,
@@ -32,7 +33,18 @@ export class TcpProxy {
         socket.on('error', () => socket.destroy());
       }
       client.pipe(upstream).pipe(client);
-      client.on('close', () => upstream.destroy());
+      let trapped = false;
+      // After pipe's own listener: the chunk is on its way to the database when this runs.
+      client.on('data', (chunk: Buffer) => {
+        const trap = this.trap;
+        if (trap === undefined || !chunk.includes(trap.pattern)) return;
+        this.trap = undefined;
+        trapped = true;
+        upstream.end(); // the database reads the statement to its end, runs it, then finds the connection closed
+        client.destroy(); // and its answer never reaches the client
+        trap.sprung();
+      });
+      client.on('close', () => trapped || upstream.destroy());
       upstream.on('close', () => client.destroy());
     });
     await new Promise<void>((resolve) => this.server!.listen(this.port, '127.0.0.1', resolve));
@@ -47,6 +59,15 @@ export class TcpProxy {
       client.resume(); // read and drop whatever is sent
     });
     await new Promise<void>((resolve) => this.server!.listen(this.port, '127.0.0.1', resolve));
+  }
+
+  /**
+   * The next bytes a client sends that hold `text` (a statement's SQL, `COMMIT;`) reach the
+   * database, which runs them; then the connection is cut before their answer comes back: a write
+   * whose outcome the client cannot know. Resolves once it happened.
+   */
+  cutAfter(text: string): Promise<void> {
+    return new Promise((sprung) => (this.trap = { pattern: Buffer.from(text), sprung }));
   }
 
   /** Every connection cut at once while the port keeps accepting new ones: a server restart, as clients see it. */
