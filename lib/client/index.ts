@@ -120,8 +120,14 @@ export interface FunctionClient {
   /**
    * Calls `POST /api/function/<name>` with `body` as JSON, signed when the client has a key, and
    * resolves to the function's `result`. Rejects with a FunctionCallError that carries the code.
+   * With `idempotencyKey`, sent as `Idempotency-Key`: calling again with the same key and body
+   * (after a 503 or a network error, say) gets the first outcome rather than running it twice.
+   *
+   * @example
+   * const key = crypto.randomUUID();
+   * await client.call('place-order', order, { idempotencyKey: key }); // retried with the same key
    */
-  call<Result = unknown>(name: string, body?: unknown): Promise<Result>;
+  call<Result = unknown>(name: string, body?: unknown, options?: { idempotencyKey?: string }): Promise<Result>;
 }
 
 /**
@@ -143,12 +149,13 @@ export function createFunctionClient(options: FunctionClientOptions): FunctionCl
   // Fail now, not at the first call, on a key that cannot sign.
   if (options.keyId !== undefined) signRequest({ ...(options as SigningKey), method: 'POST', url: base });
   return {
-    async call<Result>(name: string, body?: unknown): Promise<Result> {
+    async call<Result>(name: string, body?: unknown, callOptions?: { idempotencyKey?: string }): Promise<Result> {
       if (typeof name !== 'string' || name === '') throw new TypeError('call: a function name is required');
       const url = `${base}/api/function/${encodeURIComponent(name)}`;
       const payload = body === undefined ? '' : JSON.stringify(body);
       const headers: Record<string, string> = payload === '' ? {} : { 'Content-Type': 'application/json' };
       if (options.keyId !== undefined) Object.assign(headers, signRequest({ ...(options as SigningKey), method: 'POST', url, body: payload, digest: options.digest, signHost: options.signHost }));
+      if (callOptions?.idempotencyKey !== undefined) headers['Idempotency-Key'] = callOptions.idempotencyKey;
       let response: Response;
       try {
         response = await send(url, { method: 'POST', headers, body: payload === '' ? undefined : payload });

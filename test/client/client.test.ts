@@ -69,6 +69,21 @@ describe('createFunctionClient', () => {
     expect(handled).toMatchObject({ code: 'HANDLER_ERROR', status: 422, message: 'Field "email" is required.' });
   });
 
+  test('idempotencyKey: sent as Idempotency-Key; the same key and body again gets the first outcome', async () => {
+    const sent: (string | null)[] = [];
+    const recording: typeof fetch = (input, init) => {
+      sent.push(new Headers(init?.headers).get('idempotency-key'));
+      return fetch(input, init);
+    };
+    const client = createFunctionClient({ baseUrl, ...(await hmacKey((await sharedTestDatabase()).knex, ['sum'])), fetch: recording });
+    const key = `order-${Date.now()}`;
+    expect(await client.call('sum', [1, 2], { idempotencyKey: key })).toBe(3);
+    expect(await client.call('sum', [1, 2], { idempotencyKey: key })).toBe(3);
+    await expect(client.call('sum', [1, 3], { idempotencyKey: key })).rejects.toMatchObject({ code: 'IDEMPOTENCY_KEY_REUSED', status: 422 });
+    await client.call('sum', [1]);
+    expect(sent).toEqual([key, key, key, null]);
+  });
+
   test('no service there: NETWORK_ERROR; something else there: INVALID_RESPONSE', async () => {
     const port = await freePort();
     const down = await createFunctionClient({ baseUrl: `http://127.0.0.1:${port}` }).call('hello').catch((caught: unknown) => caught);

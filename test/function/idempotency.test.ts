@@ -197,6 +197,21 @@ describe('Idempotency-Key on function calls', () => {
     expect((await call(t, 'counter', key, { day: 2 })).status).toBe(200);
   });
 
+  test('rows past 24 h are purged, by a call that claims a key (no timer), and close() waits for it', async () => {
+    const old = randomUUID();
+    await t.router.db('bcms_idempotency_keys').insert({
+      caller: 'anonymous', function_name: 'counter', key: old, claim: randomUUID(), body_hash: 'x', status: 200, response: '{}',
+      created_at: t.router.db.raw("clock_timestamp() - interval '25 hours'"),
+    });
+    const third = await buildApp(registry, { database: t.router.db });
+    try {
+      await call(third, 'counter', randomUUID(), {}).expect(200);
+    } finally {
+      await third.router.close();
+    }
+    expect(await t.router.db('bcms_idempotency_keys').where({ key: old })).toEqual([]);
+  });
+
   test.each([
     ['empty', '', 'is empty'],
     ['256 characters', 'k'.repeat(256), 'has 256 characters'],
