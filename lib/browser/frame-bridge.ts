@@ -190,11 +190,15 @@ async function answer(frame: Window, iframe: HTMLIFrameElement, call: Call & { i
 // ---------------------------------------------------------------------------------------------
 // The frame's side
 
-/** What a frame's `window.bcms` is made of, over the bridge. */
-export interface FrameParts {
+/**
+ * What a `window.bcms` is made of where it runs (sdk.ts builds the rest over them): in the page
+ * that holds the token, its own; in a frame, the bridge's.
+ */
+export interface BcmsParts {
   send<T>(config: BcmsSdkSendConfig): Promise<T>;
   getAccessToken(): BcmsJwt | null;
   signOut(): void;
+  /** The users known before this object learnt any (a frame's: the page's). */
   users(): BcmsUser[];
   socket: BcmsSocket;
   notification: BcmsNotification;
@@ -205,7 +209,7 @@ export interface FrameParts {
 const HELLO_MS = 5000;
 
 /** Connects this frame to the page around it (`window.parent`, kept before anything can replace it). */
-export function connectToPage(pageWindow: Window): FrameParts {
+export function connectToPage(pageWindow: Window): BcmsParts {
   let state = startingState();
   let heard = false;
   let nextId = 0;
@@ -229,14 +233,7 @@ export function connectToPage(pageWindow: Window): FrameParts {
       if (message.ok) waiting?.resolve(message.value);
       else waiting?.reject(Object.assign(new Error(message.error.message), message.error) as BcmsSdkError);
     } else if (message.type === 'event') {
-      for (const callback of listeners.get(message.event) ?? []) {
-        try {
-          const result = callback(message.data) as { catch?: (handler: (error: unknown) => void) => unknown } | undefined;
-          result?.catch?.((error) => console.error(`socket ${message.event}:`, error));
-        } catch (error) {
-          console.error(`socket ${message.event}:`, error);
-        }
-      }
+      for (const callback of listeners.get(message.event) ?? []) callSubscriber(message.event, callback, message.data);
     }
   });
   postToPage({ channel: CHANNEL, type: 'hello' });
@@ -361,4 +358,14 @@ export function exposeOnParent(realParent: Window, bcms: unknown): void {
     has: (_target, key) => key === 'bcms' || key === 'postMessage',
   });
   Object.defineProperty(window, 'parent', { value: view, configurable: true, writable: true, enumerable: true });
+}
+
+/** One socket subscriber, given an event: what it throws or rejects with is logged, and the others still get it. */
+export function callSubscriber(event: string, callback: BcmsSocketCallback, data: unknown): void {
+  try {
+    const result = callback(data) as { catch?: (handler: (error: unknown) => void) => unknown } | undefined;
+    result?.catch?.((error) => console.error(`socket ${event}:`, error));
+  } catch (error) {
+    console.error(`socket ${event}:`, error);
+  }
 }

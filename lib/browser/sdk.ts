@@ -13,7 +13,6 @@ import type {
   BcmsEntryUpdateData,
   BcmsGlobal,
   BcmsJwt,
-  BcmsNotification,
   BcmsSdk,
   BcmsSdkError,
   BcmsSdkFunction,
@@ -30,7 +29,7 @@ import type {
   BcmsVueStore,
 } from '../sdk/types';
 import { confirm, notification, notificationHost } from './dialogs.js';
-import { broadcastState, connectToPage, exposeOnParent, serveFrames } from './frame-bridge.js';
+import { broadcastState, callSubscriber, connectToPage, exposeOnParent, serveFrames, type BcmsParts } from './frame-bridge.js';
 
 const TOKEN_KEY = 'bcms.accessToken';
 /** Marks a `window.bcms` made by this script; `Symbol.for` is shared by every realm of the page, frames included. */
@@ -223,14 +222,7 @@ function deliver(block: string): void {
   } catch {
     return;
   }
-  for (const callback of [...(subscribers.get(name) ?? []), ...(subscribers.get('ANY') ?? [])]) {
-    try {
-      const result = callback(value) as { catch?: (handler: (error: unknown) => void) => unknown } | undefined;
-      result?.catch?.((error) => console.error(`socket ${name}:`, error));
-    } catch (error) {
-      console.error(`socket ${name}:`, error);
-    }
-  }
+  for (const callback of [...(subscribers.get(name) ?? []), ...(subscribers.get('ANY') ?? [])]) callSubscriber(name, callback, value);
 }
 
 /** The page's socket: one event stream, whoever subscribes (its plugins' frames through the bridge). */
@@ -263,24 +255,12 @@ const socket: BcmsSocket = {
 // ---------------------------------------------------------------------------------------------
 // window.bcms, made of the parts of where it runs
 
-/** What differs between the page that holds the token and a plugin's frame: how requests go, and where dialogs show. */
-interface Parts {
-  send<T>(config: BcmsSdkSendConfig): Promise<T>;
-  getAccessToken(): BcmsJwt | null;
-  signOut(): void;
-  /** The users known before this object learnt any (a frame's: the page's). */
-  users(): BcmsUser[];
-  socket: BcmsSocket;
-  notification: BcmsNotification;
-  confirm(title: string, text: string): Promise<boolean>;
-}
-
 const id = encodeURIComponent;
 const templates = '/extensions/templates';
 const entries = (templateId: string): string => `${templates}/${id(templateId)}/entries`;
 
 /** BCMS's `window.bcms` over its parts: the SDK's calls go through `send`, with the token. */
-function createBcms(parts: Parts): BcmsGlobal & { users(): BcmsUser[] } {
+function createBcms(parts: BcmsParts): BcmsGlobal & { users(): BcmsUser[] } {
   /** A call of the SDK's own: always with the token. */
   const call = <T>(path: string, method = 'GET', data?: unknown): Promise<T> => parts.send<T>({ url: path, method, data, headers: { Authorization: '' } });
 

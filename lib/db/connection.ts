@@ -149,7 +149,8 @@ async function startNewPglite(PGlite: typeof import('@electric-sql/pglite').PGli
   let tar: Buffer | undefined;
   try {
     tar = await loadPgliteTemplate({ keepUnpacked: inMemory });
-    entries = readTar(tar);
+    // A database in memory loads the tar whole (PGlite reads it); its entries matter on disk only.
+    if (!inMemory) entries = readTar(tar);
   } catch (error) {
     logger?.warn({ err: error }, 'bcms-extensions: no PGlite template; PGlite runs initdb itself (seconds, and its memory stays taken)');
   }
@@ -162,8 +163,9 @@ async function startNewPglite(PGlite: typeof import('@electric-sql/pglite').PGli
       );
     }
   }
-  if (entries === undefined || tar === undefined) return PGlite.create(dataDir, { startParams });
+  if (tar === undefined) return PGlite.create(dataDir, { startParams });
   if (inMemory) return PGlite.create(dataDir, { startParams, loadDataDir: new Blob([tar]) });
+  if (entries === undefined) return PGlite.create(dataDir, { startParams });
   // What is there is a first start that did not finish (no PG_VERSION, only the template's names):
   // started again from the template.
   for (const name of fs.readdirSync(dataDir)) if (name !== LOCK_FILE) fs.rmSync(path.join(dataDir, name), { recursive: true, force: true });
