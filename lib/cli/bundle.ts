@@ -1,5 +1,4 @@
 import { spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -10,6 +9,7 @@ import { BUNDLE_DIR } from './deploy';
 import { backendTsconfigOf, functionsDir, isFunctionSource, pluginBackendDir } from './layout';
 import type { BundleSignature } from '../deploy/signing';
 import { signed, signingKey } from './sign';
+import { sha256Hex } from '../security/digest';
 
 export const BUNDLE_USAGE = `  bundle                                    In a plugin or functions project: type-check, bundle the
                                             back end (or each function) as one file with
@@ -142,7 +142,6 @@ async function buildUi(vite: Vite, root: string, pluginName: string): Promise<Re
   return files;
 }
 
-const sha256 = (code: string): string => createHash('sha256').update(code).digest('hex');
 const kb = (text: string): string => `${(Buffer.byteLength(text) / 1024).toFixed(1)} KB`;
 
 export async function runBundle(args: readonly string[], io: Io, cwd = process.cwd()): Promise<number> {
@@ -187,7 +186,7 @@ async function bundleProject(cwd: string, out: string, version: string, project:
     const code = replacePluginNamePlaceholder(await bundleBackend(vite, cwd, path.join(cwd, backend, 'main.ts')), pluginName);
     io.out(`${kb(code)}\n`);
     const plugin = typeof projectId === 'string' && projectId !== '' ? projectId : project;
-    const bundle: Bundle = { manifest: { kind: 'plugin', name: pluginName, version, sha256: sha256(code), project: plugin }, code };
+    const bundle: Bundle = { manifest: { kind: 'plugin', name: pluginName, version, sha256: sha256Hex(code), project: plugin }, code };
     if (fs.existsSync(path.join(cwd, 'ui', 'index.html'))) {
       io.out('Building ui/... ');
       bundle.ui = await buildUi(vite, cwd, pluginName);
@@ -208,7 +207,7 @@ async function bundleProject(cwd: string, out: string, version: string, project:
       io.out(`Bundling ${folder}/${file}... `);
       const code = await bundleBackend(vite, cwd, path.join(dir, file));
       io.out(`${kb(code)}\n`);
-      bundles.push({ manifest: { kind: 'function', name, version, sha256: sha256(code), project }, code });
+      bundles.push({ manifest: { kind: 'function', name, version, sha256: sha256Hex(code), project }, code });
     }
   }
 

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import path from 'node:path';
 import type { Request } from 'express';
@@ -8,6 +7,7 @@ import { BcmsHttpError } from '../http/errors';
 import { writeJson } from '../http/respond';
 import type { Logger } from '../logger';
 import { isUrlSafe } from '../names';
+import { sha256Hex } from '../security/digest';
 import type { VerifySignedRequest } from '../security/signature';
 import { ExtensionLoadError } from '../isolate/host';
 import type { DeployedExtensions, RunningExtension } from './deployed';
@@ -52,7 +52,7 @@ export function checkBundle(body: unknown): DeployBundle {
   if (typeof version !== 'string' || version === '' || version.length > 100) throw invalid('manifest.version must be a version string, such as "1.0.0".');
   if (project !== undefined && (typeof project !== 'string' || project.length > 200)) throw invalid('manifest.project must be a string.');
   if (typeof code !== 'string' || code === '') throw invalid('The bundle has no code.');
-  if (typeof sha256 !== 'string' || createHash('sha256').update(code).digest('hex') !== sha256) {
+  if (typeof sha256 !== 'string' || sha256Hex(code) !== sha256) {
     throw invalid('manifest.sha256 is not the SHA-256 of the code: the bundle was changed or cut short.');
   }
   if (ui !== undefined) {

@@ -1,5 +1,6 @@
-import { createHash, createPrivateKey, createPublicKey, sign, verify, type KeyObject } from 'node:crypto';
+import { createPrivateKey, createPublicKey, sign, verify, type KeyObject } from 'node:crypto';
 import { BcmsHttpError } from '../http/errors';
+import { sha256Hex } from '../security/digest';
 
 /**
  * Code signing of bundles (DESIGN.md "Trust"). A deploy key proves who uploaded a bundle; its
@@ -36,7 +37,7 @@ export type TrustedKeys = ReadonlyMap<string, KeyObject>;
 
 /** The first 16 hex digits of the SHA-256 of a public key's SPKI (DER) bytes. */
 export function keyFingerprint(key: KeyObject): string {
-  return createHash('sha256').update(key.export({ type: 'spki', format: 'der' })).digest('hex').slice(0, 16);
+  return sha256Hex(key.export({ type: 'spki', format: 'der' })).slice(0, 16);
 }
 
 /**
@@ -44,9 +45,8 @@ export function keyFingerprint(key: KeyObject): string {
  * the code, and the SHA-256 of the UI's files (each path and its base64 contents, in path order).
  */
 export function signedText(content: SignedContent): string {
-  const sha = (text: string) => createHash('sha256').update(text).digest('hex');
-  const ui = content.ui == null ? '-' : sha(Object.keys(content.ui).sort().map((file) => `${file}\u0000${content.ui![file]}\n`).join(''));
-  return ['bcms-bundle-signature-v1', content.kind, content.name, content.version, content.project ?? '', sha(content.code), ui].join('\n');
+  const ui = content.ui == null ? '-' : sha256Hex(Object.keys(content.ui).sort().map((file) => `${file}\u0000${content.ui![file]}\n`).join(''));
+  return ['bcms-bundle-signature-v1', content.kind, content.name, content.version, content.project ?? '', sha256Hex(content.code), ui].join('\n');
 }
 
 /** Signs with a PEM private key (Ed25519, or RSA of 2048 bits or more). Throws what is wrong with the key. */

@@ -3,6 +3,11 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 /** The digest headers a signed request may carry; the one it signs is checked against the body. */
 export type DigestHeader = 'digest' | 'content-digest';
 
+/** SHA-256 in hex: what names a bundle's code, a signed request's signing string, a body. */
+export function sha256Hex(data: Buffer | string): string {
+  return createHash('sha256').update(data).digest('hex');
+}
+
 /** SHA-256 of the raw body, as `Digest: SHA-256=<base64>` (RFC 3230). */
 export function digestHeader(body: Buffer | string): string {
   return `SHA-256=${createHash('sha256').update(body).digest('base64')}`;

@@ -1,10 +1,11 @@
-import { createHash, createPublicKey, type KeyObject } from 'node:crypto';
+import { createPublicKey, type KeyObject } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { ContentStore } from '../db/store';
 import { BcmsHttpError } from '../http/errors';
 import type { Logger } from '../logger';
 import type { SignatureAlgorithm } from './algorithms';
 import { API_KEYS_TABLE } from './api-keys';
+import { sha256Hex } from './digest';
 import { openSecret, rememberSecrets, SecretUnusable, warnIfInClear, type SecretsKeys } from './secrets';
 
 export const REPLAYS_TABLE = 'bcms_signature_replays';
@@ -162,7 +163,7 @@ export class SignatureLedger {
 
   /** `signed`: what the signature covers (its signing string), which names the request. */
   accept(keyId: string, signed: string, permission: Permission, expiresAt: Date): Promise<Acceptance> {
-    const hash = createHash('sha256').update(signed).digest('hex');
+    const hash = sha256Hex(signed);
     return new Promise((resolve, reject) => {
       if (this.pending.push({ keyId, hash, permission, expiresAt, resolve, reject }) === 1) setImmediate(() => this.flush());
     });
