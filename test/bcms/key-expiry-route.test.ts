@@ -8,7 +8,7 @@ import {
 } from '../../lib';
 import { buildApp, type TestApp } from '../support/app';
 import { backends, openTestDatabase, type TestDatabase } from '../support/database';
-import { hmacKey, signedPost } from '../support/signature';
+import { expireKey, hmacKey, inAnHour, signedPost } from '../support/signature';
 
 // Written in BCMS v3's idiom: a route guarded by BCMS's createJwtApiPreRequestHandler refuses a key
 // past its expiry with 401 KEY_EXPIRED, as functions and deploys do (test/security/key-expiry.test.ts).
@@ -31,7 +31,6 @@ const todo = createBcmsPlugin({
 });
 
 const SIGNATURE_CHALLENGE = 'Signature realm="bcms",headers="(request-target) date digest"';
-const inAnHour = () => Date.now() + 3_600_000;
 
 describe.each(backends())('a key-guarded plugin route and an expired key (%s)', (backend) => {
   let db: TestDatabase;
@@ -46,10 +45,7 @@ describe.each(backends())('a key-guarded plugin route and an expired key (%s)', 
   });
 
   /** Time passes for a key: createApiKey takes no expiry in the past. Resolves to when it expired. */
-  async function expire(id: string): Promise<string> {
-    const [row] = (await db.knex('bcms_api_keys').where({ id }).update({ expires_at: db.knex.raw("now() - interval '1 second'") }).returning('expires_at')) as { expires_at: Date }[];
-    return new Date(row!.expires_at).toISOString();
-  }
+  const expire = (id: string): Promise<string> => expireKey(db.knex, id);
 
   test('a plugin route guarded by createJwtApiPreRequestHandler: 401 { message }', async () => {
     const key = await hmacKey(db.knex, [], { plugins: ['todo'], expiresAt: inAnHour() });

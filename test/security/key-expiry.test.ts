@@ -3,14 +3,13 @@ import { createBcmsFunction } from '../../lib';
 import { buildApp, type TestApp } from '../support/app';
 import { backends, openTestDatabase, type TestDatabase } from '../support/database';
 import { bundle, functionSource, signed } from '../support/deploy';
-import { hmacKey, publicKeyKey, signedPost } from '../support/signature';
+import { expireKey, hmacKey, inAnHour, publicKeyKey, signedPost } from '../support/signature';
 
 // Keys with an expiry (issue 23): past it, every signature of the key is refused with 401
 // KEY_EXPIRED, on functions and deploys (key-guarded plugin routes: test/bcms/key-expiry-route.test.ts); before it, the key works.
 
 const report = createBcmsFunction(async () => ({ config: { name: 'report', public: false }, handler: async () => ({ ok: true }) }));
 const SIGNATURE_CHALLENGE = 'Signature realm="bcms",headers="(request-target) date digest"';
-const inAnHour = () => Date.now() + 3_600_000;
 
 describe.each(backends())('API keys past their expiry (%s)', (backend) => {
   let db: TestDatabase;
@@ -25,10 +24,7 @@ describe.each(backends())('API keys past their expiry (%s)', (backend) => {
   });
 
   /** Time passes for a key: createApiKey takes no expiry in the past. Resolves to when it expired. */
-  async function expire(id: string): Promise<string> {
-    const [row] = (await db.knex('bcms_api_keys').where({ id }).update({ expires_at: db.knex.raw("now() - interval '1 second'") }).returning('expires_at')) as { expires_at: Date }[];
-    return new Date(row!.expires_at).toISOString();
-  }
+  const expire = (id: string): Promise<string> => expireKey(db.knex, id);
 
   test('a function call, HMAC or Ed25519: 200 before the expiry, 401 KEY_EXPIRED after, with the Signature challenge and when', async () => {
     const hmac = await hmacKey(db.knex, ['report'], { expiresAt: inAnHour() });
