@@ -3,12 +3,15 @@ import { createFunctionClient, FunctionCallError, type FunctionClientOptions } f
 import { parseArgs, UsageError, type Io } from './_io';
 import { readDotEnv } from './dotenv';
 
-export const CALL_USAGE = `  call NAME [--data JSON | --data @FILE] [--url URL]
+export const CALL_USAGE = `  call NAME [--data JSON | --data @FILE] [--url URL] [--idempotency-key KEY]
                                             Call a function and print its result. Signed when
                                             BCMS_KEY_ID is set, with BCMS_KEY_SECRET (hmac-sha256)
                                             or BCMS_PRIVATE_KEY_FILE (rsa-sha256, ed25519).
                                             Service: --url, else BCMS_URL, else http://localhost:8080.
                                             Variables come from the environment, then a .env here.
+                                            With --idempotency-key, calling again with the same
+                                            key and data gets the first answer (24 h), never a
+                                            second run: retry that way after a 503 or no answer.
 `;
 
 /** What to do next, by the code a call failed with. */
@@ -23,10 +26,14 @@ const NEXT: Readonly<Record<string, string>> = {
   FUNCTION_NOT_FOUND: 'Check the function name; the service lists no function by that name.',
   NETWORK_ERROR: 'Is the service running there? Set BCMS_URL (or --url) to where it listens.',
   INVALID_RESPONSE: 'Set BCMS_URL (or --url) to the service that mounts bcms-extensions.',
+  DATABASE_OUTCOME_UNKNOWN: 'The write may or may not have been made: call again with the same --idempotency-key (and data) to learn which, without writing twice.',
+  IDEMPOTENCY_KEY_REUSED: 'This key was used with other data: give every different call a key of its own.',
+  IDEMPOTENCY_KEY_IN_USE: 'A call with this key is still running: call again in a moment with the same key.',
+  IDEMPOTENCY_KEY_INVALID: 'Give --idempotency-key 1 to 255 printable ASCII characters, such as a UUID.',
 };
 
 export async function runCall(args: readonly string[], io: Io): Promise<number> {
-  const { positionals, flags } = parseArgs(args, { data: 'string', url: 'string' });
+  const { positionals, flags } = parseArgs(args, { data: 'string', url: 'string', 'idempotency-key': 'string' });
   if (positionals.length !== 1) throw new UsageError('call takes one function name: bcms-ext call NAME [--data JSON]');
   const name = positionals[0] as string;
   const body = readData(flags.data as string | undefined);
@@ -44,7 +51,8 @@ export async function runCall(args: readonly string[], io: Io): Promise<number> 
     throw new UsageError((error as Error).message);
   }
   try {
-    const result = await client.call(name, body);
+    const idempotencyKey = flags['idempotency-key'] as string | undefined;
+    const result = await client.call(name, body, idempotencyKey === undefined ? undefined : { idempotencyKey });
     io.out(`${JSON.stringify(result, null, 2)}\n`);
     return 0;
   } catch (error) {

@@ -13,6 +13,9 @@ const sum = createBcmsFunction(async () => ({
   config: { name: 'sum', public: false },
   handler: async ({ request }) => ({ total: (request.body as number[]).reduce((a, b) => a + b, 0) }),
 }));
+/** How many times it ran: a retry with the same Idempotency-Key must not run it again. */
+let counted = 0;
+const count = createBcmsFunction(async () => ({ config: { name: 'count', public: true }, handler: async () => ({ run: ++counted }) }));
 
 async function run(args: string[], env: NodeJS.ProcessEnv, cwd?: string) {
   const out: string[] = [];
@@ -25,7 +28,7 @@ let t: TestApp;
 let server: Server;
 let url: string;
 beforeAll(async () => {
-  t = await buildApp({ functions: [sum] });
+  t = await buildApp({ functions: [sum, count] });
   server = t.app.listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -80,6 +83,21 @@ describe('bcms-ext call', () => {
     const port = await freePort();
     const down = await run(['call', 'sum'], { BCMS_URL: `http://127.0.0.1:${port}` });
     expect(down.err).toMatch(/^bcms-ext call: NETWORK_ERROR: Could not reach http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\)\.\nIs the service running there\?/);
+  });
+
+  test('--idempotency-key: the same key and data get the first answer, not a second run; other data with it is refused, with what to do', async () => {
+    const key = `order-${Date.now()}`;
+    const first = await run(['call', 'count', '--data', '{"n":1}', '--url', url, '--idempotency-key', key], {});
+    expect(first).toEqual({ code: 0, out: '{\n  "run": 1\n}\n', err: '' });
+    expect(await run(['call', 'count', '--data', '{"n":1}', '--url', url, '--idempotency-key', key], {})).toEqual(first);
+    expect(counted).toBe(1);
+    const reused = await run(['call', 'count', '--data', '{"n":2}', '--url', url, '--idempotency-key', key], {});
+    expect(reused.code).toBe(1);
+    expect(reused.err).toMatch(/^bcms-ext call: 422 IDEMPOTENCY_KEY_REUSED: .*\nThis key was used with other data: give every different call a key of its own\.\n$/);
+    const invalid = await run(['call', 'count', '--url', url, '--idempotency-key', 'not ascii ü'], {});
+    expect(invalid.err).toMatch(/^bcms-ext call: 400 IDEMPOTENCY_KEY_INVALID: .*\nGive --idempotency-key 1 to 255 printable ASCII characters/);
+    // Without it, each call runs.
+    expect((await run(['call', 'count', '--url', url], {})).out).toBe('{\n  "run": 2\n}\n');
   });
 
   test('bad input: exit 1 naming it', async () => {
