@@ -4,8 +4,8 @@ import express from 'express';
 import type { Knex } from 'knex';
 import { bcmsExtensions, createBcmsFunction, type BcmsExtensionsRouter } from '../../lib';
 import { memoryLogger } from '../support/app';
-import { serverSchema } from '../support/database';
-import { TcpProxy } from '../support/proxy';
+import { proxiedServerSchema } from '../support/database';
+import type { TcpProxy } from '../support/proxy';
 
 // Faults of the Postgres server under load: 20 writers call a public function that adds an entry,
 // through a TCP proxy of the test's own that cuts the connection (the server gone for 10 s, then
@@ -44,15 +44,9 @@ const addEntry = createBcmsFunction(async () => ({
   const log = memoryLogger();
 
   beforeAll(async () => {
-    ({ schema, admin, drop } = await serverSchema('bcms_outage_load'));
-    const base = new URL(process.env.DATABASE_URL as string);
-    proxy = await TcpProxy.reserve({ host: base.hostname, port: Number(base.port || 5432) });
-    await proxy.start();
-    const through = new URL(base);
-    through.hostname = '127.0.0.1';
-    through.port = String(proxy.port);
-    through.searchParams.set('options', `-c search_path=${schema}`);
-    router = bcmsExtensions({ functions: [addEntry] }, { database: through.toString(), logger: log.logger });
+    let through: string;
+    ({ schema, admin, drop, proxy, url: through } = await proxiedServerSchema('bcms_outage_load'));
+    router = bcmsExtensions({ functions: [addEntry] }, { database: through, logger: log.logger });
     await router.ready;
     [{ id: templateId }] = await router.db('bcms_templates').insert({ name: 'load' }).returning('id');
     // A keep-alive agent of the writers' own: as many sockets as writers, reused between calls.

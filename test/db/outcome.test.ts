@@ -7,8 +7,8 @@ import { noteFailedStatement, wroteBeforeLost } from '../../lib/db/outcome';
 import { ContentStore } from '../../lib/db/store';
 import { BcmsHttpError } from '../../lib/http/errors';
 import { memoryLogger } from '../support/app';
-import { serverSchema, sharedTestDatabase } from '../support/database';
-import { TcpProxy } from '../support/proxy';
+import { proxiedServerSchema, sharedTestDatabase } from '../support/database';
+import type { TcpProxy } from '../support/proxy';
 
 // Issue 23, item 9: a write whose answer was lost with the connection may be in the database.
 // Its caller is told so (503 DATABASE_OUTCOME_UNKNOWN), never "try again shortly"
@@ -85,15 +85,9 @@ describe('which lost connections leave a write unknown', () => {
   }));
 
   beforeAll(async () => {
-    ({ schema, admin, drop } = await serverSchema('bcms_outcome'));
-    const base = new URL(process.env.DATABASE_URL as string);
-    proxy = await TcpProxy.reserve({ host: base.hostname, port: Number(base.port || 5432) });
-    await proxy.start();
-    const through = new URL(base);
-    through.hostname = '127.0.0.1';
-    through.port = String(proxy.port);
-    through.searchParams.set('options', `-c search_path=${schema}`);
-    router = bcmsExtensions({ functions: [addEntry, countEntries, addOnce] }, { database: through.toString(), logger: log.logger });
+    let through: string;
+    ({ schema, admin, drop, proxy, url: through } = await proxiedServerSchema('bcms_outcome'));
+    router = bcmsExtensions({ functions: [addEntry, countEntries, addOnce] }, { database: through, logger: log.logger });
     await router.ready;
     [{ id: templateId }] = await router.db('bcms_templates').insert({ name: 'outcome' }).returning('id');
     app = express().use(router);

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import knexFactory, { type Knex } from 'knex';
 import { openDatabase } from '../../lib/db/connection';
+import { TcpProxy } from './proxy';
 
 export type Backend = 'pglite' | 'postgres';
 
@@ -75,4 +76,19 @@ export async function serverSchema(prefix: string): Promise<{ schema: string; ur
       await admin.destroy();
     },
   };
+}
+
+/**
+ * A schema of its own on the DATABASE_URL server, reached through a TCP proxy (started) that a
+ * test cuts to play the database going away: `url` goes through the proxy.
+ */
+export async function proxiedServerSchema(prefix: string): Promise<{ schema: string; url: string; admin: Knex; proxy: TcpProxy; drop(): Promise<void> }> {
+  const direct = await serverSchema(prefix);
+  const base = new URL(process.env.DATABASE_URL as string);
+  const proxy = await TcpProxy.reserve({ host: base.hostname, port: Number(base.port || 5432) });
+  await proxy.start();
+  const through = new URL(direct.url);
+  through.hostname = '127.0.0.1';
+  through.port = String(proxy.port);
+  return { ...direct, url: through.toString(), proxy };
 }
