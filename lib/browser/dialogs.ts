@@ -2,36 +2,17 @@
 // SDK's own object (the shell's page, for its plugins' frames; a UI's own page when it is alone).
 import type { BcmsNotification } from '../sdk/types';
 
-// The confirm dialog's rules reach its own parts only: toasts live inside it while it is open.
-const STYLE = `
-.bcms-notifications { position: fixed; right: 1rem; bottom: 1rem; z-index: 2147483000; display: grid; gap: 0.5rem; width: min(24rem, calc(100vw - 2rem)); margin: 0; padding: 0; list-style: none; font: 0.95rem/1.4 system-ui, sans-serif; }
-.bcms-notification { display: flex; align-items: center; gap: 0.75rem; padding: 0.75rem 0.75rem 0.75rem 1rem; border-radius: 0.5rem; border-left: 0.35rem solid; background: #fff; color: #1d2330; box-shadow: 0 4px 16px #0003; }
-.bcms-notification p { margin: 0; flex: 1; overflow-wrap: anywhere; }
-.bcms-notification-success { border-color: #1e7d43; }
-.bcms-notification-info { border-color: #3357d6; }
-.bcms-notification-warning { border-color: #a35a00; }
-.bcms-notification-error { border-color: #b00020; }
-.bcms-notification button { flex: none; padding: 0 0.4rem; border: 0; border-radius: 0.3rem; background: transparent; color: #5b6475; font: inherit; font-size: 1.2rem; line-height: 1.4; cursor: pointer; }
-.bcms-notification button:hover { background: #eef1f6; color: #1d2330; }
-.bcms-confirm { max-width: min(28rem, calc(100vw - 2rem)); padding: 1.25rem 1.5rem; border: 0; border-radius: 0.75rem; color: #1d2330; box-shadow: 0 8px 32px #0004; font: 1rem/1.45 system-ui, sans-serif; }
-.bcms-confirm::backdrop { background: #1d233066; }
-.bcms-confirm > h2 { margin: 0 0 0.5rem; font-size: 1.15rem; }
-.bcms-confirm > p { margin: 0 0 1.25rem; white-space: pre-wrap; }
-.bcms-confirm-buttons { display: flex; justify-content: flex-end; gap: 0.5rem; }
-.bcms-confirm-buttons button { padding: 0.5rem 1rem; border: 1px solid #3357d6; border-radius: 0.4rem; background: #fff; color: #3357d6; font: inherit; cursor: pointer; }
-.bcms-confirm-buttons button[value="ok"] { background: #3357d6; color: #fff; }
-.bcms-notification :focus-visible { outline: 3px solid #0b57d0; outline-offset: 2px; }
-/* The dialog's focus is always shown, however it was opened (a mouse click gives no :focus-visible). */
-.bcms-confirm-buttons button:focus { outline: 3px solid #0b57d0; outline-offset: 2px; }
-`;
-
-/** The page's stylesheet for notifications and dialogs, added once. */
+/**
+ * The page's stylesheet for notifications and dialogs, linked once: a file beside this module, so
+ * that the shell's CSP needs no inline style.
+ */
 function ensureStyle(): void {
   if (document.getElementById('bcms-extensions-style') !== null) return;
-  const style = document.createElement('style');
-  style.id = 'bcms-extensions-style';
-  style.textContent = STYLE;
-  document.head.append(style);
+  const link = document.createElement('link');
+  link.id = 'bcms-extensions-style';
+  link.rel = 'stylesheet';
+  link.href = new URL('./dialogs.css', import.meta.url).href;
+  document.head.append(link);
 }
 
 let notificationList: HTMLElement | null = null;

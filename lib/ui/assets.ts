@@ -13,9 +13,10 @@ import type { BcmsPlugin } from '../plugin/types';
 const BROWSER_DIR = path.resolve(__dirname, '..', '..', 'dist', 'browser', 'browser');
 export const SDK_PATH = '/api/extensions/sdk.js';
 export const SHELL_SCRIPT_PATH = '/api/extensions/shell.js';
-const SCRIPTS_PREFIX = '/api/extensions/';
-/** The browser modules served under SCRIPTS_PREFIX: the SDK, the shell, and the modules they import. */
-const BROWSER_SCRIPTS = new Set(['sdk.js', 'shell.js', 'dialogs.js', 'frame-bridge.js']);
+const SHELL_STYLE_PATH = '/api/extensions/shell.css';
+const BROWSER_PREFIX = '/api/extensions/';
+/** The browser files served under BROWSER_PREFIX: the SDK, the shell, the modules they import and their stylesheets. */
+const BROWSER_FILES = new Set(['sdk.js', 'shell.js', 'dialogs.js', 'frame-bridge.js', 'shell.css', 'dialogs.css']);
 const PLUGIN_UI_PREFIX = '/plugin/';
 
 const HTML = 'text/html; charset=utf-8';
@@ -67,9 +68,9 @@ export function checkPluginUis(plugins: readonly BcmsPlugin[]): Map<string, stri
   return dirs;
 }
 
-/** What a UI path names: a browser script of the package, the shell page, or a file of a plugin's UI. */
+/** What a UI path names: a browser file of the package (script or stylesheet), the shell page, or a file of a plugin's UI. */
 export type UiTarget =
-  | { kind: 'script'; file: string }
+  | { kind: 'browser'; file: string }
   | { kind: 'shell' }
   | { kind: 'plugin-file'; plugin: string; dir: string; file: string }
   /** A file of a deployed plugin's UI, kept in memory. */
@@ -105,9 +106,9 @@ export class UiRoutes {
   }
 
   match(pathname: string): UiTarget | undefined {
-    if (pathname.startsWith(SCRIPTS_PREFIX)) {
-      const file = pathname.slice(SCRIPTS_PREFIX.length);
-      return BROWSER_SCRIPTS.has(file) ? { kind: 'script', file } : undefined;
+    if (pathname.startsWith(BROWSER_PREFIX)) {
+      const file = pathname.slice(BROWSER_PREFIX.length);
+      return BROWSER_FILES.has(file) ? { kind: 'browser', file } : undefined;
     }
     if (this.shellPrefix !== undefined && (pathname === this.shellPath || pathname.startsWith(this.shellPrefix))) return { kind: 'shell' };
     if (!pathname.startsWith(PLUGIN_UI_PREFIX)) return undefined;
@@ -133,7 +134,7 @@ export class UiRoutes {
       return;
     }
     if (target.kind === 'shell') return sendBytes(req, res, HTML, shellPage(this.admin as AdminSettings, base), 'no-cache', shellSecurityHeaders(this.admin as AdminSettings));
-    if (target.kind === 'script') return sendFile(req, res, path.join(BROWSER_DIR, target.file), 'no-cache', {});
+    if (target.kind === 'browser') return sendFile(req, res, path.join(BROWSER_DIR, target.file), 'no-cache', {});
     // A plugin's page opened on its own, at the top of a tab: the shell opens it, in its frame.
     if (this.admin !== null && (target.file === '' || target.file === 'index.html') && req.headers['sec-fetch-dest'] === 'document') {
       res.writeHead(302, { Location: `${base}${this.admin.path}/plugins/${encodeURIComponent(target.plugin)}`, 'Content-Length': 0 });
@@ -251,76 +252,17 @@ function fileError(error: { status?: number; headers?: Record<string, string> })
   return error;
 }
 
-/** The shell's stylesheet, inline: one request fewer. */
-const SHELL_STYLE = `
-  :root { font-family: system-ui, sans-serif; color: #1d2330; background: #f5f6f8; }
-  *, *::before, *::after { box-sizing: border-box; }
-  body { margin: 0; }
-  /* One grid, the whole screen high: the plugin's frame scrolls inside it, the shell never does.
-     The menu's parts (the user, the navigation) sit in its cells: display: contents. */
-  .bcms-app { display: grid; grid-template-columns: 14rem minmax(0, 1fr); grid-template-rows: auto minmax(0, 1fr); grid-template-areas: "top account" "nav main"; height: 100vh; height: 100dvh; }
-  .bcms-topbar, .bcms-account { display: flex; align-items: center; gap: 0.75rem; min-width: 0; padding: 0.75rem 1.25rem; background: #1d2330; color: #fff; }
-  .bcms-topbar { grid-area: top; }
-  .bcms-title { font-weight: 600; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
-  .bcms-menu { display: contents; }
-  .bcms-menu-button { display: none; align-items: center; gap: 0.5rem; }
-  .bcms-menu-icon { width: 1rem; height: 2px; margin: 5px 0; background: currentColor; box-shadow: 0 -5px currentColor, 0 5px currentColor; }
-  .bcms-account { grid-area: account; justify-content: flex-end; }
-  .bcms-user { margin: 0; min-width: 0; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; color: #c9d1e0; }
-  .bcms-visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
-  nav { grid-area: nav; overflow-y: auto; padding: 1rem; background: #fff; border-right: 1px solid #dde1e8; }
-  nav h2 { font-size: 0.8rem; text-transform: uppercase; letter-spacing: 0.05em; color: #5b6475; margin: 0 0 0.5rem; }
-  nav ul { list-style: none; margin: 0; padding: 0; }
-  nav a { display: block; padding: 0.4rem 0.6rem; border-radius: 0.4rem; color: inherit; text-decoration: none; overflow-wrap: anywhere; }
-  nav a:hover { background: #eef1f6; }
-  nav a[aria-current="page"] { background: #dfe7ff; font-weight: 600; }
-  main { padding: 1rem; }
-  #bcms-main { grid-area: main; display: flex; flex-direction: column; min-width: 0; }
-  #bcms-main h1 { font-size: 1.5rem; margin: 0.5rem 0; }
-  #bcms-main p { margin: 0 0 1rem; }
-  iframe { flex: 1; width: 100%; border: 1px solid #dde1e8; border-radius: 0.5rem; background: #fff; }
-  .bcms-signin { display: flex; justify-content: center; padding-top: 10vh; }
-  .bcms-signin form { display: grid; gap: 0.5rem; width: min(23rem, 100%); padding: 1.5rem 1.5rem 0.75rem; background: #fff; border-radius: 0.75rem; box-shadow: 0 1px 4px #0002; }
-  .bcms-signin h1 { font-size: 1.25rem; margin: 0 0 0.5rem; }
-  input { padding: 0.5rem; border: 1px solid #b8bfcc; border-radius: 0.4rem; font: inherit; }
-  button { padding: 0.5rem 0.9rem; border: 0; border-radius: 0.4rem; background: #3357d6; color: #fff; font: inherit; cursor: pointer; }
-  .bcms-topbar button, .bcms-account button { flex: none; background: #ffffff22; }
-  :focus-visible { outline: 3px solid #0b57d0; outline-offset: 2px; }
-  .bcms-topbar :focus-visible, .bcms-account :focus-visible { outline-color: #fff; }
-  .bcms-error { color: #b00020; min-height: 1.2em; margin: 0; }
-  /* Above the sign-in form: a chosen sign-out is news (neutral); a session that ended is a warning. */
-  .bcms-notice { margin: 0 0 0.5rem; padding: 0.6rem 0.75rem; border-left: 0.3rem solid; border-radius: 0.4rem; }
-  .bcms-notice-info { border-color: #3357d6; background: #eef1f6; }
-  .bcms-notice-warning { border-color: #a35a00; background: #fff4e5; }
-  /* A narrow screen (a phone): the navigation and the user fold into a menu, a panel over the
-     plugin that the top bar's button opens; the plugin's frame takes the whole width. */
-  @media (max-width: 48rem) {
-    .bcms-app { grid-template-columns: minmax(0, 1fr); grid-template-areas: "top" "main"; }
-    .bcms-topbar { padding: 0.5rem 0.75rem; }
-    .bcms-menu-button { display: inline-flex; }
-    .bcms-menu { display: none; grid-area: main; align-self: start; z-index: 1; max-height: 100%; overflow-y: auto; background: #fff; border-bottom: 1px solid #dde1e8; box-shadow: 0 8px 16px #0002; }
-    .bcms-app[data-menu="open"] .bcms-menu { display: block; }
-    .bcms-account { justify-content: space-between; padding: 0.75rem 1rem; background: none; color: inherit; border-bottom: 1px solid #dde1e8; }
-    .bcms-user { color: #5b6475; }
-    .bcms-account button { background: #3357d6; }
-    .bcms-account :focus-visible { outline-color: #0b57d0; }
-    nav { border-right: 0; }
-    #bcms-main:has(> iframe) { padding: 0; }
-    iframe { border: 0; border-radius: 0; }
-    .bcms-signin { padding: 8vh 1rem 1rem; }
-  }
-`;
 
 /**
- * The shell's Content-Security-Policy: scripts, frames and requests of its own origin only (the
- * plugin UIs it opens are on it; the host's sign-in route's origin too when it is another), no
- * framing by another site (the sign-in page included), no <base>, forms only to here. Styles may
- * be inline: the shell's stylesheet is, and the SDK adds one for its notifications and dialogs.
+ * The shell's Content-Security-Policy: scripts, styles, frames and requests of its own origin only
+ * (the plugin UIs it opens are on it; the host's sign-in route's origin too when it is another), no
+ * inline script or style, no framing by another site (the sign-in page included), no <base>, forms
+ * only to here.
  */
 function shellSecurityHeaders(admin: AdminSettings): Record<string, string> {
   const signIn = /^https?:\/\//i.test(admin.loginUrl) ? ` ${new URL(admin.loginUrl).origin}` : '';
   return {
-    'Content-Security-Policy': `default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'${signIn}; frame-ancestors 'self'; base-uri 'none'; form-action 'self'; object-src 'none'`,
+    'Content-Security-Policy': `default-src 'self'; img-src 'self' data:; connect-src 'self'${signIn}; frame-ancestors 'self'; base-uri 'none'; form-action 'self'; object-src 'none'`,
     'Referrer-Policy': 'same-origin',
   };
 }
@@ -336,7 +278,7 @@ function shellPage(admin: AdminSettings, base: string): string {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <link rel="icon" href="data:,">
 <title>${title}</title>
-<style>${SHELL_STYLE}</style>
+<link rel="stylesheet" href="${attribute(base + SHELL_STYLE_PATH)}">
 <script type="application/json" id="bcms-shell-config">${config}</script>
 <script type="module" src="${attribute(base + SDK_PATH)}"></script>
 <script type="module" src="${attribute(base + SHELL_SCRIPT_PATH)}"></script>

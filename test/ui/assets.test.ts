@@ -142,6 +142,10 @@ describe('plugin UIs, the SDK and the admin shell', () => {
       expect(res.headers['access-control-allow-origin']).toBe('*');
     }
     // The modules the SDK and the shell import, beside them; nothing else under that name.
+    for (const url of ['/api/extensions/shell.css', '/api/extensions/dialogs.css']) {
+      const res = await request(t.app).get(url);
+      expect([res.status, res.headers['content-type']]).toEqual([200, 'text/css; charset=utf-8']);
+    }
     for (const url of ['/api/extensions/dialogs.js', '/api/extensions/frame-bridge.js']) {
       const res = await request(t.app).get(url);
       expect(res.status).toBe(200);
@@ -189,7 +193,10 @@ describe('plugin UIs, the SDK and the admin shell', () => {
     for (const directive of ["default-src 'self'", "frame-ancestors 'self'", "base-uri 'none'", "form-action 'self'", "object-src 'none'", "connect-src 'self'"]) {
       expect(csp.split('; ')).toContain(directive);
     }
-    expect(csp).not.toMatch(/script-src[^;]*unsafe-inline/);
+    // No inline script nor style: the shell's stylesheet and the SDK's are files of their own.
+    expect(csp).not.toContain('unsafe-inline');
+    expect(res.text).not.toContain('<style');
+    expect(res.text).toContain('<link rel="stylesheet" href="/api/extensions/shell.css">');
     expect(res.headers['referrer-policy']).toBe('same-origin');
     expect(res.headers['x-content-type-options']).toBe('nosniff');
     // A sign-in route on another origin is allowed to be asked, and only it.
