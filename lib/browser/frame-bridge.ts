@@ -63,6 +63,8 @@ function ours(data: unknown): data is { channel: typeof CHANNEL; type: string } 
 export interface PageServices {
   state(): FrameState;
   send(config: BcmsSdkSendConfig): Promise<unknown>;
+  /** Why a frame's request is not made (a 403 to the frame), or undefined. */
+  refuse(config: BcmsSdkSendConfig): string | undefined;
   signOut(): void;
   confirm(title: string, text: string): Promise<boolean>;
   notification: BcmsNotification;
@@ -172,7 +174,11 @@ function onFrameMessage(event: MessageEvent): void {
 async function answer(frame: Window, iframe: HTMLIFrameElement, call: Call & { id: number }, services: PageServices): Promise<void> {
   try {
     let value: unknown;
-    if (call.method === 'send') value = await services.send(call.args[0]);
+    if (call.method === 'send') {
+      const refusal = services.refuse(call.args[0]);
+      if (refusal !== undefined) throw Object.assign(new Error(refusal), { name: 'BcmsSdkError', status: 403 });
+      value = await services.send(call.args[0]);
+    }
     else if (call.method === 'confirm') {
       value = await services.confirm(String(call.args[0]), String(call.args[1]));
       // The dialog was the page's: the keyboard goes back into the frame, which puts it where it was.

@@ -93,30 +93,65 @@ function signOut(): void {
 // ---------------------------------------------------------------------------------------------
 // send, and the SDK's calls
 
+/** A path is the service's API, as in BCMS (`/plugin/x/todo` is `<base>/api/plugin/x/todo`); a full URL is left as it is. */
+function requestUrl(url: string): URL {
+  const relative = url.startsWith('/') && !url.startsWith('//');
+  return new URL(relative ? `${base}/api${url}` : url, location.href);
+}
+
+/** The routes that manage API keys: a key made there would outlast the session, so plugin frames never reach them. */
+const KEYS_PATH = `${base}/api/extensions/keys`.toLowerCase();
+
+/**
+ * Why the page will not make a plugin frame's request, or undefined. A frame acts as the signed-in
+ * user while it is open; an API key it made would be a credential of its own, kept after sign-out.
+ */
+function refusedToFrames(config: BcmsSdkSendConfig): string | undefined {
+  let url: URL;
+  try {
+    url = requestUrl(String(config.url));
+  } catch {
+    return undefined; // send itself says what is wrong with it
+  }
+  // As the router matches paths: without regard to case, and with repeated slashes as one.
+  const path = url.pathname.toLowerCase().replace(/\/{2,}/g, '/');
+  if (url.origin === origin && (path === KEYS_PATH || path.startsWith(`${KEYS_PATH}/`))) {
+    return 'A plugin UI may not manage API keys (they would outlast the session): use bcms-ext keys, or the service itself.';
+  }
+  return undefined;
+}
+
 async function send<T>(config: BcmsSdkSendConfig): Promise<T> {
   if (config === null || typeof config !== 'object' || typeof config.url !== 'string') {
     throw new TypeError('send takes { url, method?, data?, headers? }');
   }
-  // A path is the service's API, as in BCMS (`/plugin/x/todo` is `<base>/api/plugin/x/todo`); a full URL is left as it is.
-  const relative = config.url.startsWith('/') && !config.url.startsWith('//');
-  const url = new URL(relative ? `${base}/api${config.url}` : config.url, location.href);
-  const headers: Record<string, string> = { Accept: 'application/json' };
-  let authorized = false;
+  const url = requestUrl(config.url);
+  // One value per header, whatever the spelling of its name: fetch would join `authorization` and
+  // `Authorization` into one header, and a token put beside a caller's own value could be echoed
+  // back to the caller (a plugin's frame) by whatever reads that header.
+  const headers = new Headers({ Accept: 'application/json' });
+  let asksForToken = false;
   for (const [name, value] of Object.entries(config.headers ?? {})) {
-    if (name.toLowerCase() !== 'authorization') headers[name] = value;
-    else if (value !== '') headers[name] = value; // the caller's own credentials
-    else if (config.doNotAuth !== true && url.origin === origin) {
-      // BCMS's convention: an empty Authorization asks for the token; it goes to this origin only.
+    if (name.toLowerCase() !== 'authorization') headers.set(name, String(value));
+    else if (value === '') asksForToken = true;
+    else headers.set('Authorization', String(value)); // the caller's own credentials
+  }
+  let authorized = false;
+  if (asksForToken) {
+    // BCMS's convention: an empty Authorization asks for the token; it goes to this origin only,
+    // and alone: never beside a value of the caller's.
+    headers.delete('Authorization');
+    if (config.doNotAuth !== true && url.origin === origin) {
       const token = rawToken();
       if (token === null) {
         signOut();
         throw sdkError(401, 'Not logged in.');
       }
-      headers.Authorization = `Bearer ${token}`;
+      headers.set('Authorization', `Bearer ${token}`);
       authorized = true;
     }
   }
-  if (config.data !== undefined && !Object.keys(headers).some((name) => name.toLowerCase() === 'content-type')) headers['Content-Type'] = 'application/json';
+  if (config.data !== undefined && !headers.has('Content-Type')) headers.set('Content-Type', 'application/json');
   let response: Response;
   try {
     response = await fetch(url, {
@@ -383,6 +418,7 @@ function startPage(): BcmsGlobal {
   serveFrames({
     state: () => ({ token: getAccessToken(), users: bcms.users(), connected: streaming }),
     send,
+    refuse: refusedToFrames,
     signOut,
     confirm,
     notification,

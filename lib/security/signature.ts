@@ -39,6 +39,16 @@ const SIGNATURE_SCHEME = /^signature(?:\s|$)/i;
 /** The errors http-signature's parser throws about a header (their messages are safe to show). */
 const PARSER_ERRORS = new Set(['ExpiredRequestError', 'InvalidHeaderError', 'InvalidParamsError', 'MissingHeaderError', 'StrictParsingError', 'InvalidAlgorithmError']);
 
+/**
+ * What an error message echoes of the Authorization header (a parameter's value, a header name),
+ * without anything long enough to be a credential: a client that sent two credentials in one
+ * header (a token merged into a signature's parameter) must never get one of them back in the
+ * answer. Names of algorithms and headers are short; tokens, secrets and signatures are not.
+ */
+export function withoutCredentials(text: string): string {
+  return text.replace(/[\w\-+/=.~]{24,}/g, '[redacted]');
+}
+
 /** http-signature, loaded at the first signed request: 40 ms of every start saved for apps that never get one. */
 let httpSignature: typeof HttpSignature | undefined;
 function signatureParser(): typeof HttpSignature {
@@ -77,7 +87,7 @@ export function createSignatureVerifier(options: { memory: SignatureMemory; cloc
     } catch (error) {
       // http-signature's own errors say what is wrong with the header; anything else is internal.
       const known = PARSER_ERRORS.has((error as Error)?.name);
-      throw refuse('SIGNATURE_INVALID', known ? `Malformed signature: ${(error as Error).message}.` : 'Malformed signature.');
+      throw refuse('SIGNATURE_INVALID', known ? `Malformed signature: ${withoutCredentials((error as Error).message)}.` : 'Malformed signature.');
     }
     const { keyId, algorithm: claimed, signature, headers: signed } = parsed.params;
     // The parser reads `name=123` as a number: every parameter must be the quoted string it should be.
@@ -86,7 +96,7 @@ export function createSignatureVerifier(options: { memory: SignatureMemory; cloc
     }
     const digestHeader: DigestHeader | undefined = signed.includes('content-digest') ? 'content-digest' : signed.includes('digest') ? 'digest' : undefined;
     if (!signed.includes('(request-target)') || !signed.includes('date') || digestHeader === undefined) {
-      throw refuse('SIGNATURE_INVALID', `The signature must cover (request-target), date and digest (or content-digest); it covers "${signed.join(' ')}".`);
+      throw refuse('SIGNATURE_INVALID', `The signature must cover (request-target), date and digest (or content-digest); it covers "${withoutCredentials(signed.join(' '))}".`);
     }
     // The digest fixes the bytes, the charset how they are read: unsigned, a charset other than
     // UTF-8 could be swapped in to make the same bytes other text (DESIGN.md "Trust").
@@ -111,7 +121,7 @@ export function createSignatureVerifier(options: { memory: SignatureMemory; cloc
     const key = isKeyId(keyId) ? await memory.keyFor(keyId.toLowerCase()) : null;
     if (key === null) throw refuse('SIGNATURE_INVALID', 'Unknown keyId.');
     const algorithm = HEADER_ALGORITHM[key.algorithm];
-    if (claimed !== algorithm) throw refuse('SIGNATURE_INVALID', `This key signs with algorithm "${algorithm}"; the request says "${claimed}".`);
+    if (claimed !== algorithm) throw refuse('SIGNATURE_INVALID', `This key signs with algorithm "${algorithm}"; the request says "${withoutCredentials(claimed)}".`);
     if (!signatureVerifies(parsed.signingString, signature, key)) throw refuse('SIGNATURE_INVALID', 'The signature does not verify with this key.');
     refuseIfExpired(key, refuse, now);
     // What a key may do never changes: refuse before reading a body it may not send (the database

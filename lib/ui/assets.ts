@@ -136,7 +136,7 @@ export class UiRoutes {
     if (target.kind === 'shell') return sendBytes(req, res, HTML, shellPage(this.admin as AdminSettings, base), 'no-cache', shellSecurityHeaders(this.admin as AdminSettings));
     if (target.kind === 'browser') return sendFile(req, res, path.join(BROWSER_DIR, target.file), 'no-cache', {});
     // A plugin's page opened on its own, at the top of a tab: the shell opens it, in its frame.
-    if (this.admin !== null && (target.file === '' || target.file === 'index.html') && req.headers['sec-fetch-dest'] === 'document') {
+    if (this.admin !== null && isIndex(target.file) && req.headers['sec-fetch-dest'] === 'document') {
       res.writeHead(302, { Location: `${base}${this.admin.path}/plugins/${encodeURIComponent(target.plugin)}`, 'Content-Length': 0 });
       res.end();
       return;
@@ -165,6 +165,15 @@ export class UiRoutes {
       return sendBytes(req, res, HTML, withSdk(html, base), 'no-cache', PLUGIN_UI_HEADERS);
     }
     return sendFile(req, res, file, path.relative(target.dir, file).startsWith(`assets${path.sep}`) ? IMMUTABLE : 'no-cache', PLUGIN_UI_HEADERS);
+  }
+}
+
+/** The UI's own page, however its name is written (`''`, `index.html`, `index%2ehtml`). */
+function isIndex(file: string): boolean {
+  try {
+    return file === '' || decodeURIComponent(file) === 'index.html';
+  } catch {
+    return false;
   }
 }
 

@@ -7,7 +7,7 @@ import { blockApiKey, bcmsExtensions, createBcmsFunction, deleteApiKey, keepRawB
 import { signRequest } from '../../lib/client';
 import { digestHeader } from '../../lib/security/digest';
 import { PURGE_MARGIN_SECONDS } from '../../lib/security/replay';
-import { buildApp, memoryLogger, type TestApp } from '../support/app';
+import { buildApp, memoryLogger, role, signToken, type TestApp } from '../support/app';
 import { backends, openTestDatabase, serverSchema, type TestDatabase } from '../support/database';
 import { hmacKey, publicKeyKey, signedPost } from '../support/signature';
 
@@ -194,6 +194,22 @@ describe.each(backends())('signed calls to private functions (%s)', (backend) =>
       const res = await request(t.app).post(PATH).set('Authorization', header).set('Date', new Date().toUTCString()).send({});
       expectSignature401(res);
       expect(res.body).toEqual(failure('SIGNATURE_INVALID', /^Malformed signature: /));
+    });
+
+    test('two credentials joined in one header (a token inside a parameter): the message never echoes the token', async () => {
+      const token = signToken([role('ADMIN', 'READ')]);
+      for (const header of [
+        // Echoed as the algorithm that is not supported.
+        `Signature keyId="a",signature="s",algorithm=", Bearer ${token}, "`,
+        // Echoed as the headers a signature covers.
+        `Signature keyId="a",algorithm="hmac-sha256",signature="s",headers="(request-target) ${token} date digest"`,
+        `Signature keyId="a",algorithm="hmac-sha256",signature="s",headers="(request-target) date, Bearer ${token}"`,
+        `Signature keyId="a",algorithm="hmac-sha256",signature="s",headers=", Bearer ${token}"`,
+      ]) {
+        const res = await request(t.app).post(PATH).set('Authorization', header).set('Date', new Date().toUTCString()).set('Digest', digestHeader('{}')).send({});
+        expectSignature401(res);
+        for (const part of [token, ...token.split('.')]) expect(JSON.stringify(res.body).toLowerCase()).not.toContain(part.toLowerCase());
+      }
     });
 
     test('unknown key: 401 SIGNATURE_INVALID', async () => {

@@ -224,6 +224,23 @@ function todoPlugin(todos: Map<string, Todo>) {
     expect(await refused('window.top.bcms')).toBe('SecurityError');
     // The service's routes, asked directly: no token goes with them.
     expect(await frame.evaluate(`fetch(${JSON.stringify(`${url}/api/plugin/todos/todo/all`)}).then((r) => r.status, (e) => e.name)`)).toBe(401);
+    // A token asked for beside the frame's own Authorization values, spelt three ways: it goes alone
+    // (had fetch joined them into one header, the guard would refuse it, and a route that echoes
+    // that header would hand the token back).
+    expect(
+      await frame.evaluate(
+        "window.bcms.sdk.send({ url: '/plugin/todos/todo/all', headers: { authorization: 'Signature keyId=\"a\",algorithm=\"', Authorization: '', AUTHORIZATION: '\"' } }).then((r) => r.items.length, (e) => e.message)",
+      ),
+    ).toBe(0);
+    // API keys would outlast the session: a frame never reaches their routes, however spelt.
+    const keysBefore = await read<{ keys: unknown[] }>('/api/extensions/keys');
+    for (const route of ['/extensions/keys', '/EXTENSIONS/Keys/', '/extensions//keys', '/extensions/x/../keys']) {
+      expect(await frame.evaluate(`window.bcms.sdk.send({ url: ${JSON.stringify(route)}, method: 'POST', data: { name: 'from-a-frame' }, headers: { Authorization: '' } }).then(() => 'made', (e) => [e.status, e.message])`)).toEqual([
+        403,
+        'A plugin UI may not manage API keys (they would outlast the session): use bcms-ext keys, or the service itself.',
+      ]);
+    }
+    expect(await read<{ keys: unknown[] }>('/api/extensions/keys')).toEqual(keysBefore);
     // Calls that carry the token, through the bridge: their answers come back, the token does not.
     expect(await frame.evaluate('window.bcms.sdk.template.getAll().then((all) => Array.isArray(all))')).toBe(true);
     expect(await frame.evaluate('window.bcms.sdk.user.getAll().then((all) => all.length)')).toBe(1);
