@@ -163,11 +163,11 @@ describe.each(backends())('plugin repositories on %s', (backend) => {
     expect(added.createdAt).toBeGreaterThanOrEqual(before);
     expect(added.updatedAt).toBe(added.createdAt);
     expect(await todos.findById(added._id)).toEqual(added);
-    // As BCMS's FSDB: the object given gets its id and times as well.
+    // As BCMS's FSDB: the object given gets its id and times, and is what add resolves to.
     const given0 = newTodo('written back');
     const stored0 = await todos.add(given0);
-    expect(given0).toEqual(stored0);
-    expect(stored0).not.toBe(given0);
+    expect(stored0).toBe(given0);
+    expect(await todos.findById(given0._id)).toEqual(given0);
     const frozen = Object.freeze(newTodo('frozen'));
     expect((await todos.add(frozen))._id).toMatch(OBJECT_ID);
     expect(frozen._id).toBe('');
@@ -215,6 +215,22 @@ describe.each(backends())('plugin repositories on %s', (backend) => {
       /\.update: there is no document with _id "000000000000000000000000": use add/,
     );
     await expect(todos.update({ ...updated, done: 'yes' as never })).rejects.toThrow(new TypeError(`repository "Todo" (collection "${todos.collection}"): entity.done must be a boolean, got a string.`));
+  });
+
+  test("update and addMany resolve to the objects given (FSDB's): a change made to one after the write is saved by writing the other (bngine's jobs)", async () => {
+    const job = await todos.add(newTodo('job', { tags: ['checkout'] }));
+    const internal = await todos.update(job);
+    expect(internal).toBe(job);
+    job.tags!.push('build');
+    await todos.update(internal);
+    expect((await todos.findById(job._id))?.tags).toEqual(['checkout', 'build']);
+    const many = [newTodo('m1'), newTodo('m2')];
+    const added = await fsdbTodos(`${backend}_given`).addMany(many);
+    expect(added[0]).toBe(many[0]);
+    expect(added[1]).toBe(many[1]);
+    // MongoDB's front answers the stored document, a new object, as mongoose's save does.
+    const plain = newTodo('mongo');
+    expect(await mongoTodos(`${backend}_plain`).add(plain)).not.toBe(plain);
   });
 
   test('addMany adds all or none', async () => {

@@ -88,6 +88,13 @@ export interface DocumentRepositorySettings<Entity extends DocumentEntity> {
   /** The database, asked at each call (the router built last). */
   store: () => ContentStore;
   observer?: DocumentObserver<Entity>;
+  /**
+   * FSDB's way: `add`, `addMany` and `update` resolve to the very objects they were given (with
+   * `_id`, `createdAt` and `updatedAt` set), so that code changing the one after the write changes
+   * the other (bngine adds a job's steps to the object it passed to `update`, then saves what
+   * `update` answered). Otherwise they resolve to the stored document, as MongoDB's do.
+   */
+  returnsGiven?: boolean;
 }
 
 /** The parts a factory in front of the repository (FSDB's, MongoDB's) builds on. */
@@ -122,6 +129,11 @@ export function createDocumentCore<Entity extends DocumentEntity>(settings: Docu
     return entities;
   };
   const removed = (ids: string[]): void => observer?.removed(ids);
+  /** What a write resolves to: the given object, its stored fields written back (FSDB), or the stored document. */
+  const answer = (given: Entity | NewDocument<Entity>, stored: Entity): Entity => {
+    const written = writeBack(given, stored);
+    return settings.returnsGiven && written ? (given as Entity) : stored;
+  };
 
   function checkSchema(entity: unknown): void {
     const message = check?.(entity, 'entity');
@@ -217,8 +229,7 @@ export function createDocumentCore<Entity extends DocumentEntity>(settings: Docu
     const { doc } = prepare(entity, what, { createdAt: typeof entity.createdAt === 'number' ? entity.createdAt : now, updatedAt: now }, false);
     const stored = await replace(doc, db);
     if (stored === null) throw new Error(`${what}: there is no document with _id "${entity._id}": use add`);
-    writeBack(entity, stored);
-    return stored;
+    return answer(entity, stored);
   }
 
   function ids(value: unknown, what: string): string[] {
@@ -266,8 +277,7 @@ export function createDocumentCore<Entity extends DocumentEntity>(settings: Docu
       }[];
       const stored = rows[0]?.doc;
       if (stored === undefined) throw new Error(`${where}.add: a document with _id "${doc._id}" exists: use update`);
-      writeBack(entity, stored);
-      return seen([stored])[0] as Entity;
+      return seen([answer(entity, stored)])[0] as Entity;
     },
 
     async addMany(entities) {
@@ -299,8 +309,7 @@ export function createDocumentCore<Entity extends DocumentEntity>(settings: Docu
         }),
       );
       const byId = new Map(stored.map((row) => [row.doc._id, row.doc]));
-      entities.forEach((entity, i) => writeBack(entity, byId.get(prepared[i]!.doc._id) as Entity));
-      return seen(prepared.map((p) => byId.get(p.doc._id) as Entity));
+      return seen(entities.map((entity, i) => answer(entity, byId.get(prepared[i]!.doc._id) as Entity)));
     },
 
     async update(entity) {
@@ -398,14 +407,15 @@ export function createDocumentCore<Entity extends DocumentEntity>(settings: Docu
 /**
  * As BCMS's FSDB does, `add` and `update` set `_id`, `createdAt` and `updatedAt` on the object they
  * were given too: plugin code that reads `entity._id` after `await repo.add(entity)` keeps working.
- * A frozen object is left as it is.
+ * A frozen object is left as it is. Answers whether it was written.
  */
-function writeBack(given: unknown, stored: DocumentEntity): void {
-  if (given === null || typeof given !== 'object' || Object.isFrozen(given)) return;
+function writeBack(given: unknown, stored: DocumentEntity): boolean {
+  if (given === null || typeof given !== 'object' || Object.isFrozen(given)) return false;
   const target = given as Partial<DocumentEntity>;
   target._id = stored._id;
   target.createdAt = stored.createdAt;
   target.updatedAt = stored.updatedAt;
+  return true;
 }
 
 function checkId(id: unknown, what: string): asserts id is string {

@@ -74,7 +74,7 @@ export interface FSDBRepositoryConfig<Entity extends FSDBEntity, Methods> {
 export function createFSDBRepository<Entity extends FSDBEntity, Methods = unknown>(config: FSDBRepositoryConfig<Entity, Methods>): FSDBRepository<Entity, Methods> {
   const { name, collection } = checkRepositorySettings('createFSDBRepository', config);
   const schema = checkObjectSchema('createFSDBRepository', config.schema);
-  const core = createDocumentCore<Entity>({ name, collection, schema, store: () => boundStore(`createFSDBRepository "${name}"`) });
+  const core = createDocumentCore<Entity>({ name, collection, schema, store: () => boundStore(`createFSDBRepository "${name}"`), returnsGiven: true });
   const logger = useLogger({ name });
   return withMethods(core.repo, () =>
     config.methods?.({
