@@ -60,15 +60,30 @@ const ICONS: Record<string, string> = {
   warning: 'M12 4l9 16H3l9-16zM12 10v4M12 17v.5',
   dots: 'M5 12h.5M12 12h.5M19 12h.5',
   settings: 'M12 15a3 3 0 1 0 0-6 3 3 0 0 0 0 6zM4 12h2M18 12h2M12 4v2M12 18v2',
+  // BCMS's icon folders: /eye/show, /arrow/up and the like.
+  'eye/show': 'M2 12s3.5-7 10-7 10 7 10 7-3.5 7-10 7S2 12 2 12zM12 15a3 3 0 1 0 0-6 3 3 0 0 0 0 6z',
+  'eye/hide': 'M3 3l18 18M10.6 6.1A10 10 0 0 1 12 6c6.5 0 10 6 10 6a17 17 0 0 1-3.2 3.9M6.6 6.6C3.8 8.4 2 12 2 12s3.5 7 10 7a9.7 9.7 0 0 0 5.4-1.6M9.9 9.9a3 3 0 0 0 4.2 4.2',
+  'arrow/up': 'M12 19V5M6 11l6-6 6 6',
+  'arrow/down': 'M12 5v14M6 13l6 6 6-6',
+  'arrow/left': 'M19 12H5M11 6l-6 6 6 6',
+  'arrow/right': 'M5 12h14M13 6l6 6-6 6',
+  'chevron/up': 'M6 15l6-6 6 6',
+  'chevron/down': 'M6 9l6 6 6-6',
+  'chevron/left': 'M15 6l-6 6 6 6',
+  'chevron/right': 'M9 6l6 6-6 6',
 };
 
-/** BCMS's icon: `src` names it (`/edit`, `/trash`, `/plus`...); decorative, so hidden from screen readers. */
+/**
+ * BCMS's icon: `src` names it by its path (`/edit`, `/trash`, `/eye/show`, `/arrow/up`...), or by
+ * its last part; decorative, so hidden from screen readers.
+ */
 export const BCMSIcon = defineComponent({
   name: 'BCMSIcon',
   props: { src: { type: String, default: '' } },
   setup(props) {
     return () => {
-      const name = props.src.replace(/^\//, '').replace(/\.svg$/, '').split('/').pop() ?? '';
+      const path = props.src.replace(/^\//, '').replace(/\.svg$/, '');
+      const name = path in ICONS ? path : (path.split('/').pop() ?? '');
       return h('svg', { class: 'bcms-ui-icon', viewBox: '0 0 24 24', fill: 'none', stroke: 'currentColor', 'stroke-width': 2, 'stroke-linecap': 'round', 'stroke-linejoin': 'round', 'aria-hidden': 'true', focusable: 'false', 'data-icon': name }, [
         h('path', { d: ICONS[name] ?? 'M12 12h.5' }),
       ]);

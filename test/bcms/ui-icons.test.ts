@@ -1,0 +1,20 @@
+import { createSSRApp, h } from 'vue';
+import { renderToString } from 'vue/server-renderer';
+import { BCMSIcon } from '../../lib/bcms/ui/components';
+
+// BCMSIcon draws the icons BCMS's UIs ask for by path: bngine's job details (/eye/show) and its
+// command arrows (/arrow/up, /arrow/down) drew a dot when only the last part was looked up.
+const DOT = 'M12 12h.5';
+const draw = (src: string) => renderToString(createSSRApp({ render: () => h(BCMSIcon, { src }) }));
+
+test.each(['/eye/show', '/eye/hide', '/arrow/up', '/arrow/down', '/edit', '/trash', '/plus', '/chevron/down'])('%s: drawn, hidden from screen readers', async (src) => {
+  const svg = await draw(src);
+  expect(svg).toContain(`data-icon="${src.slice(1)}"`);
+  expect(svg).toContain('aria-hidden="true"');
+  expect(svg).not.toContain(`d="${DOT}"`);
+});
+
+test('a folder BCMS has that is not drawn here falls back to its last part; an unknown name is a dot', async () => {
+  expect(await draw('/icons/edit.svg')).toContain('data-icon="edit"');
+  expect(await draw('/nothing/like-it')).toContain(`d="${DOT}"`);
+});
