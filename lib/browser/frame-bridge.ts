@@ -34,7 +34,15 @@ type FrameMessage =
   | { channel: typeof CHANNEL; type: 'hello' }
   | ({ channel: typeof CHANNEL; type: 'call'; id: number } & Call)
   | { channel: typeof CHANNEL; type: 'notify'; kind: keyof BcmsNotification; text: string }
-  | { channel: typeof CHANNEL; type: 'subscribe' | 'unsubscribe'; event: string };
+  | { channel: typeof CHANNEL; type: 'subscribe' | 'unsubscribe'; event: string }
+  /** The frame's own route (its URL's #fragment, where BCMS UIs keep it) changed. */
+  | { channel: typeof CHANNEL; type: 'route'; hash: string };
+
+/** What the page dispatches on its window when a plugin frame's route changes: the shell keeps it in its URL. */
+export interface FrameRouteDetail {
+  frame: HTMLIFrameElement;
+  hash: string;
+}
 
 /** An error as it crosses: what `send` rejects with (BcmsSdkError's fields). */
 interface PostedError {
@@ -168,6 +176,11 @@ function onFrameMessage(event: MessageEvent): void {
     case 'call':
       void answer(frame, iframe as HTMLIFrameElement, message, services);
       return;
+    case 'route':
+      if (typeof message.hash === 'string' && message.hash.length <= 2000 && (message.hash === '' || message.hash.startsWith('#'))) {
+        window.dispatchEvent(new CustomEvent<FrameRouteDetail>('bcms:frame-route', { detail: { frame: iframe as HTMLIFrameElement, hash: message.hash } }));
+      }
+      return;
   }
 }
 
@@ -243,6 +256,8 @@ export function connectToPage(pageWindow: Window): BcmsParts {
     }
   });
   postToPage({ channel: CHANNEL, type: 'hello' });
+  // The page may keep where the UI is (a reload opens it there again).
+  window.addEventListener('hashchange', () => postToPage({ channel: CHANNEL, type: 'route', hash: location.hash }));
   setTimeout(() => {
     if (!heard) console.warn('window.bcms: the page around this plugin does not answer. Open the plugin from the admin shell (or a page that loads the SDK).');
   }, HELLO_MS);

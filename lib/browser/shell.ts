@@ -5,7 +5,7 @@
 // into a menu that the top bar's "Menu" button opens. Plain DOM: the shell must not impose a
 // framework on plugin UIs, which bring their own (Vue 3).
 import type { BcmsGlobal, BcmsSdkPlugin, BcmsUser } from '../sdk/types';
-import { FRAME_SANDBOX, frameName } from './frame-bridge.js';
+import { FRAME_SANDBOX, frameName, type FrameRouteDetail } from './frame-bridge.js';
 
 interface ShellConfig {
   title: string;
@@ -237,7 +237,8 @@ function showPlugin(): void {
   if (current?.getAttribute('data-plugin') === plugin.name) return;
   // Sandboxed, never of the shell's origin: the plugin's code reaches the token only through the
   // SDK's bridge, which makes its requests for it (frame-bridge.ts). Its name carries the claims it starts with.
-  main.replaceChildren(h('iframe', { src: plugin.uiUrl as string, title: `${plugin.label} plugin`, 'data-plugin': plugin.name, sandbox: FRAME_SANDBOX, name: frameName() }));
+  // The plugin's own route, kept after the shell's URL (#/job/1): a reload opens it there again.
+  main.replaceChildren(h('iframe', { src: (plugin.uiUrl as string) + location.hash, title: `${plugin.label} plugin`, 'data-plugin': plugin.name, sandbox: FRAME_SANDBOX, name: frameName() }));
 }
 
 /** The main area with no plugin open: what to do next. */
@@ -252,5 +253,12 @@ window.addEventListener('storage', (event) => {
   if (event.key === 'bcms.accessToken' && event.newValue === null) renderSignIn(SESSION_ENDED);
 });
 window.addEventListener('popstate', () => showPlugin());
+// The open plugin moved within itself: the shell's URL keeps its route, without a history entry of its own.
+window.addEventListener('bcms:frame-route', (event) => {
+  const { frame, hash } = (event as CustomEvent<FrameRouteDetail>).detail;
+  if (frame.isConnected && frame === document.querySelector('#bcms-main iframe') && location.hash !== hash) {
+    history.replaceState(history.state, '', location.pathname + location.search + hash);
+  }
+});
 
 void sdk.isLoggedIn().then((signedIn) => (signedIn ? renderApp() : renderSignIn()));

@@ -372,6 +372,17 @@ function todoPlugin(todos: Map<string, Todo>) {
     expect(await stored()).toEqual([]);
   }, 30_000);
 
+  test("the plugin's own route (its #fragment) is kept in the shell's URL, and a reload opens the plugin there again", async () => {
+    await pluginFrame().evaluate("location.hash = '#/notes'");
+    await page.waitForURL(`${url}/bcms/plugins/todos#/notes`);
+    await page.reload();
+    await visible(plugin().getByRole('heading', { name: 'Todos', level: 1 }));
+    expect(new URL(pluginFrame().url()).hash).toBe('#/notes');
+    // Another plugin's link, or this one's, starts clean: the route was this frame's.
+    await pluginFrame().evaluate("location.hash = ''");
+    await page.waitForURL(`${url}/bcms/plugins/todos`);
+  }, 30_000);
+
   test('opened on its own at the top of a tab: the shell opens it, in its sandboxed frame', async () => {
     const alone = await page.context().newPage();
     watch(alone);
