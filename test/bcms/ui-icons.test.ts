@@ -1,6 +1,10 @@
-import { createSSRApp, h } from 'vue';
+import { createSSRApp, h, type Component } from 'vue';
 import { renderToString } from 'vue/server-renderer';
-import { BCMSIcon } from '../../lib/bcms/ui/components';
+
+// Browser code (DOM types), type-checked by lib/bcms/ui/tsconfig.json: required here, not imported,
+// so that the Node test project does not compile it without the DOM's types.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { BCMSIcon } = require('../../lib/bcms/ui/components') as { BCMSIcon: Component };
 
 // BCMSIcon draws the icons BCMS's UIs ask for by path: bngine's job details (/eye/show) and its
 // command arrows (/arrow/up, /arrow/down) drew a dot when only the last part was looked up.
