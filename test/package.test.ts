@@ -71,6 +71,18 @@ describe('the built package', () => {
     expect(run(['--input-type=module', '-e', script]).trim()).toBe(names);
   });
 
+  test('bcms-extensions/testing: the test kit, by require and by import, with its declarations', () => {
+    const names = '["createTestService"]';
+    expect(run(['-e', 'console.log(JSON.stringify(Object.keys(require("bcms-extensions/testing")).sort()))']).trim()).toBe(names);
+    const script = 'import * as m from "bcms-extensions/testing"; console.log(JSON.stringify(Object.keys(m).filter((k) => k !== "default" && k !== "__esModule").sort()));';
+    expect(run(['--input-type=module', '-e', script]).trim()).toBe(names);
+    const declarations = fs.readFileSync(path.join(root, 'dist', 'testing', 'index.d.ts'), 'utf8');
+    expect(declarations).toContain('createTestService');
+    expect(declarations).toContain('TestService');
+    // The kit builds the router the package's entry point builds: with its layers.
+    expect(fs.readFileSync(path.join(root, 'dist', 'testing', 'service.js'), 'utf8')).toContain('require("../index")');
+  });
+
   test('bcms-extensions/sdk: the types of window.bcms.sdk, and the browser code the router serves', () => {
     expect(run(['-e', 'console.log(require.resolve("bcms-extensions/sdk"))']).trim()).toBe(path.join(root, 'dist', 'sdk', 'global.js'));
     expect(fs.readFileSync(path.join(root, 'dist', 'sdk', 'global.d.ts'), 'utf8')).toContain('bcms: BcmsGlobal;');
