@@ -2,14 +2,11 @@ import { EventEmitter } from 'node:events';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { Knex } from 'knex';
 import { openDatabase, type DatabaseOption } from './db/connection';
-import { bcmsContentRepoOf } from './db/content';
 import { type BcmsRepo, createRepository } from './db/repository';
 import { ContentStore } from './db/store';
 import { Deployments } from './deploy/deployments';
 import { LiveExtensions } from './deploy/live';
 import { createDeployRoutes, DEPLOYMENTS_PATH } from './deploy/routes';
-import { createSdkController } from './extensions/content';
-import { createKeysController } from './extensions/keys';
 import { IdempotencyLedger } from './function/idempotency';
 import { checkFunctionModules } from './function/load';
 import { createFunctionServer, readFunctionBody, writeFunctionResult } from './function/serve';
@@ -20,9 +17,9 @@ import { createExchange } from './http/exchange';
 import { toBcmsLogger } from './handler-logger';
 import { Isolation, registryModuleSources } from './isolate/runtime';
 import { bindLayers } from './layer';
+import { createOwnRoutes } from './openapi/route';
 import { type BcmsExtensionsOptions, resolveOptions } from './options';
-import { createBcmsPlugin } from './plugin/create';
-import { PluginRouteTable, warnAboutMiddleware, warnWithoutSecret } from './plugin/routes';
+import { warnAboutMiddleware, warnWithoutSecret } from './plugin/routes';
 import { createPluginServer, writePluginAnswer } from './plugin/serve';
 import type { BcmsPlugin } from './plugin/types';
 import { createCallerCheck, createPluginKeyCheck } from './security/caller';
@@ -49,6 +46,8 @@ export interface BcmsExtensionsRouter extends Router {
   readonly repo: BcmsRepo;
   /** `'socket'`: a content change through the SDK's routes, or an event a plugin sent with `useSocket()` (`{ scope, eventName, eventData }`), from this process or an isolate. */
   readonly events: EventEmitter;
+  /** The OpenAPI 3.1 document of what it serves now (`GET /api/extensions/openapi.json`), once `ready` resolved. */
+  openapi(): Record<string, unknown>;
   /** Closes what the router opened: its pool, or its embedded database. */
   close(): Promise<void>;
 }
@@ -134,8 +133,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     errorHandler,
     repo,
   });
-  const sdkController = createSdkController({ plugins: () => live.allPlugins, hasUi: (name) => ui.hasUi(name), functions: () => live.functions ?? new Map(), content: bcmsContentRepoOf(store), events });
-  const ownRoutes = new PluginRouteTable([createBcmsPlugin({ name: 'extensions', controllers: [createKeysController(store, settings.keys), sdkController] })], '/api');
+  const own = createOwnRoutes({ store, keys: settings.keys, live, hasUi: (name) => ui.hasUi(name), events, title: settings.admin?.title ?? 'BCMS' });
 
   const serveDeployments = createDeployRoutes({
     verify: verifySignedRequest,
@@ -155,7 +153,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     serveFunction,
     layerRoutes: layers.routes,
     plugins: () => live.plugins,
-    ownRoutes,
+    ownRoutes: own.table,
     servePlugin,
     writePluginAnswer,
     writeFunctionResult,
@@ -184,6 +182,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     db: store.database.knex,
     repo,
     events,
+    openapi: own.document,
     close: async () => {
       // Loads under way finish, then every isolate is ended, before the database closes under them.
       await deployments.close();

@@ -7,7 +7,8 @@ import { BCMS_CLIENT_CHALLENGE } from './client/signature';
 import { hasBearerToken } from '../security/jwt';
 import { SIGNATURE_CHALLENGE } from '../security/signature';
 import type { JWT, JWTPermissionName, JWTRoleName } from '../security/token';
-import { createJwtGuard, decidesOnTokenFirst, type GuardContext, jwtGuardCheckOf, verifyKeyFromContext } from '../plugin/guard';
+import { createJwtGuard, decidesOnTokenFirst, type GuardContext, jwtGuardCheckOf, jwtGuardRuleOf, verifyKeyFromContext } from '../plugin/guard';
+import { documentGuard } from '../openapi/describe';
 import type { Guard } from '../plugin/types';
 
 /** What BCMS keeps in a token's `props` for its users (the host's tokens may hold other things). */
@@ -94,12 +95,14 @@ export class BCMSRouteProtection {
       throw new TypeError(`${where}: bodySchema: ${(error as Error).message}`);
     }
     // The token first, before the body is read: a request without a good one is refused unread.
-    return decidesOnTokenFirst(async (context: GuardContext) => {
+    // The OpenAPI document gives the rule and the body's schema.
+    const checked = decidesOnTokenFirst(async (context: GuardContext) => {
       const { accessToken } = await guard(context as never);
       const result = await checkBody(context.request.body);
       if (!result.ok) throw new BcmsHttpError('HANDLER_ERROR', result.message, undefined, 400);
       return { accessToken, body: result.value };
-    }, jwtGuardCheckOf(guard)) as Guard<BCMSRouteProtectionJwtAndBodyCheckResult<unknown>>;
+    }, jwtGuardCheckOf(guard));
+    return documentGuard(checked, { rule: jwtGuardRuleOf(guard), body: config.bodySchema }) as Guard<BCMSRouteProtectionJwtAndBodyCheckResult<unknown>>;
   }
 
   /**
@@ -123,7 +126,7 @@ export class BCMSRouteProtection {
     if (config === null || typeof config !== 'object') throw new TypeError(`${where}: argument config must be { roleNames, permissionName }`);
     const guard = createJwtGuard<BCMSUserCustomPool>(where, config.roleNames, config.permissionName);
     // With a bearer token, decided before the body is read; a signature's digest needs the bytes first.
-    return decidesOnTokenFirst(async (context: GuardContext): Promise<BCMSRouteProtectionJwtApiResult> => {
+    const either = decidesOnTokenFirst(async (context: GuardContext): Promise<BCMSRouteProtectionJwtApiResult> => {
       // A token first, as a private function takes it: the Authorization header holds one scheme,
       // and a query that merely has a `signature` parameter never overrides a token sent.
       if (hasBearerToken(context.request)) {
@@ -134,5 +137,6 @@ export class BCMSRouteProtection {
       if (key === undefined) throw new BcmsHttpError('TOKEN_MISSING', undefined, { ...JWT_API_CHALLENGE });
       return { key };
     }, jwtGuardCheckOf(guard), true);
+    return documentGuard(either, { rule: jwtGuardRuleOf(guard), keys: true });
   }
 }

@@ -1,5 +1,6 @@
 import { ownBodyLimit } from '../http/body';
 import { isUrlSafe } from '../names';
+import { functionBodyCheck } from './body-schema';
 import type { BcmsFunction, BcmsFunctionModule } from './types';
 
 /** Checks that each entry is a function module before anything runs (thrown by `bcmsExtensions`). */
@@ -32,6 +33,7 @@ export async function loadFunctions(modules: readonly BcmsFunctionModule[]): Pro
       if (isPublic !== undefined && typeof isPublic !== 'boolean') throw new TypeError(`function "${name}": config.public must be true, false or left out (private)`);
       ownBodyLimit(definition.config.bodyLimit, `function "${name}": config`);
       if (typeof definition.handler !== 'function') throw new TypeError(`function "${name}": handler must be a function`);
+      functionBodyCheck(definition); // a bodySchema that cannot be checked is refused now
       return definition;
     }),
   );

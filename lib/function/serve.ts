@@ -8,6 +8,7 @@ import type { Work } from '../http/exchange';
 import { writeJson, writePreflight } from '../http/respond';
 import type { BcmsLogger } from '../handler-logger';
 import { FunctionAnswer, type IdempotencyLedger, readIdempotencyKey } from './idempotency';
+import { checkedFunctionBody } from './body-schema';
 import type { BcmsFunction, BcmsFunctionAuth, BcmsFunctionConfig, BcmsFunctionContext } from './types';
 
 export const FUNCTION_PREFIX = '/api/function/';
@@ -69,7 +70,12 @@ export function createFunctionServer(deps: {
     if (idempotencyKey !== undefined) context.idempotencyKey = idempotencyKey;
     // An isolated function's pool enforces its time-out, and ends the isolate that ran past it.
     if (isIsolated(definition.handler)) return definition.handler(context) as Promise<unknown>;
-    return withTimeout(definition, context, timeoutMs);
+    // With a bodySchema, the body is checked (and becomes the schema's output) before the handler runs.
+    if (definition.config.bodySchema === undefined) return withTimeout(definition, context, timeoutMs);
+    return checkedFunctionBody(definition, req.body).then((body) => {
+      req.body = body;
+      return withTimeout(definition, context, timeoutMs);
+    });
   }
 
   /**

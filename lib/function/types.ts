@@ -3,6 +3,7 @@ import type { BcmsRepo } from '../db/repository';
 import type { ErrorHandler } from '../http/errors';
 import type { BcmsLogger } from '../handler-logger';
 import type { JWT } from '../security/token';
+import type { BodySchema } from '../schema/body';
 import type { SignatureAuth } from '../security/signature';
 
 export interface BcmsFunctionConfig {
@@ -18,6 +19,18 @@ export interface BcmsFunctionConfig {
    * router's `bodyLimit` (ours: BCMS's config has none). A larger body is answered 413.
    */
   bodyLimit?: number | string;
+  /**
+   * The body it takes (ours: BCMS's config has none): BCMS's `ObjectSchema` or a Standard Schema
+   * (zod, valibot, arktype). A body that does not fit is answered 400 `BODY_INVALID` naming the
+   * field, and the handler gets the schema's output (its defaults and coercions) as `request.body`.
+   * It is the function's request body in the OpenAPI document and the typed client.
+   */
+  bodySchema?: BodySchema;
+  /**
+   * What it answers (the `result`): documentation for the OpenAPI document and the typed client,
+   * checked by the test kit (`bcms-extensions/testing`), not on every call.
+   */
+  responseSchema?: BodySchema;
 }
 
 /**

@@ -11,6 +11,8 @@ export const errorCodes = {
   INVALID_URL: { status: 400, message: 'Request path is not a valid URL path.' },
   /** The package's own endpoints (`/api/extensions/`): a body they cannot take. */
   BAD_REQUEST: { status: 400, message: 'Request body is not what this endpoint takes.' },
+  /** A function's body that does not fit its `config.bodySchema` (the message names the field). */
+  BODY_INVALID: { status: 400, message: 'The body does not fit the schema this function takes.' },
   KEY_NOT_FOUND: { status: 404, message: 'No API key has this id.' },
   /** A deployment whose bundle does not load, or does not export what its manifest says. */
   BUNDLE_INVALID: { status: 422, message: 'The bundle does not load, or does not export what its manifest says.' },

@@ -10,6 +10,8 @@ import type { Knex } from 'knex';
 import { createRepository } from '../db/repository';
 import { ContentStore } from '../db/store';
 import { checkExtension, defaultExport, runBundle, type LoadedExtension } from '../deploy/load';
+import { checkedFunctionBody, functionBodyCheck } from '../function/body-schema';
+import { describeFunction, describeMethod } from '../openapi/describe';
 import { BcmsHttpError, errorHandler, type ErrorCode } from '../http/errors';
 import { ownBodyLimit } from '../http/body';
 import type { Logger } from '../logger';
@@ -127,7 +129,9 @@ async function load(kind: ExtensionKind, name: string, source: ExtensionSource):
   extension = await checkExtension(kind, name, exported);
   if (extension.kind === 'function') {
     const bodyLimit = ownBodyLimit(extension.definition.config.bodyLimit, `function "${extension.name}": config`);
-    return { kind: 'function', name: extension.name, public: extension.definition.config.public === true, ...(bodyLimit === undefined ? {} : { bodyLimit }) };
+    functionBodyCheck(extension.definition); // a bodySchema that cannot be checked: the bundle does not load
+    const described = describeFunction(extension.definition);
+    return { kind: 'function', name: extension.name, public: extension.definition.config.public === true, ...(bodyLimit === undefined ? {} : { bodyLimit }), described };
   }
   const plugin = extension.plugin;
   const routes: WireRoute[] = [];
@@ -137,7 +141,7 @@ async function load(kind: ExtensionKind, name: string, source: ExtensionSource):
     for (const [key, method] of Object.entries(made)) {
       methods.push({ key, method });
       const bodyLimit = ownBodyLimit(method.bodyLimit, `plugin "${plugin.name}", method "${key}"`);
-      routes.push({ controller: { name: controller.name, path: controller.path }, key, path: method.path, type: method.type, guard: guardOf(method), ...(bodyLimit === undefined ? {} : { bodyLimit }) });
+      routes.push({ controller: { name: controller.name, path: controller.path }, key, path: method.path, type: method.type, guard: guardOf(method), ...(bodyLimit === undefined ? {} : { bodyLimit }), described: describeMethod(method) });
     }
   }
   const policies = typeof plugin.policy === 'function' ? await plugin.policy() : null;
@@ -177,6 +181,7 @@ async function servePlugin(message: Extract<ToIsolate, { t: 'plugin' }>): Promis
 async function serveFunction(message: Extract<ToIsolate, { t: 'function' }>): Promise<void> {
   if (extension?.kind !== 'function') throw new Error('this isolate runs no function');
   const request = makeRequest(message.request);
+  request.body = await checkedFunctionBody(extension.definition, request.body);
   const context = { request: request as never, logger: bcmsLogger, errorHandler, repo, auth: message.auth };
   const value = await extension.definition.handler(message.idempotencyKey === undefined ? context : { ...context, idempotencyKey: message.idempotencyKey });
   send({ t: 'done', id: message.id, answer: { status: 200, headers: [], json: JSON.stringify(value) ?? 'null' } });

@@ -15,6 +15,7 @@ import type { JWT, JWTPermissionName, JWTRoleName } from '../security/token';
 import { ISOLATED, type IsolateAnswer } from './answer';
 import { IsolatePool, type IsolateServices, type NewCall } from './host';
 import type { ExtensionSource, WireExtension, WireRequest, WireRoute } from './protocol';
+import { DESCRIBED } from '../openapi/describe';
 
 export interface IsolatedCallSettings {
   pluginTimeoutMs: number;
@@ -110,7 +111,8 @@ function functionStandIn(pool: IsolatePool, extension: Extract<WireExtension, { 
   const handler = (context: BcmsFunctionContext): Promise<IsolateAnswer> =>
     pool.call({ t: 'function', request: toWireRequest(context.request), auth: context.auth, idempotencyKey: context.idempotencyKey }, context.request, settings.functionTimeoutMs, timeout);
   const bodyLimit = extension.bodyLimit === undefined ? {} : { bodyLimit: extension.bodyLimit };
-  return { config: { name, public: extension.public === true, ...bodyLimit }, handler: Object.defineProperty(handler, ISOLATED, { value: true }) };
+  // What the document says of it was made in the isolate, where its schemas are.
+  return Object.defineProperty({ config: { name, public: extension.public === true, ...bodyLimit }, handler: Object.defineProperty(handler, ISOLATED, { value: true }) }, DESCRIBED, { value: extension.described });
 }
 
 /** A pre-request handler that runs in the isolate: here it only keeps the body's bytes for a signature check. */
@@ -155,11 +157,12 @@ function methodStandIn(pool: IsolatePool, route: WireRoute, index: number, setti
       : route.guard.type === 'custom'
         ? inIsolate
         : undefined;
-  return {
+  const standIn: BcmsControllerMethod<unknown, unknown> = {
     ...(route.path === undefined ? {} : { path: String(route.path) }),
     type: String(route.type) as HttpVerb,
     ...(route.bodyLimit === undefined ? {} : { bodyLimit: route.bodyLimit }),
     ...(guard === undefined ? {} : { preRequestHandler: guard as never }),
     handler: Object.defineProperty(handler, ISOLATED, { value: true }) as never,
   };
+  return Object.defineProperty(standIn, DESCRIBED, { value: route.described });
 }

@@ -1,3 +1,4 @@
+import type { FunctionDescription, OperationDescription } from '../openapi/describe';
 /**
  * The contract between the service and an isolate, whole: every message either side sends, and
  * every capability extension code may ask the service for (`Ask`). A request crosses as plain data
@@ -60,12 +61,14 @@ export interface WireRoute {
   guard: { type: 'none' } | { type: 'jwt'; roles: string[]; permission: string } | { type: 'custom' };
   /** The method's own `bodyLimit`, in bytes, which the service enforces. */
   bodyLimit?: number;
+  /** What the OpenAPI document says of it, made where its schemas are. */
+  described: OperationDescription;
 }
 
 /** What a loaded extension is. */
 export type WireExtension =
   | { kind: 'plugin'; name: string; routes: WireRoute[]; policies: unknown[] | null }
-  | { kind: 'function'; name: string; public: boolean; bodyLimit?: number };
+  | { kind: 'function'; name: string; public: boolean; bodyLimit?: number; described: FunctionDescription };
 
 /** The service's messages to an isolate. */
 export type ToIsolate =

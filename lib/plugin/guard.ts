@@ -49,6 +49,11 @@ export function jwtGuardCheckOf(guard: unknown): JwtGuardCheck {
   return check;
 }
 
+/** The roles and permission of a guard made by `createJwtGuard`, or undefined. */
+export function jwtGuardRuleOf(guard: unknown): JwtGuardRule | undefined {
+  return (guard as { [JWT_GUARD_RULE]?: JwtGuardRule } | undefined)?.[JWT_GUARD_RULE];
+}
+
 /**
  * The roles and permission of such a guard: an isolate tells the service, which then checks a
  * deployed method's token itself, as it does for its own, rather than in a round trip.

@@ -47,10 +47,14 @@ export class PluginRouteTable {
    * A controller whose `setup` has not run yet is left out (see `plugin/mount.ts`): the router
    * builds its table again once every setup ran.
    */
+  /** Every path, static ones first, each with its routes by verb (for the OpenAPI document). */
+  paths(): PluginPath[] {
+    return [...this.staticPaths.values(), ...this.paramPaths];
+  }
+
   /** The routes whose pre-request handler is the JWT guard, as `plugin Controller.method` (for the warning when no secret can verify tokens). */
   jwtGuarded(): string[] {
-    const paths = [...this.staticPaths.values(), ...this.paramPaths];
-    return paths.flatMap((path) => [...path.verbs.values()].filter((route) => (route.method.preRequestHandler as { [JWT_GUARD_RULE]?: unknown } | undefined)?.[JWT_GUARD_RULE] !== undefined).map((route) => `${route.plugin} ${route.label}`));
+    return this.paths().flatMap((path) => [...path.verbs.values()].filter((route) => (route.method.preRequestHandler as { [JWT_GUARD_RULE]?: unknown } | undefined)?.[JWT_GUARD_RULE] !== undefined).map((route) => `${route.plugin} ${route.label}`));
   }
 
   constructor(plugins: readonly BcmsPlugin[], prefix = '/api/plugin') {

@@ -1,3 +1,4 @@
+import type { BodySchema } from '../schema/body';
 import type { Request, Response } from 'express';
 import type { BcmsRepo } from '../db/repository';
 import type { ErrorHandler } from '../http/errors';
@@ -66,8 +67,17 @@ export interface BcmsControllerMethod<PreResult = void, Body = unknown> {
    */
   path?: string;
   type: HttpVerb;
-  /** BCMS's documentation object; kept, not served. */
+  /**
+   * BCMS's documentation object (`{ summary, description?, params?, body?, response? }`): its
+   * summary, description, query and header parameters and schemas go into the OpenAPI document;
+   * `ignore: true` leaves the method out of it.
+   */
   doc?: unknown;
+  /**
+   * What the method answers: BCMS's `ObjectSchema` or a Standard Schema (ours). Documentation for
+   * the OpenAPI document and the typed client, checked by the test kit, not on every request.
+   */
+  responseSchema?: BodySchema;
   /**
    * The largest JSON body this method takes: bytes, or a size such as `'16kb'`; wins over the
    * router's `bodyLimit` (ours: BCMS's methods have none). A larger body is answered 413.

@@ -1,0 +1,216 @@
+import type { BcmsFunction } from '../function/types';
+import { errorCodes, type ErrorCode } from '../http/errors';
+import type { PluginPath, PluginRoute, PluginRouteTable } from '../plugin/routes';
+import { describeFunction, describeMethod, type JsonSchema, type OperationDescription } from './describe';
+
+/**
+ * The OpenAPI 3.1 document of what a router serves now: every plugin endpoint (the app's and the
+ * deployed ones), every function, and the package's own routes under `/api/extensions/`, with
+ * their security and the error answers of docs/http.md as components.
+ */
+
+export interface OpenApiSources {
+  /** The live plugin endpoints (the app's and the deployed ones). */
+  plugins: PluginRouteTable;
+  functions: ReadonlyMap<string, BcmsFunction>;
+  /** The package's own endpoints (`/api/extensions/...`). */
+  ownRoutes: PluginRouteTable;
+  title: string;
+  version: string;
+}
+
+type Operation = Record<string, unknown>;
+type PathItem = Record<string, Operation>;
+
+const json = (schema: JsonSchema): JsonSchema => ({ 'application/json': { schema } });
+const ref = (kind: 'schemas' | 'responses', name: string): JsonSchema => ({ $ref: `#/components/${kind}/${name}` });
+
+export function buildOpenApiDocument(sources: OpenApiSources): JsonSchema {
+  const paths: Record<string, PathItem> = {};
+  const operationIds = new Set<string>();
+  const uniqueId = (id: string): string => {
+    let candidate = id;
+    for (let n = 2; operationIds.has(candidate); n++) candidate = `${id}_${n}`;
+    operationIds.add(candidate);
+    return candidate;
+  };
+  for (const [table, family] of [
+    [sources.plugins, 'plugin'],
+    [sources.ownRoutes, 'own'],
+  ] as const) {
+    for (const path of table.paths()) addPluginPath(paths, path, family, uniqueId);
+  }
+  for (const [name, definition] of [...sources.functions].sort(([a], [b]) => a.localeCompare(b))) {
+    paths[`/api/function/${name}`] = { post: functionOperation(name, definition, uniqueId) };
+  }
+  Object.assign(paths, deploymentPaths(uniqueId));
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: sources.title,
+      version: sources.version,
+      description: 'Plugin endpoints, functions and the extension interface of this service (bcms-extensions). Plugin errors answer `{ "message" }`; functions and the `/api/extensions/` routes answer `{ "success": false, "error": { "code", "message" } }`.',
+    },
+    paths,
+    components: components(),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Plugin endpoints (and the package's own, which are plugin endpoints of its own)
+
+function addPluginPath(paths: Record<string, PathItem>, path: PluginPath, family: 'plugin' | 'own', uniqueId: (id: string) => string): void {
+  // One template per path: a verb that names its parameters otherwise is listed under the first one's names.
+  const names = path.pattern.split('/').flatMap((segment) => (segment.startsWith(':') ? [segment.slice(1)] : []));
+  const template = path.pattern.replace(/\/:([^/]+)/g, '/{$1}');
+  for (const [verb, route] of path.verbs) {
+    const described = describeMethod(route.method);
+    if (described.ignore === true) continue;
+    const item = (paths[template] ??= {});
+    item[verb.toLowerCase()] = pluginOperation(route, described, names, family, uniqueId);
+  }
+}
+
+function pluginOperation(route: PluginRoute, described: OperationDescription, names: string[], family: 'plugin' | 'own', uniqueId: (id: string) => string): Operation {
+  const operation: Operation = {
+    operationId: uniqueId(`${route.plugin}.${route.label}`),
+    tags: [family === 'own' ? 'extensions' : route.plugin],
+    summary: described.summary ?? `${route.label}`,
+  };
+  const security = described.security;
+  const notes = [described.description];
+  if (security.type === 'jwt') {
+    notes.push(`Requires a bearer token with a role of ${security.roles.join(', ')} holding ${security.permission}${security.keys ? ', or an HTTP Signature of an API key that lists this plugin' : ''}.`);
+    operation.security = security.keys ? [{ bearer: [] }, { httpSignature: [] }, { bcmsClient: [] }] : [{ bearer: [] }];
+  } else if (security.type === 'none') {
+    operation.security = [];
+  } else {
+    notes.push("Guarded by a pre-request handler of the plugin's own.");
+  }
+  const description = notes.filter(Boolean).join('\n\n');
+  if (description !== '') operation.description = description;
+  const parameters = [
+    ...names.map((name) => ({ name, in: 'path', required: true, schema: { type: 'string' } })),
+    ...(described.parameters ?? []).map((param) => ({ name: param.name, in: param.in, required: param.required, schema: { type: 'string' }, ...(param.description ? { description: param.description } : {}) })),
+  ];
+  if (parameters.length > 0) operation.parameters = parameters;
+  if (described.requestBody !== undefined) {
+    operation.requestBody =
+      described.requestBody === 'file'
+        ? { required: true, content: { 'application/octet-stream': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } }
+        : { required: true, content: json(described.requestBody) };
+  }
+  const errorBody = family === 'own' ? ref('schemas', 'ErrorEnvelope') : ref('schemas', 'Message');
+  const answer = (text: string): JsonSchema => ({ description: text, content: json(errorBody) });
+  const responses: Record<string, unknown> = {
+    '200': described.response === 'file' ? { description: 'A file.', content: { 'application/octet-stream': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } } : { description: 'The answer, as JSON.', content: json(described.response ?? {}) },
+  };
+  if (described.requestBody !== undefined) responses['400'] = answer('The body is not valid JSON, or does not fit its schema (the message names the field).');
+  if (security.type !== 'none') {
+    responses['401'] = answer('No token, or a token that is not valid (expired, badly signed).');
+    responses['403'] = answer("The token's roles do not allow this.");
+  }
+  responses['500'] = answer('The handler failed; nothing of its error is answered.');
+  responses['503'] = answer('The database is unavailable, or went away after a write was sent.');
+  responses['504'] = answer('The handler ran past its time-out.');
+  operation.responses = responses;
+  return operation;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Functions
+
+function functionOperation(name: string, definition: BcmsFunction, uniqueId: (id: string) => string): Operation {
+  const described = describeFunction(definition);
+  const status = (code: ErrorCode): string => String(errorCodes[code].status);
+  const errors: ErrorCode[] = ['INVALID_JSON', 'BODY_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'IDEMPOTENCY_KEY_REUSED', 'IDEMPOTENCY_KEY_IN_USE', 'HANDLER_ERROR', 'DATABASE_UNAVAILABLE', 'FUNCTION_TIMEOUT'];
+  if (described.requestBody !== undefined) errors.unshift('BODY_INVALID');
+  if (!described.public) errors.unshift('SIGNATURE_REQUIRED', 'KEY_FORBIDDEN');
+  const responses: Record<string, unknown> = {
+    '200': {
+      description: 'What the function returned, as `result`.',
+      content: json({ type: 'object', properties: { success: { const: true }, result: described.response ?? {} }, required: ['success', 'result'] }),
+    },
+  };
+  // One answer a status: the first code of it, the others named in its description.
+  for (const code of errors) {
+    const key = status(code);
+    if (responses[key] === undefined) responses[key] = ref('responses', code);
+  }
+  return {
+    operationId: uniqueId(`function.${name}`),
+    tags: ['functions'],
+    summary: `Calls the function "${name}".`,
+    description: described.public
+      ? 'Public: anyone may call it.'
+      : 'Private: an HTTP Signature of an API key that lists the function, the BCMS client\'s signed query, or a bearer token whose role holds EXECUTE.',
+    security: described.public ? [] : [{ httpSignature: [] }, { bcmsClient: [] }, { bearer: [] }],
+    parameters: [{ name: 'Idempotency-Key', in: 'header', required: false, description: 'The same key, caller and body within 24 h get the first outcome again.', schema: { type: 'string', minLength: 1, maxLength: 255 } }],
+    requestBody: { required: false, content: json(described.requestBody ?? {}) },
+    responses,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deployments (signed with a deploy key)
+
+function deploymentPaths(uniqueId: (id: string) => string): Record<string, PathItem> {
+  const signed = (summary: string, extra: Operation = {}): Operation => ({
+    operationId: uniqueId(`extensions.deployments.${summary.replace(/\W+/g, '_').toLowerCase()}`),
+    tags: ['extensions'],
+    summary,
+    description: 'Signed with a deploy key (HTTP Signature).',
+    security: [{ httpSignature: [] }],
+    ...extra,
+    responses: { '200': { description: 'Done.', content: json({ type: 'object' }) }, '401': ref('responses', 'SIGNATURE_REQUIRED'), '403': ref('responses', 'KEY_FORBIDDEN') },
+  });
+  const kindAndName = [
+    { name: 'kind', in: 'path', required: true, schema: { enum: ['plugin', 'function'] } },
+    { name: 'name', in: 'path', required: true, schema: { type: 'string' } },
+  ];
+  return {
+    '/api/extensions/deployments': {
+      get: signed('List deployments'),
+      post: signed('Deploy a bundle', { requestBody: { required: true, content: json({ type: 'object', description: 'What `bcms-ext bundle` writes: a manifest and the code (and UI files).' }) } }),
+    },
+    '/api/extensions/deployments/{kind}/{name}': { delete: signed('Undeploy', { parameters: kindAndName }) },
+    '/api/extensions/deployments/{kind}/{name}/rollback': { post: signed('Roll back', { parameters: kindAndName }) },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Components
+
+function components(): JsonSchema {
+  const responses: Record<string, unknown> = {};
+  for (const [code, { status, message }] of Object.entries(errorCodes)) {
+    responses[code] = {
+      description: `${status} ${code}: ${message}`,
+      content: { 'application/json': { schema: ref('schemas', 'ErrorEnvelope'), example: { success: false, error: { code, message } } } },
+    };
+  }
+  return {
+    securitySchemes: {
+      bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: "The host's JWT (the admin shell's sign-in gives one); roles and permissions in its `rls` claim." },
+      httpSignature: {
+        type: 'apiKey',
+        in: 'header',
+        name: 'Authorization',
+        description: 'An HTTP Signature (draft-cavage) of an API key, over `(request-target) date digest`: `Authorization: Signature keyId="...",algorithm="hmac-sha256",headers="(request-target) date digest",signature="..."`.',
+      },
+      bcmsClient: { type: 'apiKey', in: 'query', name: 'signature', description: "The BCMS client's signed query (`key`, `nonce`, `timestamp`, `signature`), for keys made with `bcmsClient: true`." },
+    },
+    schemas: {
+      Message: { type: 'object', properties: { message: { type: 'string' } }, required: ['message'] },
+      ErrorEnvelope: {
+        type: 'object',
+        properties: {
+          success: { const: false },
+          error: { type: 'object', properties: { code: { enum: Object.keys(errorCodes) }, message: { type: 'string' } }, required: ['code', 'message'] },
+        },
+        required: ['success', 'error'],
+      },
+    },
+    responses,
+  };
+}

@@ -1,0 +1,72 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { EventEmitter } from 'node:events';
+import etag from 'etag';
+import { bcmsContentRepoOf } from '../db/content';
+import type { ContentStore } from '../db/store';
+import type { LiveExtensions } from '../deploy/live';
+import { createSdkController } from '../extensions/content';
+import { createKeysController } from '../extensions/keys';
+import { createBcmsPlugin, createController, createControllerMethod } from '../plugin/create';
+import { PluginRouteTable } from '../plugin/routes';
+import type { BcmsController } from '../plugin/types';
+import { buildOpenApiDocument, type OpenApiSources } from './document';
+
+/** The package's own version, for the document's `info.version` default. */
+const PACKAGE_VERSION = (JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string }).version;
+
+/** The document as served: its text and ETag, made again only when what it describes changed. */
+interface Served {
+  plugins: unknown;
+  functions: unknown;
+  text: string;
+  etag: string;
+}
+
+/**
+ * The package's own routes under `/api/extensions/` (API keys, the SDK's, the OpenAPI document),
+ * and the document itself, for `router.openapi()`.
+ */
+export function createOwnRoutes(options: { store: ContentStore; keys: { deployOverHttp: boolean }; live: LiveExtensions; hasUi: (name: string) => boolean; events: EventEmitter; title: string }): {
+  table: PluginRouteTable;
+  document: () => Record<string, unknown>;
+} {
+  const { store, live, title } = options;
+  const functions = () => live.functions ?? new Map();
+  const sdk = createSdkController({ plugins: () => live.allPlugins, hasUi: options.hasUi, functions, content: bcmsContentRepoOf(store), events: options.events });
+  const sources = (): OpenApiSources => ({ plugins: live.plugins, functions: functions(), ownRoutes: table, title, version: PACKAGE_VERSION });
+  let served: Served | undefined;
+  /** A deployment change replaces the live tables whole: the same tables, the same document. */
+  const current = (): Served => {
+    const now = sources();
+    if (served === undefined || served.plugins !== now.plugins || served.functions !== now.functions) {
+      const text = JSON.stringify(buildOpenApiDocument(now));
+      served = { plugins: now.plugins, functions: now.functions, text, etag: etag(text) };
+    }
+    return served;
+  };
+  const table = new PluginRouteTable([createBcmsPlugin({ name: 'extensions', controllers: [createKeysController(store, options.keys), sdk, openApiController(current)] })], '/api');
+  return { table, document: () => JSON.parse(current().text) as Record<string, unknown> };
+}
+
+/** `GET /api/extensions/openapi.json`: public, as the endpoints' paths are; an ETag, and 304 for a copy that is current. */
+function openApiController(current: () => Served): BcmsController {
+  return createController({
+    name: 'OpenAPI',
+    path: '/openapi.json',
+    methods: () => ({
+      document: createControllerMethod({
+        type: 'get',
+        doc: { summary: 'This document: OpenAPI 3.1 of every endpoint and function served now.' },
+        handler: async ({ request, response }) => {
+          const { text, etag: tag } = current();
+          response.setHeader('ETag', tag);
+          response.setHeader('Cache-Control', 'no-cache');
+          if (request.headers['if-none-match'] === tag) return void response.status(304).end();
+          response.setHeader('Content-Type', 'application/json; charset=utf-8');
+          response.end(text);
+        },
+      }),
+    }),
+  });
+}

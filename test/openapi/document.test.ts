@@ -1,0 +1,174 @@
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+import request from 'supertest';
+import { z } from 'zod';
+import { createBcmsFunction, createBcmsPlugin, createController, createControllerMethod, createJwtProtectionPreRequestHandler, JWTPermissionName, JWTRoleName } from '../../lib';
+import { buildApp, role, signToken, type TestApp } from '../support/app';
+import { signedPost, hmacKey } from '../support/signature';
+import { sharedTestDatabase } from '../support/database';
+import { deploy, signed } from '../support/deploy';
+
+// GET /api/extensions/openapi.json: the OpenAPI 3.1 document of what the router serves, valid
+// against the 3.1 schema, with each endpoint's path, verb, doc, security, body and answer.
+
+const Todo = z.object({ description: z.string().min(1), done: z.boolean().default(false) });
+const todos = createBcmsPlugin({
+  name: 'todos',
+  controllers: [
+    createController({
+      name: 'Todo',
+      path: '/todo',
+      methods: () => ({
+        all: createControllerMethod({
+          path: '/all',
+          type: 'get',
+          doc: { summary: 'Every todo.', description: 'In the order added.', params: [{ type: 'query', name: 'done', description: 'Only done ones' }] },
+          responseSchema: z.object({ items: z.array(Todo) }),
+          handler: async () => ({ items: [] }),
+        }),
+        one: createControllerMethod({
+          path: '/:id',
+          type: 'get',
+          preRequestHandler: createJwtProtectionPreRequestHandler([JWTRoleName.ADMIN, JWTRoleName.USER], JWTPermissionName.READ),
+          responseSchema: { description: { __type: 'string', __required: true }, tags: { __type: 'array', __required: false, __child: { __type: 'string' } } },
+          handler: async ({ request: req }) => ({ description: String(req.params.id) }),
+        }),
+        remove: createControllerMethod({ path: '/:key', type: 'delete', handler: async () => ({ ok: true }) }),
+        hidden: createControllerMethod({ path: '/hidden', type: 'get', doc: { summary: 'Not listed.', ignore: true }, handler: async () => 'x' }),
+        custom: createControllerMethod({ path: '/custom', type: 'post', preRequestHandler: async () => ({ mine: true }), handler: async () => 'y' }),
+      }),
+    }),
+  ],
+});
+const add = createBcmsFunction(async () => ({
+  config: { name: 'add', public: true, bodySchema: z.object({ a: z.number(), b: z.number() }), responseSchema: z.number() },
+  handler: async ({ request: req }) => (req.body as { a: number; b: number }).a + (req.body as { a: number; b: number }).b,
+}));
+const secret = createBcmsFunction(async () => ({ config: { name: 'secret' }, handler: async () => 'shh' }));
+
+describe('the OpenAPI document', () => {
+  let t: TestApp;
+  let document: Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  beforeAll(async () => {
+    t = await buildApp({ plugins: [todos], functions: [add, secret] });
+    const res = await request(t.app).get('/api/extensions/openapi.json');
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+    document = res.body;
+  });
+
+  test('is valid OpenAPI 3.1', () => {
+    expect(validateOpenApi(document)).toEqual({ valid: true, version: '3.1', errors: [] });
+    // The check can fail: a document without its paths' answers is refused.
+    expect(validateOpenApi({ openapi: '3.1.0', info: { title: 'x', version: '1' }, paths: { '/x': { get: { responses: { '200': {} } } } } }).valid).toBe(false);
+  });
+
+  test('a plugin endpoint: its path with parameters, verb, doc, query parameter and answer schema (zod)', () => {
+    const all = document.paths['/api/plugin/todos/todo/all'].get;
+    expect(all).toMatchObject({ operationId: 'todos.Todo.all', tags: ['todos'], summary: 'Every todo.', description: 'In the order added.', security: [] });
+    expect(all.parameters).toEqual([{ name: 'done', in: 'query', required: false, schema: { type: 'string' }, description: 'Only done ones' }]);
+    const answer = all.responses['200'].content['application/json'].schema;
+    expect(answer.properties.items.items.properties.description).toEqual({ type: 'string', minLength: 1 });
+    expect(answer.required).toEqual(['items']);
+  });
+
+  test('a JWT guard: bearer security, with its roles and permission said; an ObjectSchema answer', () => {
+    const one = document.paths['/api/plugin/todos/todo/{id}'].get;
+    expect(one.security).toEqual([{ bearer: [] }]);
+    expect(one.description).toBe('Requires a bearer token with a role of ADMIN, USER holding READ.');
+    expect(one.parameters).toEqual([{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }]);
+    expect(one.responses['200'].content['application/json'].schema).toEqual({
+      type: 'object',
+      properties: { description: { type: 'string' }, tags: { type: 'array', items: { type: 'string' } } },
+      required: ['description'],
+    });
+    expect(Object.keys(one.responses)).toEqual(['200', '401', '403', '500', '503', '504']);
+    // Another verb of the same path, with parameters named otherwise, is listed under the first one's names.
+    expect(document.paths['/api/plugin/todos/todo/{id}'].delete.parameters[0].name).toBe('id');
+  });
+
+  test("doc.ignore leaves a method out; a guard of the plugin's own is said to be one", () => {
+    expect(document.paths['/api/plugin/todos/todo/hidden']).toBeUndefined();
+    const custom = document.paths['/api/plugin/todos/todo/custom'].post;
+    expect(custom.security).toBeUndefined();
+    expect(custom.description).toBe("Guarded by a pre-request handler of the plugin's own.");
+  });
+
+  test('functions: the body schema (and its check), the result in its envelope, public or signed, error answers as components', async () => {
+    const call = document.paths['/api/function/add'].post;
+    expect(call.security).toEqual([]);
+    expect(call.requestBody.content['application/json'].schema).toMatchObject({ type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] });
+    expect(call.responses['200'].content['application/json'].schema.properties.result).toEqual({ type: 'number' });
+    expect(call.responses['400']).toEqual({ $ref: '#/components/responses/BODY_INVALID' });
+    const hidden = document.paths['/api/function/secret'].post;
+    expect(hidden.security).toEqual([{ httpSignature: [] }, { bcmsClient: [] }, { bearer: [] }]);
+    expect(hidden.responses['401']).toEqual({ $ref: '#/components/responses/SIGNATURE_REQUIRED' });
+    expect(document.components.responses.FUNCTION_NOT_FOUND.content['application/json'].example).toEqual({ success: false, error: { code: 'FUNCTION_NOT_FOUND', message: 'Function not found.' } });
+    expect(Object.keys(document.components.securitySchemes)).toEqual(['bearer', 'httpSignature', 'bcmsClient']);
+    // The schema is checked: a body that does not fit is a 400 naming the field.
+    const refused = await request(t.app).post('/api/function/add').send({ a: 1, b: 'two' });
+    expect(refused.status).toBe(400);
+    expect(refused.body).toEqual({ success: false, error: { code: 'BODY_INVALID', message: expect.stringMatching(/^body\.b: /) } });
+    expect((await request(t.app).post('/api/function/add').send({ a: 1, b: 2 })).body).toEqual({ success: true, result: 3 });
+    const key = await hmacKey((await sharedTestDatabase()).knex, ['secret']);
+    expect((await signedPost(t.app, '/api/function/secret', key, {})).body).toEqual({ success: true, result: 'shh' });
+  });
+
+  test("the package's own routes: API keys, the SDK's, deployments and this document", () => {
+    expect(document.paths['/api/extensions/keys'].post.security).toEqual([{ bearer: [] }]);
+    expect(document.paths['/api/extensions/templates'].get.tags).toEqual(['extensions']);
+    expect(document.paths['/api/extensions/deployments'].post.security).toEqual([{ httpSignature: [] }]);
+    expect(document.paths['/api/extensions/openapi.json'].get.security).toEqual([]);
+  });
+
+  test('deployed code appears (its schemas described in its isolate) and goes away, live; the ETag changes with it', async () => {
+    const before = await request(t.app).get('/api/extensions/openapi.json');
+    const deployer = await hmacKey((await sharedTestDatabase()).knex, [], { deploy: true });
+    const plugin = `"use strict";
+const { createBcmsPlugin, createController, createControllerMethod, createJwtProtectionPreRequestHandler, JWTRoleName, JWTPermissionName } = require('bcms-extensions');
+exports.default = createBcmsPlugin({ name: 'shipped', controllers: [createController({ name: 'Box', path: '/box', methods: () => ({
+  put: createControllerMethod({ path: '/:id', type: 'put', doc: { summary: 'Stores a box.', body: { jsonSchema: { label: { __type: 'string', __required: true } } } },
+    preRequestHandler: createJwtProtectionPreRequestHandler([JWTRoleName.ADMIN], JWTPermissionName.WRITE), handler: async () => ({ ok: true }) }),
+}) })] });`;
+    const fn = `"use strict";
+const { createBcmsFunction } = require('bcms-extensions');
+exports.default = createBcmsFunction(async () => ({ config: { name: 'shipped-fn', bodySchema: { n: { __type: 'number', __required: true } } }, handler: async ({ request }) => request.body.n * 2 }));`;
+    await deploy(t.app, deployer, 'plugin', 'shipped', plugin);
+    await deploy(t.app, deployer, 'function', 'shipped-fn', fn);
+    const after = await request(t.app).get('/api/extensions/openapi.json').set('If-None-Match', String(before.headers.etag));
+    expect(after.status).toBe(200);
+    expect(after.headers.etag).not.toBe(before.headers.etag);
+    const put = after.body.paths['/api/plugin/shipped/box/{id}'].put;
+    expect(put).toMatchObject({ summary: 'Stores a box.', security: [{ bearer: [] }], description: 'Requires a bearer token with a role of ADMIN holding WRITE.' });
+    expect(put.requestBody.content['application/json'].schema).toEqual({ type: 'object', properties: { label: { type: 'string' } }, required: ['label'] });
+    const call = after.body.paths['/api/function/shipped-fn'].post;
+    expect(call.security).toEqual([{ httpSignature: [] }, { bcmsClient: [] }, { bearer: [] }]);
+    expect(call.requestBody.content['application/json'].schema).toEqual({ type: 'object', properties: { n: { type: 'number' } }, required: ['n'] });
+    expect(validateOpenApi(after.body).valid).toBe(true);
+    // Its body schema is checked in its isolate.
+    const caller = await hmacKey((await sharedTestDatabase()).knex, ['shipped-fn']);
+    expect((await signedPost(t.app, '/api/function/shipped-fn', caller, { n: 'x' })).body.error.code).toBe('BODY_INVALID');
+    expect((await signedPost(t.app, '/api/function/shipped-fn', caller, { n: 21 })).body).toEqual({ success: true, result: 42 });
+    for (const [kind, name] of [['plugin', 'shipped'], ['function', 'shipped-fn']]) {
+      expect((await signed(t.app, 'DELETE', `/api/extensions/deployments/${kind}/${name}`, deployer)).status).toBe(200);
+    }
+    const gone = await request(t.app).get('/api/extensions/openapi.json');
+    expect(gone.body.paths['/api/plugin/shipped/box/{id}']).toBeUndefined();
+    expect(gone.body.paths['/api/function/shipped-fn']).toBeUndefined();
+  }, 60_000);
+
+  test('an ETag: 304 for a copy that is current; router.openapi() gives the same document', async () => {
+    const first = await request(t.app).get('/api/extensions/openapi.json');
+    const again = await request(t.app).get('/api/extensions/openapi.json').set('If-None-Match', String(first.headers.etag));
+    expect(again.status).toBe(304);
+    expect(t.router.openapi()).toEqual(document);
+    // A reader's token is not needed: the paths are public, their guards answer for them.
+    expect((await request(t.app).get('/api/extensions/openapi.json').set('Authorization', `Bearer ${signToken([role('USER', 'READ')])}`)).status).toBe(200);
+  });
+});
+
+/** The official OpenAPI 3.1 schema's verdict, from @seriousme/openapi-schema-validator (an ES module: in a child process). */
+export function validateOpenApi(document: unknown): { valid: boolean; version: string; errors: unknown[] } {
+  const out = execFileSync(process.execPath, [path.join(__dirname, '..', 'support', 'openapi-validate.mjs')], { input: JSON.stringify(document), encoding: 'utf8' });
+  return JSON.parse(out) as { valid: boolean; version: string; errors: unknown[] };
+}
