@@ -8,7 +8,8 @@ const { SUBMISSIONS_TEMPLATE } = require('../seed');
 const FIELDS = ['name', 'email', 'message'];
 
 module.exports = createBcmsFunction(async () => ({
-  config: { name: 'submit-form', public: false },
+  // responseSchema: what `result` holds, for the OpenAPI document and typed clients.
+  config: { name: 'submit-form', public: false, responseSchema: { submissionId: { __type: 'string', __required: true } } },
   handler: async ({ request, repo, errorHandler, auth }) => {
     const body = request.body;
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {

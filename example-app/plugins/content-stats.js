@@ -20,6 +20,11 @@ const StatsController = createController({
     counts: createControllerMethod({
       path: '/counts',
       type: 'get',
+      // BCMS's doc object: what the OpenAPI document (GET /api/extensions/openapi.json) says of it.
+      doc: {
+        summary: 'How many entries each template has.',
+        response: { jsonSchema: { counts: { __type: 'array', __required: true, __child: { __type: 'object', __content: { template: { __type: 'string', __required: true }, label: { __type: 'string', __required: true }, entries: { __type: 'number', __required: true } } } } } },
+      },
       handler: async ({ repo }) => {
         const templates = await repo.template.findAll();
         const counts = await Promise.all(
@@ -31,6 +36,10 @@ const StatsController = createController({
     submissions: createControllerMethod({
       path: '/submissions',
       type: 'get',
+      doc: {
+        summary: 'The latest form submissions, newest first.',
+        params: [{ type: 'query', name: 'limit', description: 'How many (1 to 100; 10 when left out).' }],
+      },
       preRequestHandler: createJwtProtectionPreRequestHandler([JWTRoleName.ADMIN, JWTRoleName.USER], JWTPermissionName.READ),
       handler: async ({ repo, request }) => {
         const limit = Math.min(Math.max(Number.parseInt(String(request.query.limit ?? '10'), 10) || 10, 1), 100);

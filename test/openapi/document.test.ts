@@ -1,9 +1,8 @@
-import { execFileSync } from 'node:child_process';
-import path from 'node:path';
 import request from 'supertest';
 import { z } from 'zod';
 import { createBcmsFunction, createBcmsPlugin, createController, createControllerMethod, createJwtProtectionPreRequestHandler, JWTPermissionName, JWTRoleName } from '../../lib';
 import { buildApp, role, signToken, type TestApp } from '../support/app';
+import { validateOpenApi } from '../support/openapi';
 import { signedPost, hmacKey } from '../support/signature';
 import { sharedTestDatabase } from '../support/database';
 import { deploy, signed } from '../support/deploy';
@@ -167,8 +166,3 @@ exports.default = createBcmsFunction(async () => ({ config: { name: 'shipped-fn'
   });
 });
 
-/** The official OpenAPI 3.1 schema's verdict, from @seriousme/openapi-schema-validator (an ES module: in a child process). */
-export function validateOpenApi(document: unknown): { valid: boolean; version: string; errors: unknown[] } {
-  const out = execFileSync(process.execPath, [path.join(__dirname, '..', 'support', 'openapi-validate.mjs')], { input: JSON.stringify(document), encoding: 'utf8' });
-  return JSON.parse(out) as { valid: boolean; version: string; errors: unknown[] };
-}
