@@ -144,6 +144,17 @@ export function describeFunction(definition: BcmsFunction): FunctionDescription 
  * or one that cannot convert this schema, says so in the description rather than guess.
  */
 export function toJsonSchema(schema: BodySchema, direction: 'input' | 'output'): JsonSchema {
+  // One schema often serves several methods (a plugin's item type): written once per direction.
+  const known = converted[direction].get(schema);
+  if (known !== undefined) return known;
+  const json = convert(schema, direction);
+  if (schema !== null && typeof schema === 'object') converted[direction].set(schema, json);
+  return json;
+}
+
+const converted = { input: new WeakMap<object, JsonSchema>(), output: new WeakMap<object, JsonSchema>() };
+
+function convert(schema: BodySchema, direction: 'input' | 'output'): JsonSchema {
   const standard = (schema as Partial<StandardSchemaV1>)['~standard'] as (StandardSchemaV1.Props & { jsonSchema?: { input?: unknown; output?: unknown } }) | undefined;
   if (standard !== undefined && typeof standard === 'object') {
     const convert = standard.jsonSchema?.[direction];

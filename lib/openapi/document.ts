@@ -100,19 +100,19 @@ function pluginOperation(route: PluginRoute, described: OperationDescription, na
         ? { required: true, content: { 'application/octet-stream': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } }
         : { required: true, content: json(described.requestBody) };
   }
-  const errorBody = family === 'own' ? ref('schemas', 'ErrorEnvelope') : ref('schemas', 'Message');
-  const answer = (text: string): JsonSchema => ({ description: text, content: json(errorBody) });
+  // The plugin family's error answers ({ message }) are components; the package's own routes answer the envelope.
+  const answer = (name: keyof typeof PLUGIN_ERRORS): JsonSchema => ref('responses', family === 'own' ? `Own${name}` : name);
   const responses: Record<string, unknown> = {
     '200': described.response === 'file' ? { description: 'A file.', content: { 'application/octet-stream': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } } : { description: 'The answer, as JSON.', content: json(described.response ?? {}) },
   };
-  if (described.requestBody !== undefined) responses['400'] = answer('The body is not valid JSON, or does not fit its schema (the message names the field).');
+  if (described.requestBody !== undefined) responses['400'] = answer('BadRequest');
   if (security.type !== 'none') {
-    responses['401'] = answer('No token, or a token that is not valid (expired, badly signed).');
-    responses['403'] = answer("The token's roles do not allow this.");
+    responses['401'] = answer('Unauthorized');
+    responses['403'] = answer('Forbidden');
   }
-  responses['500'] = answer('The handler failed; nothing of its error is answered.');
-  responses['503'] = answer('The database is unavailable, or went away after a write was sent.');
-  responses['504'] = answer('The handler ran past its time-out.');
+  responses['500'] = answer('HandlerError');
+  responses['503'] = answer('Unavailable');
+  responses['504'] = answer('Timeout');
   operation.responses = responses;
   return operation;
 }
@@ -181,8 +181,22 @@ function deploymentPaths(uniqueId: (id: string) => string): Record<string, PathI
 // ---------------------------------------------------------------------------------------------
 // Components
 
+/** The error answers of plugin endpoints (and, as `Own...`, of the package's own). */
+const PLUGIN_ERRORS = {
+  BadRequest: 'The body is not valid JSON, or does not fit its schema (the message names the field).',
+  Unauthorized: 'No token, or a token that is not valid (expired, badly signed).',
+  Forbidden: "The token's roles do not allow this.",
+  HandlerError: 'The handler failed; nothing of its error is answered.',
+  Unavailable: 'The database is unavailable, or went away after a write was sent.',
+  Timeout: 'The handler ran past its time-out.',
+} as const;
+
 function components(): JsonSchema {
   const responses: Record<string, unknown> = {};
+  for (const [name, description] of Object.entries(PLUGIN_ERRORS)) {
+    responses[name] = { description, content: json(ref('schemas', 'Message')) };
+    responses[`Own${name}`] = { description, content: json(ref('schemas', 'ErrorEnvelope')) };
+  }
   for (const [code, { status, message }] of Object.entries(errorCodes)) {
     responses[code] = {
       description: `${status} ${code}: ${message}`,
