@@ -15,6 +15,22 @@ export const CREATE_USAGE = `  create plugin NAME                        A plugi
 /** The versions this package is built and tested with, pinned in generated (and ported) projects too. */
 export const VERSIONS = { typescript: '7.0.2', vite: '8.3.8', vue: '3.5.45', '@vitejs/plugin-vue-jsx': '5.1.6', '@types/node': '20.19.25' };
 
+/**
+ * The embedded database's packages at the versions this package is tested with (its own
+ * devDependencies, read from its package.json): a project's tests run the kit's in-memory PGlite.
+ */
+function embeddedDatabaseVersions(): Record<string, string> {
+  const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as { devDependencies?: Record<string, string> };
+  return Object.fromEntries(['@electric-sql/pglite', 'knex-pglite'].map((name) => [name, manifest.devDependencies?.[name] ?? '*']));
+}
+
+/**
+ * \`npm test\`: the bundles first, then node:test runs test/ against them (no test framework to
+ * install). The glob is the shell's (npm runs scripts with sh) and, on Windows, Node's own (21+):
+ * \`node --test test/\` finds nothing from Node 21 on, which reads a folder as a file.
+ */
+const TEST_SCRIPT = 'bcms-ext bundle && node --test test/*.test.mjs';
+
 function write(root: string, files: Record<string, string>): void {
   for (const [file, content] of Object.entries(files)) {
     const target = path.join(root, file);
@@ -68,8 +84,8 @@ function pluginFiles(name: string, dependency: string, uiDependency: string): Re
       name,
       version: '0.1.0',
       private: true,
-      scripts: { postinstall: 'npm --prefix ui install', dev: 'bcms-ext dev', bundle: 'bcms-ext bundle', deploy: 'bcms-ext deploy' },
-      devDependencies: { 'bcms-extensions': dependency, typescript: VERSIONS.typescript, vite: VERSIONS.vite, '@types/node': VERSIONS['@types/node'] },
+      scripts: { postinstall: 'npm --prefix ui install', dev: 'bcms-ext dev', bundle: 'bcms-ext bundle', deploy: 'bcms-ext deploy', test: TEST_SCRIPT },
+      devDependencies: { 'bcms-extensions': dependency, typescript: VERSIONS.typescript, vite: VERSIONS.vite, '@types/node': VERSIONS['@types/node'], ...embeddedDatabaseVersions() },
     }),
     // projectId: the plugin's identity across renames of pluginName (and copies of the project get their own).
     'bcms-plugin.config.json': json({ pluginName: name, projectId: randomUUID() }),
@@ -110,6 +126,36 @@ const HelloController = createController({
 
 // The deployed name is pluginName in bcms-plugin.config.json.
 export default createBcmsPlugin({ name: '${name}', controllers: [HelloController] });
+`,
+    'test/plugin.test.mjs': `import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { createTestService } from 'bcms-extensions/testing';
+
+// npm test bundles first: this deploys bcms-bundle/, what npm run deploy sends, into a service of
+// the test's own (an in-memory database, on a local port), and calls it. See the kit's docs:
+// bcms-extensions' docs/testing.md.
+let service;
+let hello;
+before(async () => {
+  service = await createTestService();
+  const [plugin] = await service.deploy('bcms-bundle');
+  hello = \`\${service.url}/api/plugin/\${plugin.name}/hello\`;
+});
+after(() => service?.close());
+
+test('GET /hello/world answers anyone', async () => {
+  const res = await fetch(\`\${hello}/world\`);
+  assert.equal(res.status, 200);
+  assert.deepEqual(await res.json(), { message: 'Hello from ${name}!' });
+});
+
+test('GET /hello/templates needs a token whose role holds READ', async () => {
+  await service.seed.template({ label: 'Blog posts' });
+  assert.equal((await fetch(\`\${hello}/templates\`)).status, 401);
+  const token = service.token({ roles: [{ name: 'USER', permissions: ['READ'] }], userId: 'ada' });
+  const res = await fetch(\`\${hello}/templates\`, { headers: { Authorization: \`Bearer \${token}\` } });
+  assert.deepEqual(await res.json(), { userId: 'ada', templates: ['blog_posts'] });
+});
 `,
     'ui/package.json': json({
       name: `${name}-ui`,
@@ -236,13 +282,34 @@ function functionsFiles(name: string, dependency: string): Record<string, string
       name,
       version: '0.1.0',
       private: true,
-      scripts: { bundle: 'bcms-ext bundle', deploy: 'bcms-ext deploy' },
-      devDependencies: { 'bcms-extensions': dependency, typescript: VERSIONS.typescript, vite: VERSIONS.vite, '@types/node': VERSIONS['@types/node'] },
+      scripts: { bundle: 'bcms-ext bundle', deploy: 'bcms-ext deploy', test: TEST_SCRIPT },
+      devDependencies: { 'bcms-extensions': dependency, typescript: VERSIONS.typescript, vite: VERSIONS.vite, '@types/node': VERSIONS['@types/node'], ...embeddedDatabaseVersions() },
     }),
     'tsconfig.json': backendTsconfig(['src']),
     '.gitignore': gitignore(),
     '.env.example': 'BCMS_URL=http://localhost:8080\nBCMS_KEY_ID=\nBCMS_KEY_SECRET=\n',
     'src/functions/hello.ts': functionSource('hello', true),
+    'test/hello.test.mjs': `import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { createTestService } from 'bcms-extensions/testing';
+
+// npm test bundles first: this deploys bcms-bundle/, what npm run deploy sends, into a service of
+// the test's own (an in-memory database, on a local port), and calls it. See the kit's docs:
+// bcms-extensions' docs/testing.md.
+let service;
+before(async () => {
+  service = await createTestService();
+  await service.deploy('bcms-bundle');
+});
+after(() => service?.close());
+
+test('hello greets by name', async () => {
+  // Signed with an API key that lists the function, as a server calls a private one.
+  const { status, body } = await service.signedCall('hello', { name: 'Ada' });
+  assert.equal(status, 200);
+  assert.deepEqual(body, { success: true, result: { message: 'Hello, Ada!' } });
+});
+`,
   };
 }
 
@@ -269,7 +336,9 @@ export async function runCreate(args: readonly string[], io: Io, cwd = process.c
   const install = what === 'plugin' ? 'npm install            # the back end at the root; the UI in ui/ (postinstall)' : 'npm install';
   io.out(
     `Created the ${what === 'plugin' ? 'plugin' : 'functions'} project ${name}/. Next:\n` +
-      `  cd ${name}\n  ${install}\n  cp .env.example .env   # BCMS_URL; then a key that may deploy: BCMS_TOKEN=<a SUDO JWT> npx --no bcms-ext keys create --name deployer --deploy --env-file .env\n` +
+      `  cd ${name}\n  ${install}\n` +
+      `  npm test               # bundles, then test/ deploys the bundles into a service of its own and calls them\n` +
+      `  cp .env.example .env   # BCMS_URL; then a key that may deploy: BCMS_TOKEN=<a SUDO JWT> npx --no bcms-ext keys create --name deployer --deploy --env-file .env\n` +
       `  npm run bundle\n  npm run deploy\n`,
   );
   return 0;

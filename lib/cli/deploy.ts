@@ -217,8 +217,8 @@ export async function runUndeploy(args: readonly string[], io: Io, cwd = process
   return 0;
 }
 
-/** Folders of a project that hold no sources: installed packages, build output, the bundles. */
-const NOT_SOURCES = new Set(['node_modules', 'dist', BUNDLE_DIR, '.git', 'test-output']);
+/** Folders of a project that hold no sources: installed packages, build output, the bundles, its tests (never bundled). */
+const NOT_SOURCES = new Set(['node_modules', 'dist', BUNDLE_DIR, '.git', 'test-output', 'test']);
 const SOURCE = /\.(?:[cm]?[jt]sx?|vue|s?css|sass|html|json)$/;
 
 /** A source file of the project (relative path) changed after `since` (ms), if any. */

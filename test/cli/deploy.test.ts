@@ -166,4 +166,15 @@ describe('bcms-ext deploy, list, rollback, undeploy', () => {
     expect(named).toMatchObject({ status: 0, err: '' });
     expect((await request(t.app).post('/api/function/stale-fn')).body.result).toBe('stale');
   });
+
+  test('a test changed after the bundle was made is no reason to refuse: tests are never bundled', async () => {
+    const project = await deployProject();
+    writeBundle(project, 'tested', '1.0.0', 'tested-fn');
+    fs.mkdirSync(path.join(project, 'test'));
+    fs.writeFileSync(path.join(project, 'test', 'hello.test.mjs'), "import 'node:test';\n");
+    const later = new Date(Date.now() + 60_000);
+    fs.utimesSync(path.join(project, 'test', 'hello.test.mjs'), later, later);
+    expect(await run(['deploy'], {}, project)).toMatchObject({ status: 0, err: '' });
+    expect((await request(t.app).post('/api/function/tested-fn')).body.result).toBe('tested');
+  });
 });

@@ -64,6 +64,11 @@ test("a plugin project: the README's walkthrough (create, install, key, bundle, 
   expect(written.manifest).toMatchObject({ kind: 'plugin', name: 'workflow-plugin', version: '0.1.0', sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
   expect(written.code).toContain('require("bcms-extensions")');
 
+  // npm test: the project's own test deploys its bundle into a test service (bcms-extensions/testing) and calls it.
+  const tested = run('npm', ['test'], dir);
+  expect([tested.status, output(tested)]).toEqual([0, expect.stringMatching(/^(?:# |ℹ )pass 2$/m)]);
+  expect(output(tested)).toMatch(/^(?:# |ℹ )fail 0$/m);
+
   expect(await get('/api/plugin/workflow-plugin/hello/world')).toEqual({ status: 200, body: { message: 'Hello from workflow-plugin!' } });
   expect((await get('/api/plugin/workflow-plugin/hello/templates')).status).toBe(401);
   expect((await get('/api/plugin/workflow-plugin/hello/templates', { Authorization: `Bearer ${service.token}` })).body).toMatchObject({ templates: ['blog', 'form-submissions'] });
@@ -121,6 +126,17 @@ test("a plugin project: the README's walkthrough (create, install, key, bundle, 
 test('a functions project: create, add a private function, install, bundle, deploy, call it signed', async () => {
   const dir = project('functions', 'workflow-fns');
   expect(run(process.execPath, [BIN, 'create', 'function', 'shout'], dir).status).toBe(0);
+  // npm test passes, and fails when the function no longer does what its test says.
+  const tested = run('npm', ['test'], dir);
+  expect([tested.status, output(tested)]).toEqual([0, expect.stringMatching(/^(?:# |ℹ )pass 1$/m)]);
+  const helloFile = path.join(dir, 'src', 'functions', 'hello.ts');
+  const source = fs.readFileSync(helloFile, 'utf8');
+  fs.writeFileSync(helloFile, source.replace('Hello, ', 'Goodbye, '));
+  const failed = run('npm', ['test'], dir);
+  expect(failed.status).not.toBe(0);
+  expect(output(failed)).toMatch(/^(?:not ok 1 - |✖ )hello greets by name/m);
+  expect(output(failed)).toContain('Goodbye, Ada!');
+  fs.writeFileSync(helloFile, source);
   const bundled = run('npm', ['run', 'bundle'], dir);
   expect(output(bundled)).toMatch(/Bundling src\/functions\/hello\.ts\.\.\. [\d.]+ KB\nBundling src\/functions\/shout\.ts\.\.\. [\d.]+ KB\n/);
   const deployed = run('npm', ['run', 'deploy'], dir);
