@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { freePort } from './support/app';
 import { serverSchema } from './support/database';
 
@@ -44,6 +44,15 @@ describe('without the embedded database installed (PGlite is an optional peer)',
     expect(fs.existsSync(path.join(app, '.bcms'))).toBe(false);
   }, 60_000);
 
+  test('the test kit, bcms-extensions/testing, says which dev dependencies its in-memory database needs', () => {
+    const script = "require('bcms-extensions/testing').createTestService().then(() => process.exit(0), (error) => { console.log(error.message); process.exit(1); })";
+    const result = spawnSync(process.execPath, ['-e', script], { cwd: app, encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } });
+    expect([result.status, result.stdout.trim()]).toEqual([
+      1,
+      `createTestService: the in-memory database needs @electric-sql/pglite, which is not installed. Install it with \`npm install --save-dev ${installed.tested('@electric-sql/pglite', 'knex-pglite').join(' ')}\`, or give the test service a database (options.database: a Postgres URL or a Knex instance)`,
+    ]);
+  }, 60_000);
+
   // CI gives DATABASE_URL; a machine without a Postgres server has nothing to run this against.
   const withServer = process.env.DATABASE_URL ? test : test.skip;
   withServer('given a Postgres server, it runs without PGlite', async () => {
@@ -82,6 +91,18 @@ describe('with the embedded database installed', () => {
     // The restart opened the database as it was: no progress line, nothing of a template.
     expect(restart.stderr().split('\n').filter((line) => /preparing the embedded database|PGlite template|^error|^fatal/.test(line))).toEqual([]);
     expect(installed.snapshot(packageDir)).toEqual(before);
+  }, 90_000);
+
+  test('the test kit runs from the tarball (Express a peer, PGlite in memory), and the process ends by itself after close()', () => {
+    const script = `const { createTestService } = require('bcms-extensions/testing');
+createTestService().then(async (service) => {
+  const template = await service.seed.template({ label: 'Installed' });
+  const answer = await fetch(service.url + '/api/extensions/templates/' + template._id, { headers: { Authorization: 'Bearer ' + service.token({ roles: ['ADMIN'] }) } });
+  console.log(answer.status, (await answer.json()).name);
+  await service.close();
+});`;
+    const result = spawnSync(process.execPath, ['-e', script], { cwd: app, encoding: 'utf8', timeout: 60_000, env: { ...process.env, NODE_OPTIONS: '' } });
+    expect([result.status, result.stdout.trim(), result.stderr]).toEqual([0, '200 installed', '']);
   }, 90_000);
 
   test('with no shipped template that fits, one is made in the temporary directory, and a slow first start says so once', async () => {
