@@ -1,7 +1,8 @@
 // The admin shell, served at `<admin.path>` (default /bcms): sign-in, then a top bar with the
 // signed-in user and "Sign out", and a navigation whose "Plugins" section lists every plugin with a
 // UI; choosing one opens its UI in a frame, and the URL (`<admin.path>/plugins/<name>`) says which,
-// so reload and back work. On a narrow screen the stylesheet folds the navigation (and the user)
+// so reload and back work. Its "API" link opens `<admin.path>/api`: the service's OpenAPI document,
+// rendered by Swagger UI (api.ts), loaded only then. On a narrow screen the stylesheet folds the navigation (and the user)
 // into a menu that the top bar's "Menu" button opens. Plain DOM: the shell must not impose a
 // framework on plugin UIs, which bring their own (Vue 3).
 import type { BcmsGlobal, BcmsSdkPlugin, BcmsUser } from '../sdk/types';
@@ -51,6 +52,16 @@ function openPluginName(): string | null {
   } catch {
     return match[1] as string; // a malformed escape names no plugin, and says so
   }
+}
+
+/** The API view's address: `<admin.path>/api` (a plugin named "api" is at `<admin.path>/plugins/api`). */
+function apiHref(): string {
+  return `${config.shellPath}/api`;
+}
+
+/** The URL names the API view. */
+function atApi(): boolean {
+  return location.pathname === apiHref() || location.pathname === `${apiHref()}/`;
 }
 
 function pluginHref(plugin: BcmsSdkPlugin): string {
@@ -174,25 +185,31 @@ function userLabel(user: BcmsUser): string {
 
 function navigation(): HTMLElement {
   const list = h('ul', { 'aria-labelledby': 'bcms-plugins-heading' });
-  for (const plugin of plugins) {
-    const link = h('a', { href: pluginHref(plugin), 'data-plugin': plugin.name }, plugin.label) as HTMLAnchorElement;
-    link.addEventListener('click', (event) => {
-      // Ctrl/Cmd/Shift-click and middle clicks keep their meaning: a new tab or window.
-      if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
-      event.preventDefault();
-      // The plugin already open adds no history entry: Back would seem to do nothing.
-      if (location.pathname !== link.pathname) history.pushState(null, '', link.pathname);
-      setMenuOpen(false);
-      showPlugin();
-    });
-    list.append(h('li', {}, link));
-  }
+  for (const plugin of plugins) list.append(h('li', {}, shellLink(pluginHref(plugin), plugin.label, { 'data-plugin': plugin.name })));
   return h(
     'nav',
     { 'aria-label': `${config.title} navigation` },
     h('h2', { id: 'bcms-plugins-heading', tabindex: '-1' }, 'Plugins'),
     plugins.length > 0 ? list : h('p', {}, 'No plugin has a UI yet.'),
+    // After the plugins: the keyboard reaches the plugins first, as before there was an API view.
+    h('h2', { id: 'bcms-developers-heading' }, 'Developers'),
+    h('ul', { 'aria-labelledby': 'bcms-developers-heading' }, h('li', {}, shellLink(apiHref(), 'API', { 'data-view': 'api' }))),
   );
+}
+
+/** A link of the navigation: a plain click opens its view in place (an entry in the history), other clicks keep their meaning. */
+function shellLink(href: string, label: string, attributes: Record<string, string>): HTMLAnchorElement {
+  const link = h('a', { href, ...attributes }, label) as HTMLAnchorElement;
+  link.addEventListener('click', (event) => {
+    // Ctrl/Cmd/Shift-click and middle clicks keep their meaning: a new tab or window.
+    if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+    event.preventDefault();
+    // The view already open adds no history entry: Back would seem to do nothing.
+    if (location.pathname !== link.pathname) history.pushState(null, '', link.pathname);
+    setMenuOpen(false);
+    showPlugin();
+  });
+  return link;
 }
 
 /** Opens or closes the narrow screen's menu (on a wide one the stylesheet shows it always). */
@@ -217,10 +234,20 @@ function pluginToShow(): string | null {
   return only.name;
 }
 
-/** Opens the plugin the URL names in the main area (or says to choose one), and marks its link. */
+/** Opens what the URL names in the main area (the API view, a plugin, or says to choose one), and marks its link. */
 function showPlugin(): void {
   const main = document.getElementById('bcms-main');
   if (main === null) return;
+  const api = atApi();
+  const apiLink = document.querySelector('nav a[data-view="api"]');
+  if (api) apiLink?.setAttribute('aria-current', 'page');
+  else apiLink?.removeAttribute('aria-current');
+  main.classList.toggle('bcms-api-view', api);
+  if (api) {
+    for (const link of document.querySelectorAll('nav a[data-plugin]')) link.removeAttribute('aria-current');
+    showApi(main);
+    return;
+  }
   const name = pluginToShow();
   const plugin = plugins.find((candidate) => candidate.name === name);
   for (const link of document.querySelectorAll('nav a[data-plugin]')) {
@@ -239,6 +266,19 @@ function showPlugin(): void {
   // SDK's bridge, which makes its requests for it (frame-bridge.ts). Its name carries the claims it starts with.
   // The plugin's own route, kept after the shell's URL (#/job/1): a reload opens it there again.
   main.replaceChildren(h('iframe', { src: (plugin.uiUrl as string) + location.hash, title: `${plugin.label} plugin`, 'data-plugin': plugin.name, sandbox: FRAME_SANDBOX, name: frameName() }));
+}
+
+/** The API view in the main area: the document, rendered by api.ts (imported on first use). */
+function showApi(main: HTMLElement): void {
+  document.title = `API · ${config.title}`;
+  if (main.querySelector('.bcms-api') !== null) return;
+  const container = h('div', { class: 'bcms-api' });
+  main.replaceChildren(container);
+  // Imported when the view first opens: Swagger UI is loaded by it, never by the shell's other views.
+  void import('./api.js').then((module) => module.renderApi(container)).catch((error: Error) => {
+    // renderApi says what failed in the view; an import that failed says it here.
+    if (container.querySelector('[role="alert"]') === null) container.replaceChildren(h('p', { role: 'alert', class: 'bcms-error' }, `The API view could not be loaded: ${error.message}`));
+  });
 }
 
 /** The main area with no plugin open: what to do next. */

@@ -15,8 +15,12 @@ export const SDK_PATH = '/api/extensions/sdk.js';
 export const SHELL_SCRIPT_PATH = '/api/extensions/shell.js';
 const SHELL_STYLE_PATH = '/api/extensions/shell.css';
 const BROWSER_PREFIX = '/api/extensions/';
-/** The browser files served under BROWSER_PREFIX: the SDK, the shell, the modules they import and their stylesheets. */
-const BROWSER_FILES = new Set(['sdk.js', 'shell.js', 'dialogs.js', 'frame-bridge.js', 'shell.css', 'dialogs.css']);
+/**
+ * The browser files served under BROWSER_PREFIX: the SDK, the shell, the modules they import and
+ * their stylesheets; for the shell's API view, its module and Swagger UI's files (copied from
+ * swagger-ui-dist by the build: scripts/vendor-swagger-ui.cjs).
+ */
+const BROWSER_FILES = new Set(['sdk.js', 'shell.js', 'dialogs.js', 'frame-bridge.js', 'shell.css', 'dialogs.css', 'api.js', 'api.css', 'swagger-ui-bundle.js', 'swagger-ui.css']);
 const PLUGIN_UI_PREFIX = '/plugin/';
 
 const HTML = 'text/html; charset=utf-8';
