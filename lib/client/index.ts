@@ -1,3 +1,4 @@
+import type { BcmsFunctionModule } from '../function/types';
 import { createHmac, createPrivateKey, randomBytes, sign, type KeyObject } from 'node:crypto';
 import { HEADER_ALGORITHM, type SignatureAlgorithm } from '../security/algorithms';
 import { contentDigestHeader, digestHeader } from '../security/digest';
@@ -176,6 +177,83 @@ export function createFunctionClient(options: FunctionClientOptions): FunctionCl
         if (typeof code === 'string') throw new FunctionCallError(code, typeof message === 'string' ? message : code, response.status, requestId);
       }
       throw new FunctionCallError('INVALID_RESPONSE', `${url} answered ${response.status} without a function result: is ${base} the service?`, response.status, requestId);
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The typed client
+
+/**
+ * `createClient<typeof registry>`: a client whose function names, bodies and results are the
+ * registry's own, checked by TypeScript: a misspelt name, a body of the wrong shape or a result
+ * read as something it is not does not compile.
+ */
+
+/** A call that did not succeed, as the typed client throws it: `status` (0 without an answer) and the service's `code`. */
+export class BcmsClientError extends FunctionCallError {
+  constructor(from: FunctionCallError) {
+    super(from.code, from.message, from.status, from.requestId, { cause: from });
+    this.name = 'BcmsClientError';
+  }
+}
+
+/** What a registry is to the client: its function modules (`typeof registry`, not annotated as BcmsRegistry, which erases them). */
+interface RegistryShape {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  functions?: readonly BcmsFunctionModule<any, any, any, any>[];
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type ModuleOf<Registry> = Registry extends { functions?: readonly (infer Module)[] } ? Module : never;
+type TypesOf<Module> = Module extends { readonly '~types'?: infer Types } ? Exclude<Types, undefined> : never;
+
+/** The names of the registry's functions. */
+export type FunctionName<Registry> = TypesOf<ModuleOf<Registry>> extends { name: infer Name } ? Name & string : never;
+/** The body function `Name` takes from a caller: its body schema's input type, else its handler's. */
+export type FunctionBody<Registry, Name extends string> = Extract<TypesOf<ModuleOf<Registry>>, { name: Name }> extends { body: infer Body } ? Body : never;
+/** What function `Name` answers (its `result`): its handler's return type. */
+export type FunctionResult<Registry, Name extends string> = Extract<TypesOf<ModuleOf<Registry>>, { name: Name }> extends { result: infer Result } ? Result : never;
+
+export interface BcmsClientOptions {
+  /** Where the service is, such as `https://cms.example.com` (a path prefix is kept). */
+  url: string;
+  /** An API key that lists the private functions called: their calls are signed (HTTP Signature). */
+  key?: SigningKey;
+  /** Defaults to the global fetch. */
+  fetch?: typeof fetch;
+}
+
+export interface BcmsClient<Registry> {
+  function: {
+    /**
+     * `POST /api/function/<name>`, signed when the client has a key; resolves to the function's
+     * `result`. Rejects with a {@link BcmsClientError}.
+     */
+    call<Name extends FunctionName<Registry>>(name: Name, body: FunctionBody<Registry, Name>, options?: { idempotencyKey?: string }): Promise<FunctionResult<Registry, Name>>;
+  };
+}
+
+/**
+ * A client typed by the service's registry (`import type` of it: nothing of the service is loaded).
+ *
+ * @example
+ * import type { registry } from '../server/registry';
+ * const client = createClient<typeof registry>({ url: 'https://cms.example.com', key: { keyId, secret } });
+ * const total = await client.function.call('add', { a: 1, b: 2 }); // total: number
+ */
+export function createClient<Registry extends RegistryShape>(options: BcmsClientOptions): BcmsClient<Registry> {
+  if (options === null || typeof options !== 'object') throw new TypeError('createClient: options { url, key? } are required');
+  const functions = createFunctionClient({ baseUrl: options.url, fetch: options.fetch, ...(options.key ?? {}) } as Parameters<typeof createFunctionClient>[0]);
+  return {
+    function: {
+      async call(name, body, callOptions) {
+        try {
+          return await functions.call(name, body, callOptions);
+        } catch (error) {
+          throw error instanceof FunctionCallError ? new BcmsClientError(error) : error;
+        }
+      },
     },
   };
 }

@@ -56,7 +56,7 @@ export type BcmsFunctionAuth = BcmsFunctionKeyAuth | ({ type: 'jwt'; accessToken
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export interface BcmsFunctionContext<Body = any> {
   /** The Express request; `request.body` is the parsed JSON body (any JSON value; `{}` without a body, as in BCMS). */
-  request: Request & { body: Body };
+  request: Omit<Request, 'body'> & { body: Body };
   /** Takes pino's `(object, message)` and BCMS's `(place, message)` alike. */
   logger: BcmsLogger;
   errorHandler: ErrorHandler;
@@ -79,10 +79,16 @@ export interface BcmsFunction<Body = any, Result = unknown> {
   handler: (context: BcmsFunctionContext<Body>) => Result | Promise<Result>;
 }
 
-/** What `createBcmsFunction` returns: the default export of a file in `src/functions`. */
+/**
+ * What `createBcmsFunction` returns: the default export of a file in `src/functions`. `Name` and
+ * `Input` (the body a caller sends: a Standard Schema's input type, else `Body`) are for the typed
+ * client (`createClient<typeof registry>`), which reads them from `~types`, a property for types only.
+ */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export interface BcmsFunctionModule<Body = any, Result = unknown> {
+export interface BcmsFunctionModule<Body = any, Result = unknown, Name extends string = string, Input = Body> {
   readonly kind: 'bcms-function';
   /** Runs the factory; the router calls it once, before `ready` resolves. */
   readonly create: () => Promise<BcmsFunction<Body, Result>>;
+  /** For types only (never set): what the typed client infers. */
+  readonly '~types'?: { readonly name: Name; readonly body: Input; readonly result: Awaited<Result> };
 }

@@ -82,7 +82,7 @@ describe('inference from definitions', () => {
         return request.body.reduce((a, b) => a + b, 0);
       },
     }));
-    expectTypeOf(module).toEqualTypeOf<BcmsFunctionModule<number[], number>>();
+    expectTypeOf(module).toEqualTypeOf<BcmsFunctionModule<number[], number, 'sum'>>();
   });
 
   test('request.body of a function is any by default, as BCMS function files use it', () => {

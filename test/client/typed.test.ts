@@ -1,0 +1,72 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { expectTypeOf } from 'expect-type';
+import { z } from 'zod';
+import { createBcmsFunction } from '../../lib';
+import { BcmsClientError, createClient, FunctionCallError } from '../../lib/client';
+import { buildApp, type TestApp } from '../support/app';
+import { sharedTestDatabase } from '../support/database';
+import { hmacKey } from '../support/signature';
+
+// createClient<typeof registry>: names, bodies and results of the registry's functions, checked
+// by TypeScript (expectTypeOf and @ts-expect-error, type-checked by npm run typecheck), and calls
+// over real HTTP.
+
+const add = createBcmsFunction(async () => ({
+  config: { name: 'add', public: true, bodySchema: z.object({ a: z.number(), b: z.number().default(0) }) },
+  handler: async ({ request }) => request.body.a + request.body.b,
+}));
+const greet = createBcmsFunction(async () => ({
+  config: { name: 'greet' },
+  handler: async ({ request }: { request: { body: { name: string } } }) => ({ greeting: `Hello, ${request.body.name}!`, at: 1 }),
+}));
+const loose = createBcmsFunction(async () => ({ config: { name: 'loose', public: true }, handler: async ({ request }) => String(request.body.anything) }));
+const registry = { functions: [add, greet, loose] };
+
+// The types: names, bodies (a schema's input: defaults may be left out) and results are inferred.
+// Checked by the type-checker (npm run typecheck, in CI), never run: these calls would go out. An
+// unused @ts-expect-error is itself an error, so each refusal below is proven.
+export function typedCalls(client: ReturnType<typeof createClient<typeof registry>>): void {
+  expectTypeOf(client.function.call).parameter(0).toEqualTypeOf<'add' | 'greet' | 'loose'>();
+  expectTypeOf(client.function.call('add', { a: 1 })).resolves.toEqualTypeOf<number>();
+  expectTypeOf(client.function.call('greet', { name: 'Ada' })).resolves.toEqualTypeOf<{ greeting: string; at: number }>();
+  // Without a schema or a typed handler, the body is anything, as the handler reads it.
+  expectTypeOf(client.function.call('loose', { anything: 1 })).resolves.toEqualTypeOf<string>();
+  // @ts-expect-error: no function of that name
+  void client.function.call('substract', {});
+  // @ts-expect-error: b is a number
+  void client.function.call('add', { a: 1, b: 'two' });
+  // @ts-expect-error: greet takes a name
+  void client.function.call('greet', {});
+  // @ts-expect-error: the result is a number, not a string
+  expectTypeOf(client.function.call('add', { a: 1 })).resolves.toEqualTypeOf<string>();
+}
+
+describe('createClient<typeof registry>', () => {
+  let t: TestApp;
+  let server: Server;
+  let url: string;
+  beforeAll(async () => {
+    t = await buildApp(registry);
+    server = t.app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise((resolve) => server.close(resolve)));
+
+  test('calls: public, and signed with a key; a refusal is a BcmsClientError with status and code', async () => {
+    const key = await hmacKey((await sharedTestDatabase()).knex, ['greet']);
+    const client = createClient<typeof registry>({ url, key });
+    expect(await client.function.call('add', { a: 2 })).toBe(2);
+    expect(await client.function.call('add', { a: 2, b: 3 })).toBe(5);
+    expect(await client.function.call('greet', { name: 'Ada' })).toEqual({ greeting: 'Hello, Ada!', at: 1 });
+    const refused = await client.function.call('add', { a: 'one' } as never).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(BcmsClientError);
+    expect(refused).toBeInstanceOf(FunctionCallError);
+    expect(refused).toMatchObject({ name: 'BcmsClientError', status: 400, code: 'BODY_INVALID' });
+    const unsigned = await createClient<typeof registry>({ url }).function.call('greet', { name: 'x' }).catch((error: unknown) => error);
+    expect(unsigned).toMatchObject({ status: 401, code: 'SIGNATURE_REQUIRED' });
+    const down = await createClient<typeof registry>({ url: 'http://127.0.0.1:1' }).function.call('add', { a: 1 }).catch((error: unknown) => error);
+    expect(down).toMatchObject({ name: 'BcmsClientError', status: 0, code: 'NETWORK_ERROR' });
+  });
+});
