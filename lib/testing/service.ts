@@ -14,6 +14,7 @@ import { isUrlSafe } from '../names';
 import { createApiKey } from '../security/api-keys';
 import { createSeed, type TestSeed } from './seed';
 import { createTokenSigner, describe, type TestTokenOptions } from './token';
+import { answerMisfit } from './answers';
 
 /**
  * `createTestService`'s options: the router's own (`bcmsExtensions`'s second argument), with the
@@ -68,6 +69,16 @@ export interface TestService {
    * service's reason (`BUNDLE_LOAD_FAILED: ...`) when it does not take it.
    */
   deploy(file: string): Promise<TestDeployment[]>;
+  /**
+   * Throws when `body`, an answer of `method path` with `status` (200 by default), does not fit
+   * what the service's OpenAPI document says of it: the method's `responseSchema` (a function's, in
+   * its `{ success, result }` envelope). `signedCall` checks its answers so already.
+   *
+   * @example
+   * const res = await request(service.app).get('/api/plugin/todos/todo/all');
+   * service.checkAnswer('GET', '/api/plugin/todos/todo/all', res.body);
+   */
+  checkAnswer(method: string, path: string, body: unknown, status?: number): void;
   /** Templates and entries on the service's database. */
   readonly seed: TestSeed;
   /** Stops listening, ends isolates, closes the database, removes the temporary folder. */
@@ -215,7 +226,18 @@ function serviceOf(app: Express, server: http.Server, router: BcmsExtensionsRout
         key.catch(() => callKeys.delete(name));
         callKeys.set(name, key);
       }
-      return signedFetch('POST', `/api/function/${name}`, await key, text) as never;
+      const answer = await signedFetch('POST', `/api/function/${name}`, await key, text);
+      // What it returned is checked against its responseSchema: a test learns of a result that does not fit.
+      const misfit = answer.status < 300 ? answerMisfit(router.openapi(), 'POST', `/api/function/${name}`, answer.status, answer.body) : undefined;
+      if (misfit !== undefined) throw new Error(`signedCall(${JSON.stringify(name)}): ${misfit}`);
+      return answer as never;
+    },
+
+    checkAnswer(method, route, body, status = 200) {
+      open('checkAnswer()');
+      if (typeof method !== 'string' || typeof route !== 'string' || !route.startsWith('/')) throw new TypeError(`checkAnswer(method, path, body, status?): method and path such as 'GET', '/api/plugin/x/y'; got ${describe(method)}, ${describe(route)}`);
+      const misfit = answerMisfit(router.openapi(), method, route, status, body);
+      if (misfit !== undefined) throw new Error(`checkAnswer: ${misfit}`);
     },
 
     async deploy(file) {

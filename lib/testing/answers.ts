@@ -1,0 +1,56 @@
+import type { ErrorObject, ValidateFunction } from 'ajv';
+
+/**
+ * Checks answers against what the service's OpenAPI document says of them: a method's
+ * `responseSchema` (or its BCMS doc's `response.jsonSchema`), a function's `config.responseSchema`
+ * inside its `{ success, result }` envelope. The kit checks in tests what the router never checks
+ * on a request.
+ */
+
+type JsonSchema = Record<string, unknown>;
+interface OpenApiDocument {
+  paths?: Record<string, Record<string, { responses?: Record<string, { content?: Record<string, { schema?: JsonSchema }> }> }>>;
+}
+
+let ajv: import('ajv').default | undefined;
+/** JSON Schema 2020-12, OpenAPI 3.1's dialect; unknown formats and keywords pass, as the document's are descriptions. */
+function getAjv(): import('ajv').default {
+  if (ajv !== undefined) return ajv;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const Ajv2020 = (require('ajv/dist/2020') as { default: typeof import('ajv').default }).default;
+  ajv = new Ajv2020({ strict: false, allErrors: false, validateFormats: false });
+  return ajv;
+}
+
+const compiled = new WeakMap<object, ValidateFunction>();
+
+/** The path template (`/api/plugin/todos/todo/{id}`) a request path matches. */
+function templateOf(paths: Record<string, unknown>, pathname: string): string | undefined {
+  if (pathname in paths) return pathname;
+  const parts = pathname.split('/');
+  return Object.keys(paths).find((template) => {
+    const segments = template.split('/');
+    return segments.length === parts.length && segments.every((segment, i) => (segment.startsWith('{') && segment.endsWith('}') ? parts[i] !== '' : segment === parts[i]));
+  });
+}
+
+/**
+ * Why `body`, the answer of `method path` with `status`, does not fit the document; undefined when
+ * it fits or the document says nothing of it (no schema for that answer).
+ */
+export function answerMisfit(document: OpenApiDocument, method: string, pathname: string, status: number, body: unknown): string | undefined {
+  const paths = document.paths ?? {};
+  const template = templateOf(paths, pathname.split('?')[0] as string);
+  const operation = template === undefined ? undefined : paths[template]?.[method.toLowerCase()];
+  const schema = operation?.responses?.[String(status)]?.content?.['application/json']?.schema;
+  if (schema === undefined || Object.keys(schema).length === 0) return undefined;
+  let validate = compiled.get(schema);
+  if (validate === undefined) {
+    validate = getAjv().compile(schema);
+    compiled.set(schema, validate);
+  }
+  if (validate(body)) return undefined;
+  const error = (validate.errors as ErrorObject[])[0] as ErrorObject;
+  const where = error.instancePath === '' ? 'the answer' : `the answer's ${error.instancePath.slice(1).replace(/\//g, '.')}`;
+  return `${method.toUpperCase()} ${pathname}: ${where} ${error.message ?? 'does not fit'}, but its responseSchema says otherwise (${JSON.stringify(error.params)})`;
+}
