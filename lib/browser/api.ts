@@ -72,12 +72,15 @@ export function prepareRequest(request: SwaggerRequest, origin: string = locatio
 }
 
 /**
- * Names that Swagger UI 5 leaves out, put in as it renders (axe-core's critical button-name and
- * select-name, and serious label-content-name-mismatch): the dialogs' close button (an icon only),
- * an enum parameter's select in "Try it out" (its name is in the row, not a label), and the
- * Authorize dialog's submit button, named "Apply credentials" while it reads "Authorize".
+ * What Swagger UI 5 leaves out for assistive technology and the keyboard, put in as it renders
+ * (axe-core's critical button-name and select-name, serious label-content-name-mismatch and
+ * scrollable-region-focusable): a name for the dialogs' close button (an icon only), for an enum
+ * parameter's select in "Try it out" (its name is in the row, not a label) and for the Authorize
+ * dialog's submit button (named "Apply credentials" while it reads "Authorize"); and a Tab stop on
+ * an operation's code blocks (the curl line, the answers), which scroll sideways.
  */
-export function nameUnnamedControls(root: ParentNode): void {
+export function repairAccessibility(root: ParentNode): void {
+  for (const block of root.querySelectorAll('.opblock-body pre:not([tabindex])')) block.setAttribute('tabindex', '0');
   for (const button of root.querySelectorAll('button.close-modal:not([aria-label])')) button.setAttribute('aria-label', 'Close');
   for (const select of root.querySelectorAll<HTMLSelectElement>('tr[data-param-name] select:not([aria-label])')) {
     select.setAttribute('aria-label', (select.closest('tr[data-param-name]') as HTMLElement).dataset.paramName as string);
@@ -121,7 +124,7 @@ export async function renderApi(container: HTMLElement): Promise<void> {
   const target = Object.assign(document.createElement('div'), { className: 'bcms-api-document' });
   container.replaceChildren(source, target);
   // Swagger UI renders later parts (an operation opened, a dialog) as they are asked for.
-  new MutationObserver(() => nameUnnamedControls(target)).observe(target, { childList: true, subtree: true });
+  new MutationObserver(() => repairAccessibility(target)).observe(target, { childList: true, subtree: true });
   render({
     domNode: target,
     spec,
