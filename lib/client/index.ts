@@ -202,6 +202,7 @@ export class BcmsClientError extends FunctionCallError {
 interface RegistryShape {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   functions?: readonly BcmsFunctionModule<any, any, any, any>[];
+  plugins?: readonly unknown[];
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -220,11 +221,25 @@ export interface BcmsClientOptions {
   url: string;
   /** An API key that lists the private functions called: their calls are signed (HTTP Signature). */
   key?: SigningKey;
+  /** A bearer token for plugin endpoints behind the JWT guard (a call's own `token` wins). */
+  token?: string;
   /** Defaults to the global fetch. */
   fetch?: typeof fetch;
 }
 
 export interface BcmsClient<Registry> {
+  plugin: {
+    /**
+     * A request to a plugin endpoint: `verb` and the path as the service serves it (the router's
+     * mount prefix belongs in `url`); resolves to the JSON answer, typed by `Answer`. With `token` (or the client's), a bearer token goes;
+     * with the client's `key` and `signed: true`, the request is signed (routes that
+     * `createJwtApiPreRequestHandler` guards). Rejects with a {@link BcmsClientError}.
+     *
+     * @example
+     * const { items } = await client.plugin.send<{ items: Todo[] }>('get', '/api/plugin/todos/todo/all', { token });
+     */
+    send<Answer = unknown>(verb: 'get' | 'post' | 'put' | 'patch' | 'delete', path: string, options?: { body?: unknown; token?: string; signed?: boolean; headers?: Record<string, string> }): Promise<Answer>;
+  };
   function: {
     /**
      * `POST /api/function/<name>`, signed when the client has a key; resolves to the function's
@@ -245,7 +260,43 @@ export interface BcmsClient<Registry> {
 export function createClient<Registry extends RegistryShape>(options: BcmsClientOptions): BcmsClient<Registry> {
   if (options === null || typeof options !== 'object') throw new TypeError('createClient: options { url, key? } are required');
   const functions = createFunctionClient({ baseUrl: options.url, fetch: options.fetch, ...(options.key ?? {}) } as Parameters<typeof createFunctionClient>[0]);
+  const base = new URL(options.url).toString().replace(/\/+$/, '');
+  const send = options.fetch ?? fetch;
   return {
+    plugin: {
+      async send(verb, route, callOptions = {}) {
+        const target = route as string;
+        if (typeof target !== 'string' || !target.startsWith('/')) throw new TypeError(`plugin.send: path must start with /, got ${JSON.stringify(target)}`);
+        const url = base + target;
+        const method = String(verb).toUpperCase();
+        const payload = callOptions.body === undefined ? '' : JSON.stringify(callOptions.body);
+        const headers: Record<string, string> = { Accept: 'application/json', ...(payload === '' ? {} : { 'Content-Type': 'application/json' }), ...callOptions.headers };
+        const token = callOptions.token ?? options.token;
+        if (callOptions.signed === true) {
+          if (options.key === undefined) throw new TypeError('plugin.send: signed: true needs the client\'s key');
+          Object.assign(headers, signRequest({ ...options.key, method, url, body: payload }));
+        } else if (token !== undefined) headers.Authorization = `Bearer ${token}`;
+        let response: Response;
+        try {
+          response = await send(url, { method, headers, body: payload === '' ? undefined : payload });
+        } catch (error) {
+          throw new BcmsClientError(new FunctionCallError('NETWORK_ERROR', `Could not reach ${base} (${fetchFailure(error)}).`, 0, undefined, { cause: error }));
+        }
+        const text = await response.text();
+        let answer: unknown;
+        try {
+          answer = text === '' ? undefined : JSON.parse(text);
+        } catch {
+          answer = text;
+        }
+        if (response.ok) return answer as never;
+        // Plugins answer { message }; the package's own routes { success: false, error: { code, message } }.
+        const body = (answer !== null && typeof answer === 'object' ? answer : {}) as { message?: unknown; error?: { code?: unknown; message?: unknown } };
+        const message = typeof body.error?.message === 'string' ? body.error.message : typeof body.message === 'string' ? body.message : `${response.status} ${response.statusText}`;
+        const code = typeof body.error?.code === 'string' ? body.error.code : `HTTP_${response.status}`;
+        throw new BcmsClientError(new FunctionCallError(code, message, response.status, response.headers.get('x-request-id') ?? undefined));
+      },
+    },
     function: {
       async call(name, body, callOptions) {
         try {

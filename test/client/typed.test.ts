@@ -2,9 +2,9 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expectTypeOf } from 'expect-type';
 import { z } from 'zod';
-import { createBcmsFunction } from '../../lib';
+import { createBcmsFunction, createBcmsPlugin, createController, createControllerMethod, createJwtProtectionPreRequestHandler, JWTPermissionName, JWTRoleName } from '../../lib';
 import { BcmsClientError, createClient, FunctionCallError } from '../../lib/client';
-import { buildApp, type TestApp } from '../support/app';
+import { buildApp, role, signToken, type TestApp } from '../support/app';
 import { sharedTestDatabase } from '../support/database';
 import { hmacKey } from '../support/signature';
 
@@ -21,7 +21,30 @@ const greet = createBcmsFunction(async () => ({
   handler: async ({ request }: { request: { body: { name: string } } }) => ({ greeting: `Hello, ${request.body.name}!`, at: 1 }),
 }));
 const loose = createBcmsFunction(async () => ({ config: { name: 'loose', public: true }, handler: async ({ request }) => String(request.body.anything) }));
-const registry = { functions: [add, greet, loose] };
+interface Todo {
+  id: string;
+  done: boolean;
+}
+const todos = createBcmsPlugin({
+  name: 'todos',
+  controllers: [
+    createController({
+      name: 'Todo',
+      path: '/todo',
+      methods: () => ({
+        all: createControllerMethod({ path: '/all', type: 'get', handler: async (): Promise<{ items: Todo[] }> => ({ items: [{ id: 't1', done: false }] }) }),
+        one: createControllerMethod({
+          path: '/:id',
+          type: 'get',
+          preRequestHandler: createJwtProtectionPreRequestHandler([JWTRoleName.ADMIN], JWTPermissionName.READ),
+          handler: async ({ request: req }) => ({ id: String(req.params.id), by: 'token' as const }),
+        }),
+        add: createControllerMethod({ type: 'post', handler: async ({ request: req }) => ({ added: (req.body as { id: string }).id }) }),
+      }),
+    }),
+  ],
+});
+const registry = { functions: [add, greet, loose], plugins: [todos] };
 
 // The types: names, bodies (a schema's input: defaults may be left out) and results are inferred.
 // Checked by the type-checker (npm run typecheck, in CI), never run: these calls would go out. An
@@ -40,6 +63,11 @@ export function typedCalls(client: ReturnType<typeof createClient<typeof registr
   void client.function.call('greet', {});
   // @ts-expect-error: the result is a number, not a string
   expectTypeOf(client.function.call('add', { a: 1 })).resolves.toEqualTypeOf<string>();
+
+  // Plugin endpoints: the answer is the type the caller names (the registry's plugins keep no route types: see the docs).
+  expectTypeOf(client.plugin.send<{ items: Todo[] }>('get', '/api/plugin/todos/todo/all')).resolves.toEqualTypeOf<{ items: Todo[] }>();
+  // @ts-expect-error: not a verb
+  void client.plugin.send('fetch', '/api/plugin/todos/todo/all');
 }
 
 describe('createClient<typeof registry>', () => {
@@ -53,6 +81,19 @@ describe('createClient<typeof registry>', () => {
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
   afterAll(() => new Promise((resolve) => server.close(resolve)));
+
+  test('plugin endpoints: a bearer token from the client or the call; a refusal is a BcmsClientError with status and code', async () => {
+    const client = createClient<typeof registry>({ url });
+    const all = await client.plugin.send<{ items: Todo[] }>('get', '/api/plugin/todos/todo/all');
+    expect(all).toEqual({ items: [{ id: 't1', done: false }] });
+    const unsigned = await client.plugin.send('get', '/api/plugin/todos/todo/t9').catch((error: unknown) => error);
+    expect(unsigned).toMatchObject({ name: 'BcmsClientError', status: 401, code: 'HTTP_401', message: 'Token is `undefined`.' });
+    const reader = createClient<typeof registry>({ url, token: signToken([role('ADMIN', 'READ')]) });
+    expect(await reader.plugin.send('get', '/api/plugin/todos/todo/t9')).toEqual({ id: 't9', by: 'token' });
+    const refused = await reader.plugin.send('get', '/api/plugin/todos/todo/t9', { token: signToken([role('USER', 'READ')]) }).catch((error: unknown) => error);
+    expect(refused).toMatchObject({ status: 403, code: 'HTTP_403' });
+    expect(await client.plugin.send('post', '/api/plugin/todos/todo', { body: { id: 'x' } })).toEqual({ added: 'x' });
+  });
 
   test('calls: public, and signed with a key; a refusal is a BcmsClientError with status and code', async () => {
     const key = await hmacKey((await sharedTestDatabase()).knex, ['greet']);
