@@ -5,7 +5,7 @@ import path from 'node:path';
 import express from 'express';
 import request from 'supertest';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { bcmsExtensions, createBcmsFunction, createBcmsPlugin, createController, createControllerMethod, type BcmsRouter } from '../../lib';
+import { bcmsExtensions, createBcmsFunction, createBcmsPlugin, createController, createControllerMethod, type BcmsExtensionsRouter as BcmsRouter } from '../../lib';
 import { memoryLogger, JWT_SECRET, role, signToken } from '../support/app';
 import { sharedTestDatabase } from '../support/database';
 
@@ -166,7 +166,7 @@ if (!found) {
     await page.getByRole('link', { name: 'API', exact: true }).focus();
     const control = operation('/api/plugin/stats/stats/counts');
     let presses = 0;
-    while (!(await control.evaluate((element) => element === document.activeElement))) {
+    while (!(await control.evaluate((element) => element === element.ownerDocument.activeElement))) {
       presses += 1;
       if (presses > 40) throw new Error('40 presses of Tab did not reach the operation');
       await page.keyboard.press('Tab');
@@ -226,7 +226,11 @@ if (!found) {
     return page.locator('button.opblock-summary-control').filter({ has: page.locator(`.opblock-summary-path[data-path="${route}"]`) });
   }
 
+  /** Waits until the element's attribute has the value (Swagger UI re-renders after a key press). */
   async function expectAttribute(locator: ReturnType<Page['locator']>, name: string, value: string): Promise<void> {
-    await locator.page().waitForFunction(([element, attribute, wanted]) => (element as Element).getAttribute(attribute as string) === wanted, [await locator.elementHandle(), name, value] as const);
+    for (let tries = 0; (await locator.getAttribute(name)) !== value; tries++) {
+      if (tries === 50) throw new Error(`${name} is ${await locator.getAttribute(name)}, not ${value}`);
+      await page.waitForTimeout(50);
+    }
   }
 });
