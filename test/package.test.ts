@@ -65,7 +65,7 @@ describe('the built package', () => {
   });
 
   test('bcms-extensions/client: the signing client, by require and by import', () => {
-    const names = '["FunctionCallError","createFunctionClient","signRequest"]';
+    const names = '["BcmsClientError","FunctionCallError","createClient","createFunctionClient","signRequest"]';
     expect(run(['-e', 'console.log(JSON.stringify(Object.keys(require("bcms-extensions/client")).sort()))']).trim()).toBe(names);
     const script = 'import * as m from "bcms-extensions/client"; console.log(JSON.stringify(Object.keys(m).filter((k) => k !== "default" && k !== "__esModule").sort()));';
     expect(run(['--input-type=module', '-e', script]).trim()).toBe(names);
