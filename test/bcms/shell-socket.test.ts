@@ -4,15 +4,13 @@ import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { freePort } from '../support/app';
 import { start, stopStartedApps } from '../support/example';
-import { waitUntil } from '../support/browser';
+import { CHROMIUM, describeInChromium, waitUntil } from '../support/browser';
 
 // window.bcms.sdk.socket in a real Chromium, against the example app: the events the BCMS layer
 // serves (GET /api/extensions/events) arrive live in the shell.
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const PASSWORD = 'socket-test-password';
 
-// Without a browser, test/ui/shell.test.ts says so (and fails in CI); here the launch fails too.
-(fs.existsSync(CHROMIUM) || process.env.CI || process.env.BCMS_REQUIRE_BROWSER ? describe : describe.skip)('sdk.socket in the shell, in Chromium', () => {
+describeInChromium('sdk.socket in the shell, in Chromium', () => {
   let browser: Browser;
   let page: Page;
 

@@ -1,4 +1,23 @@
+import fs from 'node:fs';
 import type { Frame, Page } from 'playwright-core';
+
+/** Debian's Chromium, or CHROMIUM_PATH. */
+export const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+
+/**
+ * `describe` for tests that drive Chromium. Without one they are skipped, and the run says so
+ * plainly; in CI (or with BCMS_REQUIRE_BROWSER) a missing browser fails instead.
+ */
+export function describeInChromium(name: string, body: () => void): void {
+  if (fs.existsSync(CHROMIUM)) return describe(name, body);
+  process.stderr.write(`\nBrowser tests NOT RUN: no Chromium at ${CHROMIUM}. Install it (apt-get install chromium) or set CHROMIUM_PATH.\n\n`);
+  if (process.env.CI || process.env.BCMS_REQUIRE_BROWSER) {
+    test('Chromium is installed for the browser tests', () => {
+      throw new Error(`no Chromium at ${CHROMIUM}: the browser tests cannot run`);
+    });
+  }
+  describe.skip(name, body);
+}
 
 /**
  * Waits until `expression` (JavaScript, as a string) is truthy in the page, asking it every 50 ms.

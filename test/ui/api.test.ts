@@ -8,12 +8,11 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { bcmsExtensions, createBcmsFunction, createBcmsPlugin, createController, createControllerMethod, type BcmsExtensionsRouter as BcmsRouter } from '../../lib';
 import { memoryLogger, JWT_SECRET, role, signToken } from '../support/app';
 import { sharedTestDatabase } from '../support/database';
+import { CHROMIUM, describeInChromium } from '../support/browser';
 
 // The admin shell's API view (<admin.path>/api): the OpenAPI document rendered by Swagger UI, whose
 // files the build copies into dist/browser (scripts/vendor-swagger-ui.cjs). Served over HTTP, then
 // used in a real Chromium under the shell's CSP, mounted under a prefix as a host may mount it.
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
-const found = fs.existsSync(CHROMIUM);
 const SCREENSHOTS = path.resolve(__dirname, '..', '..', 'test-output', 'screenshots');
 const AXE = require.resolve('axe-core/axe.min.js');
 
@@ -97,16 +96,8 @@ describe('the API view: its page and files over HTTP', () => {
   });
 });
 
-if (!found) {
-  process.stderr.write(`\nBrowser tests NOT RUN: no Chromium at ${CHROMIUM}. Install it (apt-get install chromium) or set CHROMIUM_PATH.\n\n`);
-  if (process.env.CI || process.env.BCMS_REQUIRE_BROWSER) {
-    test('Chromium is installed for the browser tests', () => {
-      throw new Error(`no Chromium at ${CHROMIUM}: the browser tests cannot run`);
-    });
-  }
-}
 
-(found ? describe : describe.skip)('the API view in Chromium, the router mounted under /cms', () => {
+describeInChromium('the API view in Chromium, the router mounted under /cms', () => {
   let server: Server;
   let router: BcmsRouter;
   let seen: { url: string; authorization?: string }[];

@@ -5,26 +5,15 @@ import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { freePort } from '../support/app';
 import { start, stopStartedApps } from '../support/example';
+import { CHROMIUM, describeInChromium } from '../support/browser';
 
 // The admin shell and the example plugin's Vue UI in a real Chromium, driven by playwright-core,
 // against the example app as `npm start` runs it. Screenshots go to test-output/screenshots/.
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
-const found = fs.existsSync(CHROMIUM);
 const SCREENSHOTS = path.resolve(__dirname, '..', '..', 'test-output', 'screenshots');
 const PASSWORD = 'browser-test-password';
 
-if (!found) {
-  // Said plainly, every run: these tests need a browser.
-  process.stderr.write(`\nBrowser tests NOT RUN: no Chromium at ${CHROMIUM}. Install it (apt-get install chromium) or set CHROMIUM_PATH.\n\n`);
-  // CI installs one (.ci/run): there, a missing browser fails rather than skips.
-  if (process.env.CI || process.env.BCMS_REQUIRE_BROWSER) {
-    test('Chromium is installed for the browser tests', () => {
-      throw new Error(`no Chromium at ${CHROMIUM}: the browser tests cannot run`);
-    });
-  }
-}
 
-(found ? describe : describe.skip)('the admin shell and a plugin UI, in Chromium', () => {
+describeInChromium('the admin shell and a plugin UI, in Chromium', () => {
   let url: string;
   let browser: Browser;
   let page: Page;

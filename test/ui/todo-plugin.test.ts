@@ -17,27 +17,17 @@ import {
 } from '../../lib';
 import { JWT_SECRET, memoryLogger } from '../support/app';
 import { sharedTestDatabase } from '../support/database';
-import { waitUntil } from '../support/browser';
+import { CHROMIUM, describeInChromium, waitUntil } from '../support/browser';
 
 // window.bcms as a BCMS plugin UI uses it, in a real Chromium: the todo UI of test/fixtures-ui/todo-ui
 // (Vue 3 .tsx, written as BCMS's plugin-starter writes its todo UI, built by `npm run build:test-ui`)
 // against a todo plugin of its own, served by a router in this test. Screenshots go to
 // test-output/screenshots/.
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
-const found = fs.existsSync(CHROMIUM);
 const SCREENSHOTS = path.resolve(__dirname, '..', '..', 'test-output', 'screenshots');
 const UI_DIR = path.resolve(__dirname, '..', 'fixtures-ui', 'todo-ui', 'dist');
 const EMAIL = 'ada@example.com';
 const PASSWORD = 'todo-test-password';
 
-if (!found) {
-  process.stderr.write(`\nBrowser tests NOT RUN: no Chromium at ${CHROMIUM}. Install it (apt-get install chromium) or set CHROMIUM_PATH.\n\n`);
-  if (process.env.CI || process.env.BCMS_REQUIRE_BROWSER) {
-    test('Chromium is installed for the browser tests', () => {
-      throw new Error(`no Chromium at ${CHROMIUM}: the browser tests cannot run`);
-    });
-  }
-}
 
 interface Todo {
   _id: string;
@@ -97,7 +87,7 @@ function todoPlugin(todos: Map<string, Todo>) {
   return createBcmsPlugin({ name: 'todos', controllers: [TodoController], ui: { dir: UI_DIR } });
 }
 
-(found ? describe : describe.skip)('a BCMS-style plugin UI (todos) with window.bcms, in Chromium', () => {
+describeInChromium('a BCMS-style plugin UI (todos) with window.bcms, in Chromium', () => {
   const todos = new Map<string, Todo>();
   let url: string;
   let server: Server;
