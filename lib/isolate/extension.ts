@@ -15,7 +15,7 @@ import type { JWT, JWTPermissionName, JWTRoleName } from '../security/token';
 import { ISOLATED, type IsolateAnswer } from './answer';
 import { IsolatePool, type IsolateServices, type NewCall } from './host';
 import type { ExtensionSource, WireExtension, WireRequest, WireRoute } from './protocol';
-import { DESCRIBED } from '../openapi/describe';
+import { DESCRIBED, type OperationSecurity, trustedFunction, trustedOperation } from '../openapi/describe';
 
 export interface IsolatedCallSettings {
   pluginTimeoutMs: number;
@@ -112,7 +112,9 @@ function functionStandIn(pool: IsolatePool, extension: Extract<WireExtension, { 
     pool.call({ t: 'function', request: toWireRequest(context.request), auth: context.auth, idempotencyKey: context.idempotencyKey }, context.request, settings.functionTimeoutMs, timeout);
   const bodyLimit = extension.bodyLimit === undefined ? {} : { bodyLimit: extension.bodyLimit };
   // What the document says of it was made in the isolate, where its schemas are.
-  return Object.defineProperty({ config: { name, public: extension.public === true, ...bodyLimit }, handler: Object.defineProperty(handler, ISOLATED, { value: true }) }, DESCRIBED, { value: extension.described });
+  return Object.defineProperty({ config: { name, public: extension.public === true, ...bodyLimit }, handler: Object.defineProperty(handler, ISOLATED, { value: true }) }, DESCRIBED, {
+    value: trustedFunction(extension.described, extension.public === true),
+  });
 }
 
 /** A pre-request handler that runs in the isolate: here it only keeps the body's bytes for a signature check. */
@@ -164,5 +166,7 @@ function methodStandIn(pool: IsolatePool, route: WireRoute, index: number, setti
     ...(guard === undefined ? {} : { preRequestHandler: guard as never }),
     handler: Object.defineProperty(handler, ISOLATED, { value: true }) as never,
   };
-  return Object.defineProperty(standIn, DESCRIBED, { value: route.described });
+  // Its security is the guard the service enforces for it, whatever the isolate says.
+  const security: OperationSecurity = route.guard.type === 'jwt' ? { type: 'jwt', roles: [...route.guard.roles], permission: route.guard.permission } : { type: route.guard.type === 'custom' ? 'custom' : 'none' };
+  return Object.defineProperty(standIn, DESCRIBED, { value: trustedOperation(route.described, security) });
 }

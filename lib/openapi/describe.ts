@@ -147,7 +147,13 @@ export function toJsonSchema(schema: BodySchema, direction: 'input' | 'output'):
   // One schema often serves several methods (a plugin's item type): written once per direction.
   const known = converted[direction].get(schema);
   if (known !== undefined) return known;
-  const json = convert(schema, direction);
+  let json: JsonSchema;
+  try {
+    // Through JSON and back: what a converter gives must be JSON (no cycle, no BigInt), as the document is.
+    json = JSON.parse(JSON.stringify(convert(schema, direction))) as JsonSchema;
+  } catch (error) {
+    json = { description: `A schema that cannot be written as JSON Schema: ${String((error as Error)?.message ?? error).slice(0, 200)}` };
+  }
   if (schema !== null && typeof schema === 'object') converted[direction].set(schema, json);
   return json;
 }
@@ -193,4 +199,67 @@ function propToJson(prop: ObjectPropSchema): JsonSchema | undefined {
   } else json = { type: prop.__type };
   if (typeof prop.__validate === 'function') json.description = 'Also checked by a function of its own.';
   return json;
+}
+
+// ---------------------------------------------------------------------------------------------
+// What an isolate sends is not trusted: deployed code may send anything in its place.
+
+const MAX_TEXT = 2000;
+const MAX_SCHEMA_BYTES = 64 * 1024;
+const text = (value: unknown): string | undefined => (typeof value === 'string' && value !== '' ? value.slice(0, MAX_TEXT) : undefined);
+
+/**
+ * A schema from an isolate: JSON, at most 64 KB, and with no `$ref` outside itself (a code
+ * generator would fetch an external one); else a description that says it was left out.
+ */
+function untrustedSchema(value: unknown): JsonSchema | 'file' | undefined {
+  if (value === undefined) return undefined;
+  if (value === 'file') return 'file';
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return { description: 'A schema that was not an object was left out.' };
+  let json: string;
+  try {
+    json = JSON.stringify(value);
+  } catch {
+    return { description: 'A schema that was not JSON was left out.' };
+  }
+  if (json.length > MAX_SCHEMA_BYTES) return { description: `A schema larger than ${MAX_SCHEMA_BYTES / 1024} KB was left out.` };
+  if (/"\$ref":"(?!#)/.test(json)) return { description: 'A schema with a $ref outside itself was left out.' };
+  return JSON.parse(json) as JsonSchema;
+}
+
+/**
+ * A plugin method's description as an isolate sent it, kept to its known fields and sizes; its
+ * security is what the service enforces (`guard`: the route the service routes), never what the
+ * isolate says.
+ */
+export function trustedOperation(value: unknown, guard: OperationSecurity): OperationDescription {
+  const sent = (value !== null && typeof value === 'object' ? value : {}) as Record<string, unknown>;
+  const description: OperationDescription = { security: guard };
+  const summary = text(sent.summary);
+  if (summary !== undefined) description.summary = summary;
+  const about = text(sent.description);
+  if (about !== undefined) description.description = about;
+  if (sent.ignore === true) description.ignore = true;
+  const parameters = (Array.isArray(sent.parameters) ? sent.parameters.slice(0, 50) : []).flatMap((param): OperationParameter[] => {
+    const { in: place, name, required, description: what } = (param ?? {}) as Record<string, unknown>;
+    if ((place !== 'query' && place !== 'header') || text(name) === undefined) return [];
+    return [{ in: place, name: (name as string).slice(0, 200), required: required === true, ...(text(what) === undefined ? {} : { description: text(what) }) }];
+  });
+  if (parameters.length > 0) description.parameters = parameters;
+  const requestBody = untrustedSchema(sent.requestBody);
+  if (requestBody !== undefined) description.requestBody = requestBody;
+  const response = untrustedSchema(sent.response);
+  if (response !== undefined) description.response = response;
+  return description;
+}
+
+/** A function's description as an isolate sent it: its schemas checked, `public` the service's own. */
+export function trustedFunction(value: unknown, isPublic: boolean): FunctionDescription {
+  const sent = (value !== null && typeof value === 'object' ? value : {}) as Record<string, unknown>;
+  const description: FunctionDescription = { public: isPublic };
+  const requestBody = untrustedSchema(sent.requestBody);
+  if (requestBody !== undefined && requestBody !== 'file') description.requestBody = requestBody;
+  const response = untrustedSchema(sent.response);
+  if (response !== undefined && response !== 'file') description.response = response;
+  return description;
 }

@@ -25,25 +25,84 @@ type PathItem = Record<string, Operation>;
 const json = (schema: JsonSchema): JsonSchema => ({ 'application/json': { schema } });
 const ref = (kind: 'schemas' | 'responses', name: string): JsonSchema => ({ $ref: `#/components/${kind}/${name}` });
 
+/** One build's state: the operation ids given, and the schemas hoisted into the components. */
+interface Build {
+  uniqueId(id: string): string;
+  /** A schema as the document holds it: one with `$defs` or `$ref`s has them moved into the components. */
+  schema(schema: JsonSchema): JsonSchema;
+  hoisted: Record<string, JsonSchema>;
+}
+
+function newBuild(): Build {
+  const operationIds = new Set<string>();
+  const hoisted: Record<string, JsonSchema> = {};
+  let count = 0;
+  return {
+    hoisted,
+    uniqueId(id) {
+      let candidate = id;
+      for (let n = 2; operationIds.has(candidate); n++) candidate = `${id}_${n}`;
+      operationIds.add(candidate);
+      return candidate;
+    },
+    schema(schema) {
+      const text = JSON.stringify(schema);
+      if (!text.includes('"$ref"') && !text.includes('"$defs"') && !text.includes('"definitions"')) return schema;
+      // A converter's own references (`#/$defs/X`, `#` for a recursive schema) are relative to the
+      // schema; in the document, `#` is the document: they move into the components, renamed.
+      const prefix = `Schema${++count}`;
+      const root = JSON.parse(text) as JsonSchema;
+      const defs = { ...((root.$defs as Record<string, JsonSchema>) ?? {}), ...((root.definitions as Record<string, JsonSchema>) ?? {}) };
+      delete root.$defs;
+      delete root.definitions;
+      const named = (key: string): string => `${prefix}_${key.replace(/[^A-Za-z0-9._-]/g, '_')}`;
+      let recursive = false;
+      const rewrite = (node: unknown): void => {
+        if (node === null || typeof node !== 'object') return;
+        if (Array.isArray(node)) return node.forEach(rewrite);
+        const object = node as JsonSchema;
+        const target = object.$ref;
+        if (typeof target === 'string') {
+          if (target === '#') {
+            recursive = true;
+            object.$ref = `#/components/schemas/${prefix}`;
+          } else if (target.startsWith('#/$defs/') || target.startsWith('#/definitions/')) {
+            object.$ref = `#/components/schemas/${named(target.slice(target.indexOf('/', 2) + 1))}`;
+          }
+        }
+        for (const value of Object.values(object)) rewrite(value);
+      };
+      rewrite(root);
+      for (const [key, def] of Object.entries(defs)) {
+        rewrite(def);
+        hoisted[named(key)] = def;
+      }
+      if (!recursive) return root;
+      hoisted[prefix] = root;
+      return { $ref: `#/components/schemas/${prefix}` };
+    },
+  };
+}
+
 export function buildOpenApiDocument(sources: OpenApiSources): JsonSchema {
   const paths: Record<string, PathItem> = {};
-  const operationIds = new Set<string>();
-  const uniqueId = (id: string): string => {
-    let candidate = id;
-    for (let n = 2; operationIds.has(candidate); n++) candidate = `${id}_${n}`;
-    operationIds.add(candidate);
-    return candidate;
-  };
+  const build = newBuild();
   for (const [table, family] of [
     [sources.plugins, 'plugin'],
     [sources.ownRoutes, 'own'],
   ] as const) {
-    for (const path of table.paths()) addPluginPath(paths, path, family, uniqueId);
+    for (const path of table.paths()) addPluginPath(paths, path, family, build);
   }
   for (const [name, definition] of [...sources.functions].sort(([a], [b]) => a.localeCompare(b))) {
-    paths[`/api/function/${name}`] = { post: functionOperation(name, definition, uniqueId) };
+    let operation: Operation;
+    try {
+      operation = functionOperation(name, definition, build);
+    } catch {
+      operation = { operationId: build.uniqueId(`function.${name}`), tags: ['functions'], summary: `Calls the function "${name}".`, description: 'Its description could not be made.', responses: { '200': { description: 'Its result.' } } };
+    }
+    paths[`/api/function/${name}`] = { post: operation };
   }
-  Object.assign(paths, deploymentPaths(uniqueId));
+  Object.assign(paths, deploymentPaths(build.uniqueId));
   return {
     openapi: '3.1.0',
     info: {
@@ -52,28 +111,35 @@ export function buildOpenApiDocument(sources: OpenApiSources): JsonSchema {
       description: 'Plugin endpoints, functions and the extension interface of this service (bcms-extensions). Plugin errors answer `{ "message" }`; functions and the `/api/extensions/` routes answer `{ "success": false, "error": { "code", "message" } }`.',
     },
     paths,
-    components: components(),
+    components: components(build.hoisted),
   };
 }
 
 // ---------------------------------------------------------------------------------------------
 // Plugin endpoints (and the package's own, which are plugin endpoints of its own)
 
-function addPluginPath(paths: Record<string, PathItem>, path: PluginPath, family: 'plugin' | 'own', uniqueId: (id: string) => string): void {
+function addPluginPath(paths: Record<string, PathItem>, path: PluginPath, family: 'plugin' | 'own', build: Build): void {
   // One template per path: a verb that names its parameters otherwise is listed under the first one's names.
   const names = path.pattern.split('/').flatMap((segment) => (segment.startsWith(':') ? [segment.slice(1)] : []));
   const template = path.pattern.replace(/\/:([^/]+)/g, '/{$1}');
   for (const [verb, route] of path.verbs) {
-    const described = describeMethod(route.method);
-    if (described.ignore === true) continue;
-    const item = (paths[template] ??= {});
-    item[verb.toLowerCase()] = pluginOperation(route, described, names, family, uniqueId);
+    let operation: Operation | undefined;
+    try {
+      const described = describeMethod(route.method);
+      if (described.ignore === true) continue;
+      operation = pluginOperation(route, described, names, family, build);
+    } catch {
+      // One method whose description cannot be made (a schema that throws) costs only its own entry.
+      operation = { operationId: build.uniqueId(`plugin.${route.plugin}.${route.label}`), tags: [route.plugin], summary: route.label, description: 'Its description could not be made.', responses: { '200': { description: 'The answer.' } } };
+    }
+    (paths[template] ??= {})[verb.toLowerCase()] = operation;
   }
 }
 
-function pluginOperation(route: PluginRoute, described: OperationDescription, names: string[], family: 'plugin' | 'own', uniqueId: (id: string) => string): Operation {
+function pluginOperation(route: PluginRoute, described: OperationDescription, names: string[], family: 'plugin' | 'own', build: Build): Operation {
   const operation: Operation = {
-    operationId: uniqueId(`${route.plugin}.${route.label}`),
+    // Prefixed by family: a plugin named "function" takes no function's id.
+    operationId: build.uniqueId(family === 'own' ? `extensions.${route.label}` : `plugin.${route.plugin}.${route.label}`),
     tags: [family === 'own' ? 'extensions' : route.plugin],
     summary: described.summary ?? `${route.label}`,
   };
@@ -98,12 +164,12 @@ function pluginOperation(route: PluginRoute, described: OperationDescription, na
     operation.requestBody =
       described.requestBody === 'file'
         ? { required: true, content: { 'application/octet-stream': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } }
-        : { required: true, content: json(described.requestBody) };
+        : { required: true, content: json(build.schema(described.requestBody)) };
   }
   // The plugin family's error answers ({ message }) are components; the package's own routes answer the envelope.
   const answer = (name: keyof typeof PLUGIN_ERRORS): JsonSchema => ref('responses', family === 'own' ? `Own${name}` : name);
   const responses: Record<string, unknown> = {
-    '200': described.response === 'file' ? { description: 'A file.', content: { 'application/octet-stream': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } } : { description: 'The answer, as JSON.', content: json(described.response ?? {}) },
+    '200': described.response === 'file' ? { description: 'A file.', content: { 'application/octet-stream': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } } : { description: 'The answer, as JSON.', content: json(build.schema(described.response ?? {})) },
   };
   if (described.requestBody !== undefined) responses['400'] = answer('BadRequest');
   if (security.type !== 'none') {
@@ -120,7 +186,7 @@ function pluginOperation(route: PluginRoute, described: OperationDescription, na
 // ---------------------------------------------------------------------------------------------
 // Functions
 
-function functionOperation(name: string, definition: BcmsFunction, uniqueId: (id: string) => string): Operation {
+function functionOperation(name: string, definition: BcmsFunction, build: Build): Operation {
   const described = describeFunction(definition);
   const status = (code: ErrorCode): string => String(errorCodes[code].status);
   const errors: ErrorCode[] = ['INVALID_JSON', 'BODY_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'IDEMPOTENCY_KEY_REUSED', 'IDEMPOTENCY_KEY_IN_USE', 'HANDLER_ERROR', 'DATABASE_UNAVAILABLE', 'FUNCTION_TIMEOUT'];
@@ -129,7 +195,7 @@ function functionOperation(name: string, definition: BcmsFunction, uniqueId: (id
   const responses: Record<string, unknown> = {
     '200': {
       description: 'What the function returned, as `result`.',
-      content: json({ type: 'object', properties: { success: { const: true }, result: described.response ?? {} }, required: ['success', 'result'] }),
+      content: json({ type: 'object', properties: { success: { const: true }, result: build.schema(described.response ?? {}) }, required: ['success', 'result'] }),
     },
   };
   // One answer a status: the first code of it, the others named in its description.
@@ -138,7 +204,7 @@ function functionOperation(name: string, definition: BcmsFunction, uniqueId: (id
     if (responses[key] === undefined) responses[key] = ref('responses', code);
   }
   return {
-    operationId: uniqueId(`function.${name}`),
+    operationId: build.uniqueId(`function.${name}`),
     tags: ['functions'],
     summary: `Calls the function "${name}".`,
     description: described.public
@@ -146,7 +212,7 @@ function functionOperation(name: string, definition: BcmsFunction, uniqueId: (id
       : 'Private: an HTTP Signature of an API key that lists the function, the BCMS client\'s signed query, or a bearer token whose role holds EXECUTE.',
     security: described.public ? [] : [{ httpSignature: [] }, { bcmsClient: [] }, { bearer: [] }],
     parameters: [{ name: 'Idempotency-Key', in: 'header', required: false, description: 'The same key, caller and body within 24 h get the first outcome again.', schema: { type: 'string', minLength: 1, maxLength: 255 } }],
-    requestBody: { required: false, content: json(described.requestBody ?? {}) },
+    requestBody: { required: false, content: json(build.schema(described.requestBody ?? {})) },
     responses,
   };
 }
@@ -191,7 +257,7 @@ const PLUGIN_ERRORS = {
   Timeout: 'The handler ran past its time-out.',
 } as const;
 
-function components(): JsonSchema {
+function components(hoisted: Record<string, JsonSchema>): JsonSchema {
   const responses: Record<string, unknown> = {};
   for (const [name, description] of Object.entries(PLUGIN_ERRORS)) {
     responses[name] = { description, content: json(ref('schemas', 'Message')) };
@@ -215,6 +281,7 @@ function components(): JsonSchema {
       bcmsClient: { type: 'apiKey', in: 'query', name: 'signature', description: "The BCMS client's signed query (`key`, `nonce`, `timestamp`, `signature`), for keys made with `bcmsClient: true`." },
     },
     schemas: {
+      ...hoisted,
       Message: { type: 'object', properties: { message: { type: 'string' } }, required: ['message'] },
       ErrorEnvelope: {
         type: 'object',

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { EventEmitter } from 'node:events';
 import etag from 'etag';
+import fresh from 'fresh';
 import { bcmsContentRepoOf } from '../db/content';
 import type { ContentStore } from '../db/store';
 import type { LiveExtensions } from '../deploy/live';
@@ -19,8 +20,9 @@ const PACKAGE_VERSION = (JSON.parse(fs.readFileSync(path.resolve(__dirname, '..'
 interface Served {
   plugins: unknown;
   functions: unknown;
-  text: string;
-  etag: string;
+  document: Record<string, unknown>;
+  /** Its text and ETag for each mount path it was asked under (`servers` says where the paths are). */
+  texts: Map<string, { text: string; etag: string }>;
 }
 
 /**
@@ -40,17 +42,28 @@ export function createOwnRoutes(options: { store: ContentStore; keys: { deployOv
   const current = (): Served => {
     const now = sources();
     if (served === undefined || served.plugins !== now.plugins || served.functions !== now.functions) {
-      const text = JSON.stringify(buildOpenApiDocument(now));
-      served = { plugins: now.plugins, functions: now.functions, text, etag: etag(text) };
+      // Frozen: router.openapi() hands it out, and it is reused until the next change.
+      served = { plugins: now.plugins, functions: now.functions, document: deepFreeze(buildOpenApiDocument(now)), texts: new Map() };
     }
     return served;
   };
-  const table = new PluginRouteTable([createBcmsPlugin({ name: 'extensions', controllers: [createKeysController(store, options.keys), sdk, openApiController(current)] })], '/api');
-  return { table, document: () => JSON.parse(current().text) as Record<string, unknown> };
+  /** The text served under `base`, the router's mount path: `servers` holds it, so that the paths resolve there. */
+  const textFor = (base: string): { text: string; etag: string } => {
+    const { document, texts } = current();
+    let made = texts.get(base);
+    if (made === undefined) {
+      const text = JSON.stringify({ ...document, servers: [{ url: base === '' ? '/' : base }] });
+      made = { text, etag: etag(text) };
+      if (texts.size < 16) texts.set(base, made);
+    }
+    return made;
+  };
+  const table = new PluginRouteTable([createBcmsPlugin({ name: 'extensions', controllers: [createKeysController(store, options.keys), sdk, openApiController(textFor)] })], '/api');
+  return { table, document: () => current().document };
 }
 
 /** `GET /api/extensions/openapi.json`: public, as the endpoints' paths are; an ETag, and 304 for a copy that is current. */
-function openApiController(current: () => Served): BcmsController {
+function openApiController(textFor: (base: string) => { text: string; etag: string }): BcmsController {
   return createController({
     name: 'OpenAPI',
     path: '/openapi.json',
@@ -59,14 +72,22 @@ function openApiController(current: () => Served): BcmsController {
         type: 'get',
         doc: { summary: 'This document: OpenAPI 3.1 of every endpoint and function served now.' },
         handler: async ({ request, response }) => {
-          const { text, etag: tag } = current();
+          const { text, etag: tag } = textFor(request.baseUrl);
           response.setHeader('ETag', tag);
           response.setHeader('Cache-Control', 'no-cache');
-          if (request.headers['if-none-match'] === tag) return void response.status(304).end();
+          if (fresh(request.headers, { etag: tag })) return void response.status(304).end();
           response.setHeader('Content-Type', 'application/json; charset=utf-8');
           response.end(text);
         },
       }),
     }),
   });
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const inner of Object.values(value)) deepFreeze(inner);
+  }
+  return value;
 }

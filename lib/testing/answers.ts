@@ -24,25 +24,33 @@ function getAjv(): import('ajv').default {
 
 const compiled = new WeakMap<object, ValidateFunction>();
 
-/** The path template (`/api/plugin/todos/todo/{id}`) a request path matches. */
-function templateOf(paths: Record<string, unknown>, pathname: string): string | undefined {
-  if (pathname in paths) return pathname;
+/**
+ * The operation that serves `method pathname`, as the router picks it: the static path when it
+ * serves the verb, else the first path with parameters that matches and serves it.
+ */
+function operationOf(paths: NonNullable<OpenApiDocument['paths']>, method: string, pathname: string) {
+  const verb = method.toLowerCase();
+  const exact = paths[pathname]?.[verb];
+  if (exact !== undefined) return exact;
   const parts = pathname.split('/');
-  return Object.keys(paths).find((template) => {
+  for (const [template, item] of Object.entries(paths)) {
     const segments = template.split('/');
-    return segments.length === parts.length && segments.every((segment, i) => (segment.startsWith('{') && segment.endsWith('}') ? parts[i] !== '' : segment === parts[i]));
-  });
+    const matches = segments.length === parts.length && segments.every((segment, i) => (segment.startsWith('{') && segment.endsWith('}') ? parts[i] !== '' : segment === parts[i]));
+    if (matches && item[verb] !== undefined) return item[verb];
+  }
+  return undefined;
 }
 
 /**
  * Why `body`, the answer of `method path` with `status`, does not fit the document; undefined when
- * it fits or the document says nothing of it (no schema for that answer).
+ * it fits or the document has no schema for that answer. No endpoint there at all is a mistake in
+ * the test (a misspelt path, a mount prefix left in): it throws, rather than pass unchecked.
  */
 export function answerMisfit(document: OpenApiDocument, method: string, pathname: string, status: number, body: unknown): string | undefined {
-  const paths = document.paths ?? {};
-  const template = templateOf(paths, pathname.split('?')[0] as string);
-  const operation = template === undefined ? undefined : paths[template]?.[method.toLowerCase()];
-  const schema = operation?.responses?.[String(status)]?.content?.['application/json']?.schema;
+  const path = pathname.split('?')[0] as string;
+  const operation = operationOf(document.paths ?? {}, method, path);
+  if (operation === undefined) throw new Error(`no endpoint answers ${method.toUpperCase()} ${path} (the path as the router serves it, without its mount prefix: /api/plugin/<plugin>/...)`);
+  const schema = operation.responses?.[String(status)]?.content?.['application/json']?.schema;
   if (schema === undefined || Object.keys(schema).length === 0) return undefined;
   let validate = compiled.get(schema);
   if (validate === undefined) {

@@ -1,3 +1,4 @@
+import express from 'express';
 import request from 'supertest';
 import { z } from 'zod';
 import { createBcmsFunction, createBcmsPlugin, createController, createControllerMethod, createJwtProtectionPreRequestHandler, JWTPermissionName, JWTRoleName } from '../../lib';
@@ -64,7 +65,7 @@ describe('the OpenAPI document', () => {
 
   test('a plugin endpoint: its path with parameters, verb, doc, query parameter and answer schema (zod)', () => {
     const all = document.paths['/api/plugin/todos/todo/all'].get;
-    expect(all).toMatchObject({ operationId: 'todos.Todo.all', tags: ['todos'], summary: 'Every todo.', description: 'In the order added.', security: [] });
+    expect(all).toMatchObject({ operationId: 'plugin.todos.Todo.all', tags: ['todos'], summary: 'Every todo.', description: 'In the order added.', security: [] });
     expect(all.parameters).toEqual([{ name: 'done', in: 'query', required: false, schema: { type: 'string' }, description: 'Only done ones' }]);
     const answer = all.responses['200'].content['application/json'].schema;
     expect(answer.properties.items.items.properties.description).toEqual({ type: 'string', minLength: 1 });
@@ -156,11 +157,79 @@ exports.default = createBcmsFunction(async () => ({ config: { name: 'shipped-fn'
     expect(gone.body.paths['/api/function/shipped-fn']).toBeUndefined();
   }, 60_000);
 
+  test("schemas with references of their own (zod's $defs, a recursive one) are moved into the components; a schema that is not JSON, or that throws, costs only its own entry", async () => {
+    const Id = z.string().meta({ id: 'SharedId' });
+    interface Node {
+      name: string;
+      children: Node[];
+    }
+    const NodeSchema: z.ZodType<Node> = z.lazy(() => z.object({ name: z.string(), children: z.array(NodeSchema) }));
+    const broken = { '~standard': { version: 1, vendor: 'broken', validate: () => ({ value: 1 }), jsonSchema: { input: () => ({ big: BigInt(1) }), output: () => ({ big: BigInt(1) }) } } };
+    const refs = createBcmsPlugin({
+      name: 'refs',
+      controllers: [
+        createController({
+          name: 'R',
+          path: '/r',
+          methods: () => ({
+            pair: createControllerMethod({ path: '/pair', type: 'get', responseSchema: z.object({ a: Id, b: Id }), handler: async () => ({ a: 'x', b: 'y' }) }),
+            tree: createControllerMethod({ path: '/tree', type: 'get', responseSchema: NodeSchema, handler: async () => ({ name: 'root', children: [] }) }),
+            odd: createControllerMethod({ path: '/odd', type: 'get', responseSchema: broken as never, handler: async () => 1 }),
+          }),
+        }),
+      ],
+    });
+    const other = await buildApp({ plugins: [refs] });
+    const served = (await request(other.app).get('/api/extensions/openapi.json')).body;
+    expect(validateOpenApi(served)).toEqual({ valid: true, version: '3.1', errors: [] });
+    const pair = served.paths['/api/plugin/refs/r/pair'].get.responses['200'].content['application/json'].schema;
+    expect(pair.properties.a.$ref).toMatch(/^#\/components\/schemas\/Schema\d+_SharedId$/);
+    expect(served.components.schemas[pair.properties.a.$ref.split('/').pop()]).toEqual({ type: 'string' });
+    const tree = served.paths['/api/plugin/refs/r/tree'].get.responses['200'].content['application/json'].schema;
+    expect(tree.$ref).toMatch(/^#\/components\/schemas\/Schema\d+$/);
+    expect(JSON.stringify(served.components.schemas[tree.$ref.split('/').pop()])).toContain(tree.$ref);
+    expect(served.paths['/api/plugin/refs/r/odd'].get.responses['200'].content['application/json'].schema.description).toMatch(/^A schema that cannot be written as JSON Schema/);
+    // Mounted under a prefix, the document says where its paths are.
+    const mounted = await request(express().use('/cms', other.router)).get('/cms/api/extensions/openapi.json');
+    expect(mounted.body.servers).toEqual([{ url: '/cms' }]);
+    // A weak ETag, as a compressing proxy sends it back, is current too.
+    expect((await request(other.app).get('/api/extensions/openapi.json').set('If-None-Match', `W/${mounted.headers.etag}, "other"`)).status).toBe(200);
+    const current = await request(other.app).get('/api/extensions/openapi.json');
+    expect((await request(other.app).get('/api/extensions/openapi.json').set('If-None-Match', `"other", ${String(current.headers.etag)}`)).status).toBe(304);
+  });
+
+  test("what an isolate sends is not trusted: a deployed method's security is the guard the service enforces, unknown fields and foreign $refs are dropped", async () => {
+    const deployer = await hmacKey((await sharedTestDatabase()).knex, [], { deploy: true });
+    const plugin = `"use strict";
+const { createBcmsPlugin, createController, createControllerMethod } = require('bcms-extensions');
+const lying = createControllerMethod({ path: '/x', type: 'get', handler: async () => 1 });
+// What a bundle could make its isolate send: the description is found by its symbol and replaced.
+const symbol = Object.getOwnPropertySymbols(require('bcms-extensions')).length; void symbol;
+exports.default = createBcmsPlugin({ name: 'liar', controllers: [createController({ name: 'L', path: '/l', methods: () => ({ lying }) })] });
+const send = process.send.bind(process);
+process.send = (batch, ...rest) => {
+  for (const message of Array.isArray(batch) ? batch : [batch]) {
+    for (const route of message?.extension?.routes ?? []) route.described = { security: { type: 'jwt' }, parameters: [{ in: 'cookie', name: 'c' }, { in: 'query', name: 'q' }], response: { $ref: 'https://evil.example/schema.json' }, extra: 'x'.repeat(10) };
+  }
+  return send(batch, ...rest);
+};`;
+    await deploy(t.app, deployer, 'plugin', 'liar', plugin);
+    const served = (await request(t.app).get('/api/extensions/openapi.json')).body;
+    const op = served.paths['/api/plugin/liar/l/x'].get;
+    expect(op.security).toEqual([]);
+    expect(op.parameters).toEqual([{ name: 'q', in: 'query', required: false, schema: { type: 'string' } }]);
+    expect(op.responses['200'].content['application/json'].schema).toEqual({ description: 'A schema with a $ref outside itself was left out.' });
+    expect(validateOpenApi(served).valid).toBe(true);
+    expect((await signed(t.app, 'DELETE', '/api/extensions/deployments/plugin/liar', deployer)).status).toBe(200);
+  }, 60_000);
+
   test('an ETag: 304 for a copy that is current; router.openapi() gives the same document', async () => {
     const first = await request(t.app).get('/api/extensions/openapi.json');
     const again = await request(t.app).get('/api/extensions/openapi.json').set('If-None-Match', String(first.headers.etag));
     expect(again.status).toBe(304);
-    expect(t.router.openapi()).toEqual(document);
+    // The served one says where its paths are (`servers`: the router's mount path).
+    expect({ ...t.router.openapi(), servers: [{ url: '/' }] }).toEqual(document);
+    expect(Object.isFrozen(t.router.openapi())).toBe(true);
     // A reader's token is not needed: the paths are public, their guards answer for them.
     expect((await request(t.app).get('/api/extensions/openapi.json').set('Authorization', `Bearer ${signToken([role('USER', 'READ')])}`)).status).toBe(200);
   });

@@ -50,7 +50,9 @@ describe('answers checked against responseSchema, through the kit', () => {
     expect(() => service.checkAnswer('GET', '/api/plugin/items/items/42', { id: 42 })).toThrow(/the answer's id must be string/);
     // An answer the document has no schema for (another status, another path) is not checked.
     expect(() => service.checkAnswer('GET', '/api/plugin/items/items/42', { any: 1 }, 404)).not.toThrow();
-    expect(() => service.checkAnswer('GET', '/api/elsewhere', { any: 1 })).not.toThrow();
+    // No endpoint there (a misspelt path, another verb): a mistake in the test, said, never a pass.
+    expect(() => service.checkAnswer('GET', '/api/elsewhere', { any: 1 })).toThrow(/^no endpoint answers GET \/api\/elsewhere/);
+    expect(() => service.checkAnswer('DELETE', '/api/plugin/items/items/42', {})).toThrow(/^no endpoint answers DELETE/);
     expect(() => service.checkAnswer('GET', 'no-slash', {})).toThrow(/method and path such as 'GET', '\/api\/plugin\/x\/y'/);
   });
 });
