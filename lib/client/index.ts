@@ -213,8 +213,35 @@ type TypesOf<Module> = Module extends { readonly '~types'?: infer Types } ? Excl
 export type FunctionName<Registry> = TypesOf<ModuleOf<Registry>> extends { name: infer Name } ? Name & string : never;
 /** The body function `Name` takes from a caller: its body schema's input type, else its handler's. */
 export type FunctionBody<Registry, Name extends string> = Extract<TypesOf<ModuleOf<Registry>>, { name: Name }> extends { body: infer Body } ? Body : never;
-/** What function `Name` answers (its `result`): its handler's return type. */
-export type FunctionResult<Registry, Name extends string> = Extract<TypesOf<ModuleOf<Registry>>, { name: Name }> extends { result: infer Result } ? Result : never;
+/** What function `Name` answers (its `result`): its handler's return type, as JSON carries it. */
+export type FunctionResult<Registry, Name extends string> = Extract<TypesOf<ModuleOf<Registry>>, { name: Name }> extends { result: infer Result } ? Jsonified<Result> : never;
+
+type Unsent = undefined | symbol | ((...args: never[]) => unknown);
+/**
+ * What a value is once through JSON: what `toJSON` gives (a Date: a string), no functions, symbols
+ * or undefined fields (an array's become null), anything else as it is.
+ */
+export type Jsonified<T> = 0 extends 1 & T
+  ? T // any stays any
+  : T extends { toJSON(...args: never[]): infer Given }
+    ? Jsonified<Given>
+    : T extends string | number | boolean | null
+      ? T
+      : T extends Unsent
+        ? never
+        : T extends readonly (infer Item)[]
+          ? (Item extends Unsent ? null : Jsonified<Item>)[]
+          : T extends object
+            ? Flat<
+                { [Key in keyof T as Sent<T[Key]> extends false ? never : undefined extends T[Key] ? never : Key]: Jsonified<T[Key]> } & {
+                  // A field that may be undefined may be absent.
+                  [Key in keyof T as Sent<T[Key]> extends false ? never : undefined extends T[Key] ? Key : never]?: Jsonified<Exclude<T[Key], undefined>>;
+                }
+              >
+            : unknown;
+/** Whether a field's value can reach JSON at all (a function's, a symbol's, undefined's cannot). */
+type Sent<V> = [Exclude<V, undefined>] extends [never] ? false : Exclude<V, undefined> extends Unsent ? false : true;
+type Flat<T> = { [Key in keyof T]: T[Key] };
 
 export interface BcmsClientOptions {
   /** Where the service is, such as `https://cms.example.com` (a path prefix is kept). */

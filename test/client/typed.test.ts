@@ -20,6 +20,7 @@ const greet = createBcmsFunction(async () => ({
   config: { name: 'greet' },
   handler: async ({ request }: { request: { body: { name: string } } }) => ({ greeting: `Hello, ${request.body.name}!`, at: 1 }),
 }));
+const when = createBcmsFunction(async () => ({ config: { name: 'when', public: true }, handler: async () => ({ at: new Date(0), note: undefined as string | undefined, run: () => 1, tags: ['a'] }) }));
 const loose = createBcmsFunction(async () => ({ config: { name: 'loose', public: true }, handler: async ({ request }) => String(request.body.anything) }));
 interface Todo {
   id: string;
@@ -44,13 +45,15 @@ const todos = createBcmsPlugin({
     }),
   ],
 });
-const registry = { functions: [add, greet, loose], plugins: [todos] };
+const registry = { functions: [add, greet, loose, when], plugins: [todos] };
 
 // The types: names, bodies (a schema's input: defaults may be left out) and results are inferred.
 // Checked by the type-checker (npm run typecheck, in CI), never run: these calls would go out. An
 // unused @ts-expect-error is itself an error, so each refusal below is proven.
 export function typedCalls(client: ReturnType<typeof createClient<typeof registry>>): void {
-  expectTypeOf(client.function.call).parameter(0).toEqualTypeOf<'add' | 'greet' | 'loose'>();
+  expectTypeOf(client.function.call).parameter(0).toEqualTypeOf<'add' | 'greet' | 'loose' | 'when'>();
+  // The result as JSON carries it: a Date is a string, a function is gone, an optional field stays optional.
+  expectTypeOf(client.function.call('when', {})).resolves.toEqualTypeOf<{ at: string; note?: string; tags: string[] }>();
   expectTypeOf(client.function.call('add', { a: 1 })).resolves.toEqualTypeOf<number>();
   expectTypeOf(client.function.call('greet', { name: 'Ada' })).resolves.toEqualTypeOf<{ greeting: string; at: number }>();
   // Without a schema or a typed handler, the body is anything, as the handler reads it.
@@ -99,6 +102,8 @@ describe('createClient<typeof registry>', () => {
     const key = await hmacKey((await sharedTestDatabase()).knex, ['greet']);
     const client = createClient<typeof registry>({ url, key });
     expect(await client.function.call('add', { a: 2 })).toBe(2);
+    // As its type says: the Date arrives as a string, the function and the undefined field do not arrive.
+    expect(await client.function.call('when', {})).toEqual({ at: '1970-01-01T00:00:00.000Z', tags: ['a'] });
     expect(await client.function.call('add', { a: 2, b: 3 })).toBe(5);
     expect(await client.function.call('greet', { name: 'Ada' })).toEqual({ greeting: 'Hello, Ada!', at: 1 });
     const refused = await client.function.call('add', { a: 'one' } as never).catch((error: unknown) => error);
