@@ -74,7 +74,8 @@ export function prepareRequest(request: SwaggerRequest, origin: string = locatio
 /**
  * What Swagger UI 5 leaves out for assistive technology and the keyboard, put in as it renders
  * (axe-core's critical button-name and select-name, serious label-content-name-mismatch and
- * scrollable-region-focusable): a name for the dialogs' close button (an icon only), for an enum
+ * scrollable-region-focusable): a name for the dialogs' close button (an icon only), for the
+ * servers select, for an enum
  * parameter's select in "Try it out" (its name is in the row, not a label) and for the Authorize
  * dialog's submit button (named "Apply credentials" while it reads "Authorize"); and a Tab stop on
  * an operation's code blocks (the curl line, the answers), which scroll sideways.
@@ -82,6 +83,8 @@ export function prepareRequest(request: SwaggerRequest, origin: string = locatio
 export function repairAccessibility(root: ParentNode): void {
   for (const block of root.querySelectorAll('.opblock-body pre:not([tabindex])')) block.setAttribute('tabindex', '0');
   for (const button of root.querySelectorAll('button.close-modal:not([aria-label])')) button.setAttribute('aria-label', 'Close');
+  // The document names its server (the router's mount path): Swagger UI offers it in a select with no name.
+  for (const select of root.querySelectorAll('select#servers:not([aria-label])')) select.setAttribute('aria-label', 'Server');
   for (const select of root.querySelectorAll<HTMLSelectElement>('tr[data-param-name] select:not([aria-label])')) {
     select.setAttribute('aria-label', (select.closest('tr[data-param-name]') as HTMLElement).dataset.paramName as string);
   }
