@@ -212,7 +212,8 @@ function functionOperation(name: string, definition: BcmsFunction, build: Build)
       : 'Private: an HTTP Signature of an API key that lists the function, the BCMS client\'s signed query, or a bearer token whose role holds EXECUTE.',
     security: described.public ? [] : [{ httpSignature: [] }, { bcmsClient: [] }, { bearer: [] }],
     parameters: [{ name: 'Idempotency-Key', in: 'header', required: false, description: 'The same key, caller and body within 24 h get the first outcome again.', schema: { type: 'string', minLength: 1, maxLength: 255 } }],
-    requestBody: { required: false, content: json(build.schema(described.requestBody ?? {})) },
+    // With a bodySchema the body is checked (an absent one is read as {}); without, any JSON or none.
+    requestBody: { required: described.requestBody !== undefined, content: json(build.schema(described.requestBody ?? {})) },
     responses,
   };
 }

@@ -59,6 +59,9 @@ export function answerMisfit(document: OpenApiDocument, method: string, pathname
   }
   if (validate(body)) return undefined;
   const error = (validate.errors as ErrorObject[])[0] as ErrorObject;
-  const where = error.instancePath === '' ? 'the answer' : `the answer's ${error.instancePath.slice(1).replace(/\//g, '.')}`;
-  return `${method.toUpperCase()} ${pathname}: ${where} ${error.message ?? 'does not fit'}, but its responseSchema says otherwise (${JSON.stringify(error.params)})`;
+  const steps = error.instancePath === '' ? [] : error.instancePath.slice(1).split('/').map((step) => step.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const where = steps.length === 0 ? 'the answer' : `the answer's ${steps.join('.')}`;
+  const value = steps.reduce<unknown>((at, step) => (at !== null && typeof at === 'object' ? (at as Record<string, unknown>)[step] : undefined), body);
+  const shown = JSON.stringify(value) ?? String(value);
+  return `${method.toUpperCase()} ${pathname}: ${where} is ${shown.length > 80 ? `${shown.slice(0, 80)}...` : shown}, and its responseSchema says it ${error.message ?? 'does not fit'}`;
 }

@@ -236,7 +236,12 @@ function serviceOf(app: Express, server: http.Server, router: BcmsExtensionsRout
     checkAnswer(method, route, body, status = 200) {
       open('checkAnswer()');
       if (typeof method !== 'string' || typeof route !== 'string' || !route.startsWith('/')) throw new TypeError(`checkAnswer(method, path, body, status?): method and path such as 'GET', '/api/plugin/x/y'; got ${describe(method)}, ${describe(route)}`);
-      const misfit = answerMisfit(router.openapi(), method, route, status, body);
+      let misfit: string | undefined;
+      try {
+        misfit = answerMisfit(router.openapi(), method, route, status, body);
+      } catch (error) {
+        throw new Error(`checkAnswer: ${(error as Error).message}`);
+      }
       if (misfit !== undefined) throw new Error(`checkAnswer: ${misfit}`);
     },
 

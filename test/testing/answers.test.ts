@@ -37,22 +37,22 @@ describe('answers checked against responseSchema, through the kit', () => {
     shape = { total: 3 };
     expect((await service.signedCall('sum')).body).toEqual({ success: true, result: { total: 3 } });
     shape = { total: 'three' };
-    await expect(service.signedCall('sum')).rejects.toThrow(/^signedCall\("sum"\): POST \/api\/function\/sum: the answer's result\.total must be number, but its responseSchema says otherwise/);
+    await expect(service.signedCall('sum')).rejects.toThrow(/^signedCall\("sum"\): POST \/api\/function\/sum: the answer's result\.total is "three", and its responseSchema says it must be number$/);
     // Without a responseSchema, nothing is checked.
     expect((await service.signedCall('free')).body).toEqual({ success: true, result: 'anything' });
   });
 
   test('checkAnswer: a plugin answer against its method\'s schema (ObjectSchema or zod), path parameters matched', async () => {
     const all = await request(service.app).get('/api/plugin/items/items/all');
-    expect(() => service.checkAnswer('GET', '/api/plugin/items/items/all', all.body)).toThrow(/^checkAnswer: GET \/api\/plugin\/items\/items\/all: the answer's items\.1 must be string/);
+    expect(() => service.checkAnswer('GET', '/api/plugin/items/items/all', all.body)).toThrow(/^checkAnswer: GET \/api\/plugin\/items\/items\/all: the answer's items\.1 is 2, and its responseSchema says it must be string$/);
     const one = await request(service.app).get('/api/plugin/items/items/42');
     expect(() => service.checkAnswer('GET', '/api/plugin/items/items/42', one.body)).not.toThrow();
-    expect(() => service.checkAnswer('GET', '/api/plugin/items/items/42', { id: 42 })).toThrow(/the answer's id must be string/);
+    expect(() => service.checkAnswer('GET', '/api/plugin/items/items/42', { id: 42 })).toThrow(/the answer's id is 42, and its responseSchema says it must be string/);
     // An answer the document has no schema for (another status, another path) is not checked.
     expect(() => service.checkAnswer('GET', '/api/plugin/items/items/42', { any: 1 }, 404)).not.toThrow();
     // No endpoint there (a misspelt path, another verb): a mistake in the test, said, never a pass.
-    expect(() => service.checkAnswer('GET', '/api/elsewhere', { any: 1 })).toThrow(/^no endpoint answers GET \/api\/elsewhere/);
-    expect(() => service.checkAnswer('DELETE', '/api/plugin/items/items/42', {})).toThrow(/^no endpoint answers DELETE/);
+    expect(() => service.checkAnswer('GET', '/api/elsewhere', { any: 1 })).toThrow(/^checkAnswer: no endpoint answers GET \/api\/elsewhere/);
+    expect(() => service.checkAnswer('DELETE', '/api/plugin/items/items/42', {})).toThrow(/^checkAnswer: no endpoint answers DELETE/);
     expect(() => service.checkAnswer('GET', 'no-slash', {})).toThrow(/method and path such as 'GET', '\/api\/plugin\/x\/y'/);
   });
 });
