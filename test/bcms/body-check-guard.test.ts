@@ -1,7 +1,7 @@
 import { BCMSRouteProtection, createBcmsPlugin, createController, createControllerMethod, JWTPermissionName, JWTRoleName } from '../../lib';
 import request from 'supertest';
-import { buildApp, role, signToken, type TestApp } from '../support/app';
-import { listen, postHead, rawClient } from '../support/raw-http';
+import { listeningTestApp, role, signToken } from '../support/app';
+import { postHead, rawClient } from '../support/raw-http';
 
 // Written in BCMS v3's idiom: BCMS's own body-checking guard decides on the token before the body
 // is read, as the core's JWT guard does (test/plugin/body.test.ts; issue 23, item 5).
@@ -31,19 +31,10 @@ const plugin = createBcmsPlugin({
 });
 
 describe("BCMS's guards answer before the body is read", () => {
-  let t: TestApp;
-  let server: Awaited<ReturnType<typeof listen>>;
-  beforeAll(async () => {
-    t = await buildApp({ plugins: [plugin] }, { bodyLimit: '2mb', bodyTimeoutMs: 1000 });
-    server = await listen(t.app);
-  }, 60_000);
-  afterAll(async () => {
-    await server.close();
-    await t.router.close();
-  });
+  const running = listeningTestApp({ plugins: [plugin] }, { bodyLimit: '2mb', bodyTimeoutMs: 1000 });
 
   test('BCMSRouteProtection.createJwtAndBodyCheckPreRequestHandler checks the token first too', async () => {
-    const client = rawClient(server.port);
+    const client = rawClient(running.port);
     client.write(postHead('/api/plugin/inbox/inbox/checked', MB) + '{"text":');
     const answer = await client.next();
     expect(answer.status).toBe(401);
@@ -53,7 +44,7 @@ describe("BCMS's guards answer before the body is read", () => {
 
   test('with a good token the body is read, checked against its schema and given to the handler', async () => {
     const writer = signToken([role('ADMIN', 'WRITE')]);
-    const checked = await request(t.app).post('/api/plugin/inbox/inbox/checked').set('Authorization', `Bearer ${writer}`).send({ text: 'hi' });
+    const checked = await request(running.t.app).post('/api/plugin/inbox/inbox/checked').set('Authorization', `Bearer ${writer}`).send({ text: 'hi' });
     expect(checked.status).toBe(200);
     expect(checked.body).toEqual({ got: { text: 'hi' } });
   }, 30_000);

@@ -1,7 +1,7 @@
 import request from 'supertest';
 import { bcmsExtensions, createBcmsFunction } from '../../lib';
-import { buildApp, memoryLogger, role, signToken, type TestApp } from '../support/app';
-import { listen, postHead, rawClient } from '../support/raw-http';
+import { listeningTestApp, memoryLogger, role, signToken } from '../support/app';
+import { postHead, rawClient } from '../support/raw-http';
 import { hmacKey, signedPost } from '../support/signature';
 
 // A private function called with a bearer token (or with nothing) is decided before its body is
@@ -30,16 +30,7 @@ const publicEcho = createBcmsFunction(async () => ({
 }));
 
 describe('private functions: the caller is decided before the body', () => {
-  let t: TestApp;
-  let server: Awaited<ReturnType<typeof listen>>;
-  beforeAll(async () => {
-    t = await buildApp({ functions: [privateEcho, smallEcho, publicEcho] }, { bodyTimeoutMs: 1000 });
-    server = await listen(t.app);
-  }, 60_000);
-  afterAll(async () => {
-    await server.close();
-    await t.router.close();
-  });
+  const running = listeningTestApp({ functions: [privateEcho, smallEcho, publicEcho] }, { bodyTimeoutMs: 1000 });
 
   test.each([
     ['a bad bearer token', { Authorization: 'Bearer not.a.token' }, 401, 'TOKEN_INVALID'],
@@ -47,7 +38,7 @@ describe('private functions: the caller is decided before the body', () => {
     ['no credential at all', {}, 401, 'SIGNATURE_REQUIRED'],
   ])('%s, 10 bytes of a 1 MB body sent: answered at once', async (_what, headers, status, code) => {
     const before = calls;
-    const client = rawClient(server.port);
+    const client = rawClient(running.port);
     client.write(postHead('/api/function/private-echo', MB, headers) + '[[[[[[[[[[');
     const answer = await client.next();
     expect(answer.status).toBe(status);
@@ -57,32 +48,32 @@ describe('private functions: the caller is decided before the body', () => {
   }, 30_000);
 
   test('a bearer token with EXECUTE: the body is read, the function runs', async () => {
-    const res = await request(t.app).post('/api/function/private-echo').set('Authorization', `Bearer ${signToken([role('ADMIN', 'EXECUTE')])}`).send({ a: 1 });
+    const res = await request(running.t.app).post('/api/function/private-echo').set('Authorization', `Bearer ${signToken([role('ADMIN', 'EXECUTE')])}`).send({ a: 1 });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ success: true, result: { a: 1 } });
   }, 30_000);
 
   test('a signed call still works: its body is read for the digest, then parsed for the handler', async () => {
-    const key = await hmacKey(t.router.db, ['private-echo', 'small-echo']);
-    const res = await signedPost(t.app, '/api/function/private-echo', key, { signed: [1, 2, 3] });
+    const key = await hmacKey(running.t.router.db, ['private-echo', 'small-echo']);
+    const res = await signedPost(running.t.app, '/api/function/private-echo', key, { signed: [1, 2, 3] });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ success: true, result: { signed: [1, 2, 3] } });
     // The function's own limit holds for a signed body too.
-    const big = await signedPost(t.app, '/api/function/small-echo', key, { text: 'x'.repeat(2048) });
+    const big = await signedPost(running.t.app, '/api/function/small-echo', key, { text: 'x'.repeat(2048) });
     expect(big.status).toBe(413);
     expect(big.body).toEqual({ success: false, error: { code: 'BODY_TOO_LARGE', message: 'Request body is larger than the limit of 1024 bytes.' } });
   }, 30_000);
 
   test("config.bodyLimit wins over the router's; the default is 100kb", async () => {
     const executor = `Bearer ${signToken([role('ADMIN', 'EXECUTE')])}`;
-    const small = await request(t.app).post('/api/function/small-echo').set('Authorization', executor).send({ text: 'x'.repeat(2048) });
+    const small = await request(running.t.app).post('/api/function/small-echo').set('Authorization', executor).send({ text: 'x'.repeat(2048) });
     expect(small.status).toBe(413);
     expect(small.body.error).toEqual({ code: 'BODY_TOO_LARGE', message: 'Request body is larger than the limit of 1024 bytes.' });
-    const fits = await request(t.app).post('/api/function/small-echo').set('Authorization', executor).send({ text: 'x'.repeat(900) });
+    const fits = await request(running.t.app).post('/api/function/small-echo').set('Authorization', executor).send({ text: 'x'.repeat(900) });
     expect(fits.status).toBe(200);
-    const open = await request(t.app).post('/api/function/public-echo').send({ text: 'x'.repeat(2048) });
+    const open = await request(running.t.app).post('/api/function/public-echo').send({ text: 'x'.repeat(2048) });
     expect(open.status).toBe(200);
-    const big = await request(t.app).post('/api/function/public-echo').send({ text: 'x'.repeat(150 * 1024) });
+    const big = await request(running.t.app).post('/api/function/public-echo').send({ text: 'x'.repeat(150 * 1024) });
     expect(big.status).toBe(413);
     expect(big.body.error).toEqual({ code: 'BODY_TOO_LARGE', message: 'Request body is larger than the limit of 102400 bytes.' });
   }, 30_000);

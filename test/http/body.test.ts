@@ -1,8 +1,8 @@
 import { bcmsExtensions, createBcmsFunction, createBcmsPlugin, createController, createControllerMethod } from '../../lib';
 import { signRequest } from '../../lib/client';
 import { resolveOptions } from '../../lib/options';
-import { buildApp, memoryLogger, type TestApp } from '../support/app';
-import { listen, postHead, rawClient } from '../support/raw-http';
+import { listeningTestApp, memoryLogger } from '../support/app';
+import { postHead, rawClient } from '../support/raw-http';
 import { hmacKey } from '../support/signature';
 
 // A body that stalls is answered 408 REQUEST_TIMEOUT once bodyTimeoutMs passed from the start of
@@ -15,22 +15,13 @@ const plugin = createBcmsPlugin({
 });
 
 describe('a stalled body', () => {
-  let t: TestApp;
-  let server: Awaited<ReturnType<typeof listen>>;
-  beforeAll(async () => {
-    t = await buildApp({ functions: [echo], plugins: [plugin] }, { bodyTimeoutMs: 300 });
-    server = await listen(t.app);
-  }, 60_000);
-  afterAll(async () => {
-    await server.close();
-    await t.router.close();
-  });
+  const running = listeningTestApp({ functions: [echo], plugins: [plugin] }, { bodyTimeoutMs: 300 });
 
   test.each([
     ['a function', '/api/function/echo', { success: false, error: { code: 'REQUEST_TIMEOUT', message: 'The request body did not arrive within 300 ms.' } }],
     ['a plugin route', '/api/plugin/notes/notes', { message: 'The request body did not arrive within 300 ms.' }],
   ])('%s: 408 after bodyTimeoutMs, and the connection closed', async (_what, path, body) => {
-    const client = rawClient(server.port);
+    const client = rawClient(running.port);
     client.write(postHead(path, 100) + '{"text":"x');
     const answer = await client.next();
     expect(answer.status).toBe(408);
@@ -38,15 +29,15 @@ describe('a stalled body', () => {
     expect(answer.headers.connection).toBe('close');
     expect(answer.headers['access-control-allow-origin']).toBe('*');
     await client.closed;
-    const line = t.log.lines.find((entry) => entry.msg === 'request' && entry.path === path && entry.status === 408);
+    const line = running.t.log.lines.find((entry) => entry.msg === 'request' && entry.path === path && entry.status === 408);
     expect(line).toBeDefined();
   }, 30_000);
 
   test('a deployment whose signed body stalls: 408, and the connection closed', async () => {
-    const key = await hmacKey(t.router.db, [], { deploy: true, name: 'stalled deployer' });
+    const key = await hmacKey(running.t.router.db, [], { deploy: true, name: 'stalled deployer' });
     const body = JSON.stringify({ manifest: { kind: 'function', name: 'never', version: '1.0.0' }, code: 'x'.repeat(1000) });
     const headers = signRequest({ ...key, method: 'POST', url: '/api/extensions/deployments', body });
-    const client = rawClient(server.port);
+    const client = rawClient(running.port);
     client.write(postHead('/api/extensions/deployments', Buffer.byteLength(body), headers) + body.slice(0, 10));
     const answer = await client.next();
     expect(answer.status).toBe(408);
@@ -56,7 +47,7 @@ describe('a stalled body', () => {
   }, 30_000);
 
   test('a body that arrives in time is answered as ever', async () => {
-    const client = rawClient(server.port);
+    const client = rawClient(running.port);
     const body = '{"text":"slow but there"}';
     client.write(postHead('/api/function/echo', body.length) + body.slice(0, 5));
     await new Promise((resolve) => setTimeout(resolve, 100));

@@ -1,7 +1,7 @@
 import request from 'supertest';
 import { createBcmsPlugin, createController, createControllerMethod, createJwtProtectionPreRequestHandler, JWTPermissionName, JWTRoleName } from '../../lib';
-import { buildApp, role, signToken, type TestApp } from '../support/app';
-import { listen, postHead, rawClient } from '../support/raw-http';
+import { buildApp, listeningTestApp, role, signToken, type TestApp } from '../support/app';
+import { postHead, rawClient } from '../support/raw-http';
 
 // Guards that decide on a bearer token answer before the body is read; the body is read only once
 // they accepted (issue 23, item 5). Methods may set their own bodyLimit.
@@ -35,16 +35,7 @@ const plugin = createBcmsPlugin({
 const writer = (): string => signToken([role('ADMIN', 'WRITE')]);
 
 describe('a JWT guard answers before the body is read', () => {
-  let t: TestApp;
-  let server: Awaited<ReturnType<typeof listen>>;
-  beforeAll(async () => {
-    t = await buildApp({ plugins: [plugin] }, { bodyLimit: '2mb', bodyTimeoutMs: 1000 });
-    server = await listen(t.app);
-  }, 60_000);
-  afterAll(async () => {
-    await server.close();
-    await t.router.close();
-  });
+  const running = listeningTestApp({ plugins: [plugin] }, { bodyLimit: '2mb', bodyTimeoutMs: 1000 });
 
   test.each([
     ['no token', {}, 401, { message: 'Token is `undefined`.' }],
@@ -52,7 +43,7 @@ describe('a JWT guard answers before the body is read', () => {
     ['a token without the permission', { Authorization: `Bearer ${signToken([role('ADMIN', 'READ')])}` }, 403, { message: 'Token is not authorized for this action.' }],
   ])('%s, 10 bytes of a 1 MB body sent: the answer comes while the client still holds the rest', async (_what, headers, status, body) => {
     const before = handled;
-    const client = rawClient(server.port);
+    const client = rawClient(running.port);
     client.write(postHead('/api/plugin/inbox/inbox', MB, headers) + '[[[[[[[[[[');
     const answer = await client.next();
     expect(answer.status).toBe(status);
@@ -65,7 +56,7 @@ describe('a JWT guard answers before the body is read', () => {
   }, 30_000);
 
   test('a small rest is drained within bodyTimeoutMs: the connection stays open for it, then closes when it never comes', async () => {
-    const client = rawClient(server.port);
+    const client = rawClient(running.port);
     const started = Date.now();
     client.write(postHead('/api/plugin/inbox/inbox', 1000) + '[[[[[[[[[[');
     const answer = await client.next();
@@ -77,7 +68,7 @@ describe('a JWT guard answers before the body is read', () => {
 
   test('a small refused body that arrives whole is dropped unparsed, and the connection serves the next request', async () => {
     const nested = '['.repeat(30_000) + ']'.repeat(30_000);
-    const client = rawClient(server.port);
+    const client = rawClient(running.port);
     client.write(postHead('/api/plugin/inbox/inbox', nested.length) + nested);
     const refused = await client.next();
     expect(refused.status).toBe(401);
@@ -91,13 +82,13 @@ describe('a JWT guard answers before the body is read', () => {
   }, 30_000);
 
   test('with a good token the body is read and parsed for the handler', async () => {
-    const res = await request(t.app).post('/api/plugin/inbox/inbox').set('Authorization', `Bearer ${writer()}`).send({ a: [1, 2] });
+    const res = await request(running.t.app).post('/api/plugin/inbox/inbox').set('Authorization', `Bearer ${writer()}`).send({ a: [1, 2] });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ by: 'user-1', got: { a: [1, 2] } });
   }, 30_000);
 
   test('a 1 MB body without a token, sent whole through supertest: 401', async () => {
-    const res = await request(t.app).post('/api/plugin/inbox/inbox').set('Content-Type', 'application/json').send('['.repeat(MB / 2) + ']'.repeat(MB / 2));
+    const res = await request(running.t.app).post('/api/plugin/inbox/inbox').set('Content-Type', 'application/json').send('['.repeat(MB / 2) + ']'.repeat(MB / 2));
     expect(res.status).toBe(401);
     expect(res.body).toEqual({ message: 'Token is `undefined`.' });
   }, 30_000);

@@ -3,6 +3,7 @@ import express, { type Express } from 'express';
 import jwt from 'jsonwebtoken';
 import pino from 'pino';
 import { sharedTestDatabase } from './database';
+import { listen } from './raw-http';
 import { bcmsExtensions, type BcmsExtensionsOptions, type BcmsExtensionsRouter, type BcmsRegistry } from '../../lib';
 
 export const JWT_SECRET = 'test-secret-with-enough-length-123';
@@ -72,4 +73,23 @@ export async function freePort(): Promise<number> {
   const { port } = server.address() as import('node:net').AddressInfo;
   await new Promise((resolve) => server.close(resolve));
   return port;
+}
+
+/**
+ * `buildApp`, also listening on a local port (for the raw-socket clients of test/support/raw-http),
+ * for the tests of the describe it is called in: made before them, closed after.
+ */
+export function listeningTestApp(registry: BcmsRegistry, options: BcmsExtensionsOptions = {}): { readonly t: TestApp; readonly port: number } {
+  const running = {} as { t: TestApp; port: number; close?: () => Promise<void> };
+  beforeAll(async () => {
+    running.t = await buildApp(registry, options);
+    const server = await listen(running.t.app);
+    running.port = server.port;
+    running.close = server.close;
+  }, 60_000);
+  afterAll(async () => {
+    await running.close?.();
+    await running.t?.router.close();
+  });
+  return running;
 }
