@@ -10,11 +10,16 @@ import { createSdkController } from '../extensions/content';
 import { createKeysController } from '../extensions/keys';
 import { createBcmsPlugin, createController, createControllerMethod } from '../plugin/create';
 import { PluginRouteTable } from '../plugin/routes';
+import type { BcmsFunction } from '../function/types';
 import type { BcmsController } from '../plugin/types';
 import { buildOpenApiDocument, type OpenApiSources } from './document';
 
-/** The package's own version, for the document's `info.version` default. */
-const PACKAGE_VERSION = (JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string }).version;
+/** The package's own version, for the document's `info.version`: read when a document is first made, not at every start. */
+let packageVersion: string | undefined;
+const version = (): string =>
+  (packageVersion ??= (JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string }).version);
+/** The functions before the router's start loaded them: one table, so that the document made meanwhile is kept. */
+const NO_FUNCTIONS: ReadonlyMap<string, BcmsFunction> = new Map();
 
 /** The document as served: its text and ETag, made again only when what it describes changed. */
 interface Served {
@@ -34,9 +39,9 @@ export function createOwnRoutes(options: { store: ContentStore; keys: { deployOv
   document: () => Record<string, unknown>;
 } {
   const { store, live, title } = options;
-  const functions = () => live.functions ?? new Map();
+  const functions = () => live.functions ?? NO_FUNCTIONS;
   const sdk = createSdkController({ plugins: () => live.allPlugins, hasUi: options.hasUi, functions, content: bcmsContentRepoOf(store), events: options.events });
-  const sources = (): OpenApiSources => ({ plugins: live.plugins, functions: functions(), ownRoutes: table, title, version: PACKAGE_VERSION });
+  const sources = (): OpenApiSources => ({ plugins: live.plugins, functions: functions(), ownRoutes: table, title, version: version() });
   let served: Served | undefined;
   /** A deployment change replaces the live tables whole: the same tables, the same document. */
   const current = (): Served => {
