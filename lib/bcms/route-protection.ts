@@ -1,14 +1,12 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 import type { BcmsFunctionKeyAuth } from '../function/types';
 import { BcmsHttpError } from '../http/errors';
-import { compileBodyCheck, type BodyCheckResult } from '../schema/body';
 import type { ObjectSchema } from '../schema/object-schema';
 import { BCMS_CLIENT_CHALLENGE } from './client/signature';
 import { hasBearerToken } from '../security/jwt';
 import { SIGNATURE_CHALLENGE } from '../security/signature';
 import type { JWT, JWTPermissionName, JWTRoleName } from '../security/token';
-import { createJwtGuard, decidesOnTokenFirst, type GuardContext, jwtGuardCheckOf, jwtGuardRuleOf, verifyKeyFromContext } from '../plugin/guard';
-import { documentGuard } from '../openapi/describe';
+import { createJwtAndBodyGuard, createJwtGuard, decidesOnTokenFirst, documentGuard, type GuardContext, jwtGuardCheckOf, jwtGuardRuleOf, verifyKeyFromContext } from '../plugin/guard';
 import type { Guard } from '../plugin/types';
 
 /** What BCMS keeps in a token's `props` for its users (the host's tokens may hold other things). */
@@ -87,22 +85,8 @@ export class BCMSRouteProtection {
   ): Guard<BCMSRouteProtectionJwtAndBodyCheckResult<unknown>> {
     const where = 'BCMSRouteProtection.createJwtAndBodyCheckPreRequestHandler';
     if (config === null || typeof config !== 'object') throw new TypeError(`${where}: argument config must be { roleNames, permissionName, bodySchema }`);
-    const guard = createJwtGuard<BCMSUserCustomPool>(where, config.roleNames, config.permissionName);
-    let checkBody: (body: unknown) => BodyCheckResult | Promise<BodyCheckResult>;
-    try {
-      checkBody = compileBodyCheck(config.bodySchema);
-    } catch (error) {
-      throw new TypeError(`${where}: bodySchema: ${(error as Error).message}`);
-    }
     // The token first, before the body is read: a request without a good one is refused unread.
-    // The OpenAPI document gives the rule and the body's schema.
-    const checked = decidesOnTokenFirst(async (context: GuardContext) => {
-      const { accessToken } = await guard(context as never);
-      const result = await checkBody(context.request.body);
-      if (!result.ok) throw new BcmsHttpError('HANDLER_ERROR', result.message, undefined, 400);
-      return { accessToken, body: result.value };
-    }, jwtGuardCheckOf(guard));
-    return documentGuard(checked, { rule: jwtGuardRuleOf(guard), body: config.bodySchema }) as Guard<BCMSRouteProtectionJwtAndBodyCheckResult<unknown>>;
+    return createJwtAndBodyGuard<BCMSUserCustomPool>(where, config.roleNames, config.permissionName, config.bodySchema) as Guard<BCMSRouteProtectionJwtAndBodyCheckResult<unknown>>;
   }
 
   /**

@@ -4,10 +4,8 @@ import { type BCMSContentRepo, type BCMSEntry, type BCMSTemplate, BcmsRepoFieldE
 import type { BcmsFunction } from '../function/types';
 import { BcmsHttpError } from '../http/errors';
 import { createController, createControllerMethod } from '../plugin/create';
-import { createJwtProtectionPreRequestHandler, decidesOnTokenFirst, jwtGuardCheckOf, jwtGuardRuleOf, verifyFromContext } from '../plugin/guard';
+import { createJwtAndBodyGuard, createJwtProtectionPreRequestHandler, decidesOnTokenFirst, verifyFromContext } from '../plugin/guard';
 import type { BcmsController, BcmsPlugin, BcmsPluginPolicy, PreRequestHandler } from '../plugin/types';
-import { compileBodyCheck } from '../schema/body';
-import { documentGuard } from '../openapi/describe';
 import type { ObjectSchema } from '../schema/object-schema';
 import { type JWT, JWTPermissionName, JWTRoleName } from '../security/token';
 import { pluginLabel } from '../ui/assets';
@@ -31,19 +29,8 @@ const ANY_ROLE = Object.values(JWTRoleName);
 const reader = createJwtProtectionPreRequestHandler(ANY_ROLE, JWTPermissionName.READ);
 const deleter = createJwtProtectionPreRequestHandler(ANY_ROLE, JWTPermissionName.DELETE);
 /** WRITE, and the body checked against the schema (a 400 naming the first field that does not fit). */
-const writer = <Body>(bodySchema: ObjectSchema): PreRequestHandler<{ accessToken: JWT; body: Body }> => {
-  const guard = createJwtProtectionPreRequestHandler(ANY_ROLE, JWTPermissionName.WRITE);
-  const checkBody = compileBodyCheck(bodySchema);
-  // The token is checked before the body is read: a write without one is refused unread.
-  const checked = decidesOnTokenFirst(async (context: Parameters<typeof guard>[0]) => {
-    const { accessToken } = await guard(context);
-    const result = await checkBody(context.request.body);
-    if (!result.ok) throw new BcmsHttpError('HANDLER_ERROR', result.message, undefined, 400);
-    return { accessToken, body: result.value as Body };
-  }, jwtGuardCheckOf(guard));
-  // The OpenAPI document gives the rule and the body's schema.
-  return documentGuard(checked, { rule: jwtGuardRuleOf(guard), body: bodySchema });
-};
+const writer = <Body>(bodySchema: ObjectSchema): PreRequestHandler<{ accessToken: JWT; body: Body }> =>
+  createJwtAndBodyGuard<unknown, Body>('the SDK', ANY_ROLE, JWTPermissionName.WRITE, bodySchema);
 
 /** Any verified token, whatever its roles hold: the signed-in user may always read who they are. */
 const signedIn: PreRequestHandler<{ accessToken: JWT<Record<string, unknown>> }> = decidesOnTokenFirst(

@@ -1,6 +1,6 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 import type { BcmsFunction } from '../function/types';
-import { JWT_GUARD_RULE, type JwtGuardRule } from '../plugin/guard';
+import { GUARD_DOC, JWT_GUARD_RULE, type GuardDoc, type JwtGuardRule } from '../plugin/guard';
 import type { BcmsControllerMethod } from '../plugin/types';
 import type { BodySchema } from '../schema/body';
 import type { ObjectPropSchema, ObjectSchema } from '../schema/object-schema';
@@ -48,27 +48,10 @@ export interface FunctionDescription {
   response?: JsonSchema;
 }
 
-/**
- * What a guard says of itself beyond the JWT guard's own mark (`JWT_GUARD_RULE`): its rule when it
- * wraps that guard, the body schema it checks, and whether an API key's signature passes it. Set by the guard factories that know (the BCMS
- * layer's body check and API-key guards).
- */
-export interface GuardDoc {
-  /** The JWT rule, for a guard that wraps the JWT guard (and so does not carry `JWT_GUARD_RULE` itself). */
-  rule?: JwtGuardRule;
-  body?: BodySchema;
-  keys?: boolean;
-}
-
-const GUARD_DOC = Symbol('bcms-extensions.guardDoc');
 
 /** On a method stand-in of a deployed plugin (or a function's): the description its isolate made. */
 export const DESCRIBED = Symbol('bcms-extensions.described');
 
-/** Marks a guard with what it checks, for the document. Not enumerable: a copy of the guard does not inherit it. */
-export function documentGuard<H extends object>(handler: H, doc: GuardDoc): H {
-  return Object.defineProperty(handler, GUARD_DOC, { value: Object.freeze({ ...doc }) });
-}
 
 const methodDescriptions = new WeakMap<object, OperationDescription>();
 const functionDescriptions = new WeakMap<object, FunctionDescription>();

@@ -4,6 +4,7 @@ import { BcmsHttpError } from '../http/errors';
 import type { IdentifyPluginKey } from '../security/caller';
 import type { AccessTokenVerifier } from '../security/jwt';
 import { type JWT, JWTPermissionName, JWTRoleName, tokenAllows, type JWTPreRequestHandlerResult } from '../security/token';
+import { compileBodyCheck, type BodyCheckResult, type BodySchema } from '../schema/body';
 import type { Guard } from './types';
 
 /**
@@ -192,4 +193,47 @@ export function createJwtProtectionPreRequestHandler<Props = unknown>(
   permissionName: JWTPermissionName,
 ): Guard<JWTPreRequestHandlerResult<Props>> {
   return createJwtGuard<Props>('createJwtProtectionPreRequestHandler', roleNames, permissionName);
+}
+
+/**
+ * What a guard says of itself beyond the JWT guard's own mark (`JWT_GUARD_RULE`): its rule when it
+ * wraps that guard, the body schema it checks, and whether an API key's signature passes it, for
+ * the OpenAPI document (lib/openapi). Set by the guard factories that know.
+ */
+export interface GuardDoc {
+  /** The JWT rule, for a guard that wraps the JWT guard (and so does not carry `JWT_GUARD_RULE` itself). */
+  rule?: JwtGuardRule;
+  body?: BodySchema;
+  keys?: boolean;
+}
+
+export const GUARD_DOC = Symbol('bcms-extensions.guardDoc');
+
+/** Marks a guard with what it checks, for the document. Not enumerable: a copy of the guard does not inherit it. */
+export function documentGuard<H extends object>(handler: H, doc: GuardDoc): H {
+  return Object.defineProperty(handler, GUARD_DOC, { value: Object.freeze({ ...doc }) });
+}
+
+/**
+ * The JWT guard, then the body checked against `bodySchema` (BCMS's ObjectSchema or a Standard
+ * Schema): yields `{ accessToken, body }`, the body as the schema gives it; one that does not fit
+ * is answered 400 `{ "message" }` naming the first field. The token is decided before the body is
+ * read, and the guard says what it checks to the OpenAPI document. A schema that cannot be checked
+ * throws here, naming `where`.
+ */
+export function createJwtAndBodyGuard<Props, Body = unknown>(where: string, roleNames: JWTRoleName[], permissionName: JWTPermissionName, bodySchema: BodySchema): Guard<{ accessToken: JWT<Props>; body: Body }> {
+  const guard = createJwtGuard<Props>(where, roleNames, permissionName);
+  let checkBody: (body: unknown) => BodyCheckResult | Promise<BodyCheckResult>;
+  try {
+    checkBody = compileBodyCheck(bodySchema);
+  } catch (error) {
+    throw new TypeError(`${where}: bodySchema: ${(error as Error).message}`);
+  }
+  const checked = decidesOnTokenFirst(async (context: GuardContext) => {
+    const { accessToken } = await guard(context as never);
+    const result = await checkBody(context.request.body);
+    if (!result.ok) throw new BcmsHttpError('HANDLER_ERROR', result.message, undefined, 400);
+    return { accessToken, body: result.value as Body };
+  }, jwtGuardCheckOf(guard));
+  return documentGuard(checked, { rule: jwtGuardRuleOf(guard), body: bodySchema }) as Guard<{ accessToken: JWT<Props>; body: Body }>;
 }
