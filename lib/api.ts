@@ -10,6 +10,7 @@ export type {
   BcmsPluginContext,
   BcmsPluginHandlerContext,
   HttpVerb,
+  MethodRoute,
   PreRequestContext,
   PreRequestHandler,
 } from './plugin/types';

@@ -1,4 +1,8 @@
 import type { BcmsFunctionModule } from '../function/types';
+import type { HttpVerb, MethodRoute } from '../plugin/types';
+import type { Jsonified } from '../json';
+
+export type { Jsonified } from '../json';
 import { createHmac, createPrivateKey, randomBytes, sign, type KeyObject } from 'node:crypto';
 import { HEADER_ALGORITHM, type SignatureAlgorithm } from '../security/algorithms';
 import { contentDigestHeader, digestHeader } from '../security/digest';
@@ -216,32 +220,6 @@ export type FunctionBody<Registry, Name extends string> = Extract<TypesOf<Module
 /** What function `Name` answers (its `result`): its handler's return type, as JSON carries it. */
 export type FunctionResult<Registry, Name extends string> = Extract<TypesOf<ModuleOf<Registry>>, { name: Name }> extends { result: infer Result } ? Jsonified<Result> : never;
 
-type Unsent = undefined | symbol | ((...args: never[]) => unknown);
-/**
- * What a value is once through JSON: what `toJSON` gives (a Date: a string), no functions, symbols
- * or undefined fields (an array's become null), anything else as it is.
- */
-export type Jsonified<T> = 0 extends 1 & T
-  ? T // any stays any
-  : T extends { toJSON(...args: never[]): infer Given }
-    ? Jsonified<Given>
-    : T extends string | number | boolean | null
-      ? T
-      : T extends Unsent
-        ? never
-        : T extends readonly (infer Item)[]
-          ? (Item extends Unsent ? null : Jsonified<Item>)[]
-          : T extends object
-            ? Flat<
-                { [Key in keyof T as Sent<T[Key]> extends false ? never : undefined extends T[Key] ? never : Key]: Jsonified<T[Key]> } & {
-                  // A field that may be undefined may be absent.
-                  [Key in keyof T as Sent<T[Key]> extends false ? never : undefined extends T[Key] ? Key : never]?: Jsonified<Exclude<T[Key], undefined>>;
-                }
-              >
-            : unknown;
-/** Whether a field's value can reach JSON at all (a function's, a symbol's, undefined's cannot). */
-type Sent<V> = [Exclude<V, undefined>] extends [never] ? false : Exclude<V, undefined> extends Unsent ? false : true;
-type Flat<T> = { [Key in keyof T]: T[Key] };
 
 export interface BcmsClientOptions {
   /** Where the service is, such as `https://cms.example.com` (a path prefix is kept). */
@@ -254,25 +232,99 @@ export interface BcmsClientOptions {
   fetch?: typeof fetch;
 }
 
+/** The registry's plugin endpoints: what `createBcmsPlugin`, `createController` and `createControllerMethod` kept of them. */
+type RoutesOf<Registry> =
+  Registry extends { plugins?: readonly (infer Plugin)[] } ? (Plugin extends { readonly '~routes'?: infer Route } ? Exclude<Route, undefined> : never) : never;
+/** A declared path with each `:param` open: the paths a caller may write with the values in place. */
+type Filled<Path extends string> = Path extends `${infer Head}:${string}/${infer Tail}`
+  ? `${Head}${string}/${Filled<Tail>}`
+  : Path extends `${infer Head}:${string}`
+    ? `${Head}${string}`
+    : Path;
+/** The `:param` names of a path. */
+export type PathParams<Path extends string> = Path extends `${string}:${infer Name}/${infer Tail}`
+  ? Name | PathParams<Tail>
+  : Path extends `${string}:${infer Name}`
+    ? Name
+    : never;
+
+/** The paths of the registry's `Verb` endpoints, as declared (`/api/plugin/todos/todo/:id`). */
+export type PluginPath<Registry, Verb extends HttpVerb> = Extract<RoutesOf<Registry>, { verb: Verb }>['path'];
+/**
+ * The same paths with the values in place of their `:params` (`/api/plugin/todos/todo/t1`). Kept
+ * apart from the declared ones: in one union, TypeScript would drop every declared path a
+ * template matches, and with them the editor's completions.
+ */
+export type FilledPluginPath<Registry, Verb extends HttpVerb> = PluginPath<Registry, Verb> extends infer Path ? (Path extends `${string}:${string}` ? Filled<Path> : never) : never;
+/** The endpoint a path names: the one declared with that very path (as the router, static paths first), else those it fills in. */
+type RouteAt<Route, Path extends string> = [Extract<Route, { path: Path }>] extends [never]
+  ? Route extends MethodRoute<infer Declared>
+    ? Path extends Filled<Declared>
+      ? Route
+      : never
+    : never
+  : Extract<Route, { path: Path }>;
+/** What the `Verb` endpoint at `Path` answers: its response schema's output, else its handler's return type, as JSON carries it. */
+export type PluginAnswer<Registry, Verb extends HttpVerb, Path extends string> = RouteAt<Extract<RoutesOf<Registry>, { verb: Verb }>, Path>['answer'];
+
+/** What a plugin request may carry. */
+export interface PluginRequestOptions {
+  /** Sent as JSON. */
+  body?: unknown;
+  /** Added to the URL as its query (`undefined` values are left out). */
+  query?: Record<string, string | number | boolean | undefined>;
+  /** A bearer token (wins over the client's). */
+  token?: string;
+  /** Sign the request with the client's `key` (routes that `createJwtApiPreRequestHandler` guards). */
+  signed?: boolean;
+  headers?: Record<string, string>;
+}
+/** A declared path's `:params` are required; a path with none takes the options alone. */
+type RouteArguments<Path extends string> = [PathParams<Path>] extends [never]
+  ? [options?: PluginRequestOptions]
+  : [options: PluginRequestOptions & { params: Record<PathParams<Path>, string | number> }];
+
+/** A path whose `:params` are still there is a declared one, which takes `params`. */
+type ValuesInPlace<Path extends string> = Path extends `${string}/:${string}` ? never : unknown;
+
+/**
+ * One method per verb, typed by the registry's plugins: the path must be one of their endpoints,
+ * its `:params` are required, and the answer is what the endpoint answers.
+ *
+ * @example
+ * const { items } = await client.plugin.get('/api/plugin/todos/todo/all', { token });
+ * const todo = await client.plugin.get('/api/plugin/todos/todo/:id', { params: { id }, token });
+ */
+export type PluginRoutesClient<Registry> = { [Verb in HttpVerb]: PluginVerbMethod<Registry, Verb> };
+
+/** A verb's method: a declared path (its `:params` in `params`), or one with the values in place. */
+export interface PluginVerbMethod<Registry, Verb extends HttpVerb> {
+  <Path extends PluginPath<Registry, Verb>>(path: Path, ...options: RouteArguments<Path>): Promise<PluginAnswer<Registry, Verb, Path>>;
+  <Path extends FilledPluginPath<Registry, Verb>>(path: Path & ValuesInPlace<Path>, options?: PluginRequestOptions): Promise<PluginAnswer<Registry, Verb, Path>>;
+}
+
+/** A function's body is optional when it may be left out (no schema, `any`, `unknown`, or `undefined` allowed). */
+type CallArguments<Body> = undefined extends Body ? [body?: Body, options?: { idempotencyKey?: string }] : [body: Body, options?: { idempotencyKey?: string }];
+
 export interface BcmsClient<Registry> {
-  plugin: {
+  plugin: PluginRoutesClient<Registry> & {
     /**
-     * A request to a plugin endpoint: `verb` and the path as the service serves it (the router's
-     * mount prefix belongs in `url`); resolves to the JSON answer, typed by `Answer`. With `token` (or the client's), a bearer token goes;
-     * with the client's `key` and `signed: true`, the request is signed (routes that
-     * `createJwtApiPreRequestHandler` guards). Rejects with a {@link BcmsClientError}.
+     * A request to any plugin endpoint, typed by no registry: `verb` and the path as the service
+     * serves it (the router's mount prefix belongs in `url`); resolves to the JSON answer, typed
+     * by `Answer`. With `token` (or the client's), a bearer token goes; with the client's `key`
+     * and `signed: true`, the request is signed. Rejects with a {@link BcmsClientError}.
      *
      * @example
      * const { items } = await client.plugin.send<{ items: Todo[] }>('get', '/api/plugin/todos/todo/all', { token });
      */
-    send<Answer = unknown>(verb: 'get' | 'post' | 'put' | 'patch' | 'delete', path: string, options?: { body?: unknown; token?: string; signed?: boolean; headers?: Record<string, string> }): Promise<Answer>;
+    send<Answer = unknown>(verb: HttpVerb, path: string, options?: PluginRequestOptions): Promise<Answer>;
   };
   function: {
     /**
      * `POST /api/function/<name>`, signed when the client has a key; resolves to the function's
      * `result`. Rejects with a {@link BcmsClientError}.
      */
-    call<Name extends FunctionName<Registry>>(name: Name, body: FunctionBody<Registry, Name>, options?: { idempotencyKey?: string }): Promise<FunctionResult<Registry, Name>>;
+    call<Name extends FunctionName<Registry>>(name: Name, ...body: CallArguments<FunctionBody<Registry, Name>>): Promise<FunctionResult<Registry, Name>>;
   };
 }
 
@@ -289,43 +341,61 @@ export function createClient<Registry extends RegistryShape>(options: BcmsClient
   const functions = createFunctionClient({ baseUrl: options.url, fetch: options.fetch, ...(options.key ?? {}) } as Parameters<typeof createFunctionClient>[0]);
   const base = new URL(options.url).toString().replace(/\/+$/, '');
   const send = options.fetch ?? fetch;
+  async function request(verb: string, route: string, callOptions: PluginRequestOptions = {}): Promise<never> {
+    if (typeof route !== 'string' || !route.startsWith('/')) throw new TypeError(`plugin.${verb}: path must start with /, got ${JSON.stringify(route)}`);
+    let url = base + route;
+    const query = Object.entries(callOptions.query ?? {}).filter((entry): entry is [string, string | number | boolean] => entry[1] !== undefined);
+    if (query.length > 0) url += `${route.includes('?') ? '&' : '?'}${new URLSearchParams(query.map(([name, value]): [string, string] => [name, String(value)]))}`;
+    const method = String(verb).toUpperCase();
+    const payload = callOptions.body === undefined ? '' : JSON.stringify(callOptions.body);
+    const headers: Record<string, string> = { Accept: 'application/json', ...(payload === '' ? {} : { 'Content-Type': 'application/json' }), ...callOptions.headers };
+    const token = callOptions.token ?? options.token;
+    if (callOptions.signed === true) {
+      if (options.key === undefined) throw new TypeError(`plugin.${verb}: signed: true needs the client's key`);
+      Object.assign(headers, signRequest({ ...options.key, method, url, body: payload }));
+    } else if (token !== undefined) headers.Authorization = `Bearer ${token}`;
+    let response: Response;
+    try {
+      response = await send(url, { method, headers, body: payload === '' ? undefined : payload });
+    } catch (error) {
+      throw new BcmsClientError(new FunctionCallError('NETWORK_ERROR', `Could not reach ${base} (${fetchFailure(error)}).`, 0, undefined, { cause: error }));
+    }
+    const text = await response.text();
+    let answer: unknown;
+    try {
+      answer = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      answer = text;
+    }
+    if (response.ok) return answer as never;
+    // Plugins answer { message }; the package's own routes { success: false, error: { code, message } }.
+    const body = (answer !== null && typeof answer === 'object' ? answer : {}) as { message?: unknown; error?: { code?: unknown; message?: unknown } };
+    const message = typeof body.error?.message === 'string' ? body.error.message : typeof body.message === 'string' ? body.message : `${response.status} ${response.statusText}`;
+    const code = typeof body.error?.code === 'string' ? body.error.code : `HTTP_${response.status}`;
+    throw new BcmsClientError(new FunctionCallError(code, message, response.status, response.headers.get('x-request-id') ?? undefined));
+  }
+  /** A typed verb method: a declared path's `:params` filled in from `params`. */
+  const verb =
+    (name: HttpVerb) =>
+    (route: string, callOptions: PluginRequestOptions & { params?: Record<string, string | number> } = {}): Promise<never> => {
+      const { params, ...rest } = callOptions;
+      try {
+        return request(name, params === undefined ? route : fillParams(route, params, name), rest);
+      } catch (error) {
+        return Promise.reject(error as Error);
+      }
+    };
   return {
     plugin: {
-      async send(verb, route, callOptions = {}) {
-        const target = route as string;
-        if (typeof target !== 'string' || !target.startsWith('/')) throw new TypeError(`plugin.send: path must start with /, got ${JSON.stringify(target)}`);
-        const url = base + target;
-        const method = String(verb).toUpperCase();
-        const payload = callOptions.body === undefined ? '' : JSON.stringify(callOptions.body);
-        const headers: Record<string, string> = { Accept: 'application/json', ...(payload === '' ? {} : { 'Content-Type': 'application/json' }), ...callOptions.headers };
-        const token = callOptions.token ?? options.token;
-        if (callOptions.signed === true) {
-          if (options.key === undefined) throw new TypeError('plugin.send: signed: true needs the client\'s key');
-          Object.assign(headers, signRequest({ ...options.key, method, url, body: payload }));
-        } else if (token !== undefined) headers.Authorization = `Bearer ${token}`;
-        let response: Response;
-        try {
-          response = await send(url, { method, headers, body: payload === '' ? undefined : payload });
-        } catch (error) {
-          throw new BcmsClientError(new FunctionCallError('NETWORK_ERROR', `Could not reach ${base} (${fetchFailure(error)}).`, 0, undefined, { cause: error }));
-        }
-        const text = await response.text();
-        let answer: unknown;
-        try {
-          answer = text === '' ? undefined : JSON.parse(text);
-        } catch {
-          answer = text;
-        }
-        if (response.ok) return answer as never;
-        // Plugins answer { message }; the package's own routes { success: false, error: { code, message } }.
-        const body = (answer !== null && typeof answer === 'object' ? answer : {}) as { message?: unknown; error?: { code?: unknown; message?: unknown } };
-        const message = typeof body.error?.message === 'string' ? body.error.message : typeof body.message === 'string' ? body.message : `${response.status} ${response.statusText}`;
-        const code = typeof body.error?.code === 'string' ? body.error.code : `HTTP_${response.status}`;
-        throw new BcmsClientError(new FunctionCallError(code, message, response.status, response.headers.get('x-request-id') ?? undefined));
-      },
+      send: (verbName, route, callOptions) => request(verbName, route, callOptions),
+      get: verb('get'),
+      post: verb('post'),
+      put: verb('put'),
+      patch: verb('patch'),
+      delete: verb('delete'),
     },
     function: {
-      async call(name, body, callOptions) {
+      async call(name, ...[body, callOptions]) {
         try {
           return await functions.call(name, body, callOptions);
         } catch (error) {
@@ -334,4 +404,18 @@ export function createClient<Registry extends RegistryShape>(options: BcmsClient
       },
     },
   };
+}
+
+/** Puts each `:param` of a declared path's segments in place, encoded; a missing or unknown one is a caller's mistake. */
+function fillParams(route: string, params: Record<string, string | number>, verb: string): string {
+  const used = new Set<string>();
+  const filled = route.replace(/\/:([^/?#]+)/g, (_segment, name: string) => {
+    const value = params[name];
+    if (typeof value !== 'string' && typeof value !== 'number') throw new TypeError(`plugin.${verb}: params.${name} is required by ${route}`);
+    used.add(name);
+    return `/${encodeURIComponent(String(value))}`;
+  });
+  const unknown = Object.keys(params).find((name) => !used.has(name));
+  if (unknown !== undefined) throw new TypeError(`plugin.${verb}: ${route} has no :${unknown}`);
+  return filled;
 }

@@ -1,4 +1,5 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
+import type { Jsonified } from '../json';
 import type { BodySchema } from '../schema/body';
 import type { BcmsFunction, BcmsFunctionConfig, BcmsFunctionModule } from './types';
 
@@ -9,9 +10,15 @@ type HandlerBody<Schema> = Schema extends StandardSchemaV1 ? StandardSchemaV1.In
 type CallerBody<Schema, Body> = Schema extends StandardSchemaV1 ? StandardSchemaV1.InferInput<Schema> : Body;
 
 /** A function as its factory returns it, with its name and body schema kept for the types. */
-type FunctionDefinition<Name extends string, Schema, Body, Result> = Omit<BcmsFunction<Body, Result>, 'config'> & {
-  config: Omit<BcmsFunctionConfig, 'name' | 'bodySchema'> & { name: Name; bodySchema?: Schema };
+type FunctionDefinition<Name extends string, Schema, Body, Result, Response = undefined> = Omit<BcmsFunction<Body, Result>, 'config'> & {
+  config: Omit<BcmsFunctionConfig, 'name' | 'bodySchema' | 'responseSchema'> & { name: Name; bodySchema?: Schema; responseSchema?: Response };
 };
+/**
+ * The result a caller gets: a Standard Schema response schema's output, else what the handler
+ * returns; as JSON carries it (a type written out in full, so that declaration emit never has to
+ * name an interface the function's file does not export).
+ */
+type CallerResult<Response, Result> = Jsonified<Response extends StandardSchemaV1 ? StandardSchemaV1.InferOutput<Response> : Awaited<Result>>;
 
 /**
  * Declares a function, as a BCMS function file does: the factory runs once when the router starts.
@@ -22,9 +29,18 @@ type FunctionDefinition<Name extends string, Schema, Body, Result> = Omit<BcmsFu
  *   handler: async ({ request }) => ({ greeting: `Hello, ${request.body?.name ?? "world"}!` }),
  * }));
  */
-export function createBcmsFunction<Name extends string, Schema extends BodySchema | undefined = undefined, Body = HandlerBody<Schema>, Result = unknown>(
-  factory: () => FunctionDefinition<Name, Schema, Body, Result> | Promise<FunctionDefinition<Name, Schema, Body, Result>>,
-): BcmsFunctionModule<Body, Result, Name, CallerBody<Schema, Body>> {
+export function createBcmsFunction<
+  Name extends string,
+  Schema extends BodySchema | undefined = undefined,
+  Body = HandlerBody<Schema>,
+  Result = unknown,
+  Response extends BodySchema | undefined = undefined,
+>(
+  factory: () => FunctionDefinition<Name, Schema, Body, Result, Response> | Promise<FunctionDefinition<Name, Schema, Body, Result, Response>>,
+  // The module's own `create` is typed loosely (only the router calls it): its handler's types, named,
+  // would have to be named wherever the module is exported (a registry file); `~types` has them written out.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+): BcmsFunctionModule<any, unknown, Name, Jsonified<CallerBody<Schema, Body>>, CallerResult<Response, Result>> {
   if (typeof factory !== 'function') {
     throw new TypeError('createBcmsFunction: argument factory must be a function returning { config, handler }');
   }

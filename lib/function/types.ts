@@ -80,15 +80,16 @@ export interface BcmsFunction<Body = any, Result = unknown> {
 }
 
 /**
- * What `createBcmsFunction` returns: the default export of a file in `src/functions`. `Name` and
- * `Input` (the body a caller sends: a Standard Schema's input type, else `Body`) are for the typed
+ * What `createBcmsFunction` returns: the default export of a file in `src/functions`. `Name`,
+ * `Input` (the body a caller sends: a Standard Schema's input type, else `Body`) and `Output` (the
+ * result: a Standard Schema response schema's output, else the handler's) are for the typed
  * client (`createClient<typeof registry>`), which reads them from `~types`, a property for types only.
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export interface BcmsFunctionModule<Body = any, Result = unknown, Name extends string = string, Input = Body> {
+export interface BcmsFunctionModule<Body = any, Result = unknown, Name extends string = string, Input = Body, Output = Awaited<Result>> {
   readonly kind: 'bcms-function';
   /** Runs the factory; the router calls it once, before `ready` resolves. */
   readonly create: () => Promise<BcmsFunction<Body, Result>>;
   /** For types only (never set): what the typed client infers. */
-  readonly '~types'?: { readonly name: Name; readonly body: Input; readonly result: Awaited<Result> };
+  readonly '~types'?: { readonly name: Name; readonly body: Input; readonly result: Output };
 }

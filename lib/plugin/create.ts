@@ -1,5 +1,8 @@
+import type { StandardSchemaV1 } from '@standard-schema/spec';
 import { ownBodyLimit } from '../http/body';
-import type { BcmsController, BcmsControllerMethod, BcmsPlugin } from './types';
+import type { Jsonified } from '../json';
+import type { BodySchema } from '../schema/body';
+import type { BcmsController, BcmsControllerMethod, BcmsControllerMethods, BcmsPlugin, HttpVerb, MethodRoute, RoutePath } from './types';
 
 /**
  * Declares a plugin: its name is the path segment after `/api/plugin/`.
@@ -7,9 +10,20 @@ import type { BcmsController, BcmsControllerMethod, BcmsPlugin } from './types';
  * @example
  * export default createBcmsPlugin({ name: 'hello', controllers: [HelloController] });
  */
-export function createBcmsPlugin(config: BcmsPlugin): BcmsPlugin {
+export function createBcmsPlugin<Name extends string = string, Controller extends BcmsController<any> = BcmsController<any>>( // eslint-disable-line @typescript-eslint/no-explicit-any
+  config: Omit<BcmsPlugin, 'name' | 'controllers'> & { name: Name; controllers?: Controller[] },
+): BcmsPlugin & { readonly '~routes'?: PluginRoutes<Name, Controller> } {
   return config;
 }
+
+/** A plugin's routes, for the typed client: its controllers', under `/api/plugin/<name>`. */
+type PluginRoutes<Name extends string, Controller> = string extends Name
+  ? never
+  : Controller extends { readonly '~routes'?: infer Route }
+    ? Route extends MethodRoute<infer Path, infer Verb, infer Answer>
+      ? MethodRoute<`/api/plugin/${Name}${Path}`, Verb, Answer>
+      : never
+    : never;
 
 /**
  * Declares a controller: `path` prefixes each of its methods' paths. `setup` (optional, may be
@@ -23,9 +37,29 @@ export function createBcmsPlugin(config: BcmsPlugin): BcmsPlugin {
  *   methods: ({ greeting }) => ({ greet: createControllerMethod({ path: '/greet', type: 'get', handler: async () => ({ message: greeting }) }) }),
  * });
  */
-export function createController<SetupResult = unknown>(config: BcmsController<SetupResult>): BcmsController<SetupResult> {
+export function createController<SetupResult = unknown, Path extends string = string, Methods extends BcmsControllerMethods = BcmsControllerMethods>(
+  config: Omit<BcmsController<SetupResult>, 'path' | 'methods'> & { path: Path; methods(setup: SetupResult): Methods },
+): BcmsController<SetupResult> & {
+  // Written out here rather than as an alias: declaration emit would name the alias with the methods' full types (their guards' results too).
+  readonly '~routes'?: {
+    [Key in keyof Methods]: Methods[Key] extends { readonly '~route'?: MethodRoute<infer MethodPath, infer Verb, infer Answer> }
+      ? string extends MethodPath | Path
+        ? never
+        : HttpVerb extends Verb
+          ? never // BCMS's type-argument form: path and verb unknown to the types
+          : MethodRoute<`${RoutePath<Path>}${MethodPath}`, Verb, Answer>
+      : never;
+  }[keyof Methods];
+} {
   return config;
 }
+
+/**
+ * What a method answers, for the typed client: its response schema's output, else its handler's
+ * return type; as JSON carries it (the client's view, and a type written out in full: declaration
+ * emit then never has to name an interface that the handler's file does not export), a Buffer as text.
+ */
+type Answer<Schema, Body> = Schema extends StandardSchemaV1 ? Jsonified<StandardSchemaV1.InferOutput<Schema>> : Awaited<Body> extends Uint8Array ? string : Jsonified<Awaited<Body>>;
 
 /**
  * Declares an endpoint. Its handler's context is typed by what `preRequestHandler` yields
@@ -41,9 +75,9 @@ export function createController<SetupResult = unknown>(config: BcmsController<S
  *   handler: async ({ accessToken }) => ({ userId: accessToken.payload.userId }),
  * });
  */
-export function createControllerMethod<PreResult = void, Body = unknown>(
-  config: BcmsControllerMethod<PreResult, Body>,
-): BcmsControllerMethod<PreResult, Body> {
+export function createControllerMethod<PreResult = void, Body = unknown, Path extends string = string, Verb extends HttpVerb = HttpVerb, Schema extends BodySchema | undefined = undefined>(
+  config: BcmsControllerMethod<PreResult, Body> & { path?: Path; type: Verb; responseSchema?: Schema },
+): BcmsControllerMethod<PreResult, Body> & { readonly '~route'?: MethodRoute<string extends Path ? '' : RoutePath<Path>, Verb, Answer<Schema, Body>> } {
   ownBodyLimit(config?.bodyLimit, 'createControllerMethod'); // a wrong limit throws here, not at the first request
   return config;
 }

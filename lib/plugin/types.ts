@@ -144,3 +144,21 @@ export interface BcmsPlugin {
    */
   ui?: { dir: string; label?: string };
 }
+
+// ---------------------------------------------------------------------------------------------
+// Route types, for the typed client (`createClient<typeof registry>`) only: never set at run time.
+// They carry a method's path, verb and answer, and never its guard's result, whose types (a body
+// interface that its file does not export, say) would then have to be named wherever the plugin
+// is exported, and declaration emit would fail (TS4082) in a project that compiled before.
+
+/** One endpoint as the typed client knows it: `path` with its `:params`, the verb and what it answers. */
+export interface MethodRoute<Path extends string = string, Verb extends HttpVerb = HttpVerb, Answer = unknown> {
+  readonly path: Path;
+  readonly verb: Verb;
+  readonly answer: Answer;
+}
+
+/** A path as the router reads it: a leading `/`, runs of `/` as one, no trailing `/`. */
+type Collapsed<Path extends string> = Path extends `${infer Head}//${infer Tail}` ? Collapsed<`${Head}/${Tail}`> : Path;
+type Untrailed<Path extends string> = Path extends `${infer Head}/` ? Head : Path;
+export type RoutePath<Path extends string> = Untrailed<Collapsed<`/${Path}`>>;

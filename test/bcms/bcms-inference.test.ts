@@ -17,6 +17,7 @@ import {
   type BCMSRouteProtectionJwtResult,
   type BCMSUserCustomPool,
   type BcmsControllerMethod,
+  type MethodRoute,
   type ObjectSchema,
 } from '../../lib';
 
@@ -37,7 +38,11 @@ describe("BCMS's forms, typed", () => {
         return { title: body.title };
       },
     });
-    expectTypeOf(method).toEqualTypeOf<BcmsControllerMethod<BCMSRouteProtectionJwtAndBodyCheckResult<{ title: string; tags: string[]; count?: number | undefined }>, { title: string }>>();
+    expectTypeOf(method).toEqualTypeOf<
+      BcmsControllerMethod<BCMSRouteProtectionJwtAndBodyCheckResult<{ title: string; tags: string[]; count?: number | undefined }>, { title: string }> & {
+        readonly '~route'?: MethodRoute<'', 'post', { title: string }>;
+      }
+    >();
   });
 
   test('written inline, next to a handler that destructures its context, as BCMS code writes guards', () => {

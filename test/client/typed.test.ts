@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { expectTypeOf } from 'expect-type';
 import { z } from 'zod';
 import { createBcmsFunction, createBcmsPlugin, createController, createControllerMethod, createJwtProtectionPreRequestHandler, JWTPermissionName, JWTRoleName } from '../../lib';
-import { BcmsClientError, createClient, FunctionCallError } from '../../lib/client';
+import { BcmsClientError, createClient, FunctionCallError, type PluginPath } from '../../lib/client';
 import { buildApp, role, signToken, type TestApp } from '../support/app';
 import { sharedTestDatabase } from '../support/database';
 import { hmacKey } from '../support/signature';
@@ -41,17 +41,31 @@ const todos = createBcmsPlugin({
           handler: async ({ request: req }) => ({ id: String(req.params.id), by: 'token' as const }),
         }),
         add: createControllerMethod({ type: 'post', handler: async ({ request: req }) => ({ added: (req.body as { id: string }).id }) }),
+        // A response schema wins over the handler's type; a trailing / and a doubled one are dropped, as the router does.
+        count: createControllerMethod({ path: 'stats//count/', type: 'get', responseSchema: z.object({ count: z.number() }), handler: async () => ({ count: 2 }) as unknown }),
+        tag: createControllerMethod({ path: '/:id/tag/:tag', type: 'put', handler: async ({ request: req }) => ({ id: req.params.id!, tag: req.params.tag!, at: new Date(0) }) }),
       }),
     }),
   ],
 });
-const registry = { functions: [add, greet, loose, when], plugins: [todos] };
+// BCMS's form (the guard's result and the answer as type arguments) keeps no route: its path is unknown to the types.
+const legacy = createBcmsPlugin({
+  name: 'legacy',
+  controllers: [createController({ name: 'Old', path: '/old', methods: () => ({ ping: createControllerMethod<void, { pong: true }>({ path: '/ping', type: 'get', handler: () => ({ pong: true }) }) }) })],
+});
+const sized = createBcmsFunction(async () => ({
+  config: { name: 'sized', public: true, responseSchema: z.object({ size: z.number() }) },
+  handler: async (): Promise<unknown> => ({ size: 3 }),
+}));
+const registry = { functions: [add, greet, loose, when, sized], plugins: [todos, legacy] };
 
 // The types: names, bodies (a schema's input: defaults may be left out) and results are inferred.
 // Checked by the type-checker (npm run typecheck, in CI), never run: these calls would go out. An
 // unused @ts-expect-error is itself an error, so each refusal below is proven.
 export function typedCalls(client: ReturnType<typeof createClient<typeof registry>>): void {
-  expectTypeOf(client.function.call).parameter(0).toEqualTypeOf<'add' | 'greet' | 'loose' | 'when'>();
+  expectTypeOf(client.function.call).parameter(0).toEqualTypeOf<'add' | 'greet' | 'loose' | 'when' | 'sized'>();
+  // A response schema types the result, over the handler's unknown; a function without a body schema may be called without a body.
+  expectTypeOf(client.function.call('sized')).resolves.toEqualTypeOf<{ size: number }>();
   // The result as JSON carries it: a Date is a string, a function is gone, an optional field stays optional.
   expectTypeOf(client.function.call('when', {})).resolves.toEqualTypeOf<{ at: string; note?: string; tags: string[] }>();
   expectTypeOf(client.function.call('add', { a: 1 })).resolves.toEqualTypeOf<number>();
@@ -67,8 +81,32 @@ export function typedCalls(client: ReturnType<typeof createClient<typeof registr
   // @ts-expect-error: the result is a number, not a string
   expectTypeOf(client.function.call('add', { a: 1 })).resolves.toEqualTypeOf<string>();
 
-  // Plugin endpoints: the answer is the type the caller names (the registry's plugins keep no route types: see the docs).
-  expectTypeOf(client.plugin.send<{ items: Todo[] }>('get', '/api/plugin/todos/todo/all')).resolves.toEqualTypeOf<{ items: Todo[] }>();
+  // @ts-expect-error: add's body (a and b) cannot be left out
+  void client.function.call('add');
+
+  // Plugin endpoints, one method per verb: paths, their :params and answers come from the registry.
+  expectTypeOf(client.plugin.get('/api/plugin/todos/todo/all')).resolves.toEqualTypeOf<{ items: { id: string; done: boolean }[] }>();
+  expectTypeOf(client.plugin.get('/api/plugin/todos/todo/:id', { params: { id: 't1' } })).resolves.toEqualTypeOf<{ id: string; by: 'token' }>();
+  // The values in place: a concrete path names the endpoint it fills in; a static one wins, as in the router.
+  expectTypeOf(client.plugin.get('/api/plugin/todos/todo/t1')).resolves.toEqualTypeOf<{ id: string; by: 'token' }>();
+  expectTypeOf(client.plugin.get('/api/plugin/todos/todo/stats/count')).resolves.toEqualTypeOf<{ count: number }>();
+  expectTypeOf(client.plugin.post('/api/plugin/todos/todo', { body: { id: 'x' } })).resolves.toEqualTypeOf<{ added: string }>();
+  // Two params; a Date answers as a string.
+  expectTypeOf(client.plugin.put('/api/plugin/todos/todo/:id/tag/:tag', { params: { id: 't1', tag: 'home' } })).resolves.toEqualTypeOf<{ id: string; tag: string; at: string }>();
+  // The declared paths, the editor's completions.
+  expectTypeOf<PluginPath<typeof registry, 'get'>>().toEqualTypeOf<'/api/plugin/todos/todo/all' | '/api/plugin/todos/todo/:id' | '/api/plugin/todos/todo/stats/count'>();
+  // @ts-expect-error: a declared :param is required
+  void client.plugin.get('/api/plugin/todos/todo/:id');
+  // @ts-expect-error: the params are the path's own
+  void client.plugin.put('/api/plugin/todos/todo/:id/tag/:tag', { params: { id: 't1' } });
+  // @ts-expect-error: no GET at that path (it is a POST)
+  void client.plugin.get('/api/plugin/todos/todo');
+  // @ts-expect-error: BCMS's type-argument form leaves the path unknown to the types
+  void client.plugin.get('/api/plugin/legacy/old/ping');
+  // @ts-expect-error: the answer is { added: string }
+  expectTypeOf(client.plugin.post('/api/plugin/todos/todo')).resolves.toEqualTypeOf<{ added: number }>();
+  // Any endpoint, typed by the caller: send.
+  expectTypeOf(client.plugin.send<{ pong: true }>('get', '/api/plugin/legacy/old/ping')).resolves.toEqualTypeOf<{ pong: true }>();
   // @ts-expect-error: not a verb
   void client.plugin.send('fetch', '/api/plugin/todos/todo/all');
 }
@@ -96,6 +134,22 @@ describe('createClient<typeof registry>', () => {
     const refused = await reader.plugin.send('get', '/api/plugin/todos/todo/t9', { token: signToken([role('USER', 'READ')]) }).catch((error: unknown) => error);
     expect(refused).toMatchObject({ status: 403, code: 'HTTP_403' });
     expect(await client.plugin.send('post', '/api/plugin/todos/todo', { body: { id: 'x' } })).toEqual({ added: 'x' });
+  });
+
+  test('typed verb methods: :params filled in and encoded, query added; a missing or unknown param throws before sending', async () => {
+    const client = createClient<typeof registry>({ url, token: signToken([role('ADMIN', 'READ')]) });
+    expect(await client.plugin.get('/api/plugin/todos/todo/:id', { params: { id: 'a b' } })).toEqual({ id: 'a b', by: 'token' });
+    expect(await client.plugin.get('/api/plugin/todos/todo/t2')).toEqual({ id: 't2', by: 'token' });
+    expect(await client.plugin.put('/api/plugin/todos/todo/:id/tag/:tag', { params: { id: 7, tag: 'é/x' } })).toEqual({ id: '7', tag: 'é/x', at: '1970-01-01T00:00:00.000Z' });
+    expect(await client.plugin.get('/api/plugin/todos/todo/stats/count', { query: { fresh: true, skip: undefined } })).toEqual({ count: 2 });
+    const seen: string[] = [];
+    const spy = createClient<typeof registry>({ url, fetch: async (input, init) => (seen.push(String(input)), fetch(input, init)) });
+    await spy.plugin.get('/api/plugin/todos/todo/stats/count', { query: { fresh: true, skip: undefined, q: 'a&b' } });
+    expect(seen).toEqual([`${url}/api/plugin/todos/todo/stats/count?fresh=true&q=a%26b`]);
+    await expect(spy.plugin.get('/api/plugin/todos/todo/:id', { params: {} as { id: string } })).rejects.toThrow('params.id is required by /api/plugin/todos/todo/:id');
+    await expect(spy.plugin.get('/api/plugin/todos/todo/:id', { params: { id: '1', other: 2 } as { id: string } })).rejects.toThrow('/api/plugin/todos/todo/:id has no :other');
+    expect(seen).toHaveLength(1);
+    await expect(client.function.call('sized')).resolves.toEqual({ size: 3 });
   });
 
   test('calls: public, and signed with a key; a refusal is a BcmsClientError with status and code', async () => {
