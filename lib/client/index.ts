@@ -188,12 +188,6 @@ export function createFunctionClient(options: FunctionClientOptions): FunctionCl
 // ---------------------------------------------------------------------------------------------
 // The typed client
 
-/**
- * `createClient<typeof registry>`: a client whose function names, bodies and results are the
- * registry's own, checked by TypeScript: a misspelt name, a body of the wrong shape or a result
- * read as something it is not does not compile.
- */
-
 /** A call that did not succeed, as the typed client throws it: `status` (0 without an answer) and the service's `code`. */
 export class BcmsClientError extends FunctionCallError {
   constructor(from: FunctionCallError) {
@@ -256,10 +250,26 @@ export type PluginPath<Registry, Verb extends HttpVerb> = Extract<RoutesOf<Regis
  * template matches, and with them the editor's completions.
  */
 export type FilledPluginPath<Registry, Verb extends HttpVerb> = PluginPath<Registry, Verb> extends infer Path ? (Path extends `${string}:${string}` ? Filled<Path> : never) : never;
-/** The endpoint a path names: the one declared with that very path (as the router, static paths first), else those it fills in. */
+/** A path's segments. */
+type Segments<Path extends string> = Path extends `${infer Head}/${infer Tail}` ? [Head, ...Segments<Tail>] : [Path];
+/** Whether given segments fill declared ones: each `:param` by one non-empty segment without `?` or `#` (a query goes in `query`), the rest as declared. */
+type Fills<Given extends string[], Declared extends string[]> = Given extends [infer Segment extends string, ...infer GivenRest extends string[]]
+  ? Declared extends [infer Wanted extends string, ...infer DeclaredRest extends string[]]
+    ? Wanted extends `:${string}`
+      ? Segment extends '' | `${string}${'?' | '#'}${string}`
+        ? false
+        : Fills<GivenRest, DeclaredRest>
+      : Segment extends Wanted
+        ? Fills<GivenRest, DeclaredRest>
+        : false
+    : false
+  : Declared extends []
+    ? true
+    : false;
+/** The endpoint a path names: the one declared with that very path (as the router, static paths first), else those whose `:params` it fills. */
 type RouteAt<Route, Path extends string> = [Extract<Route, { path: Path }>] extends [never]
   ? Route extends MethodRoute<infer Declared>
-    ? Path extends Filled<Declared>
+    ? Fills<Segments<Path>, Segments<Declared>> extends true
       ? Route
       : never
     : never
@@ -284,8 +294,12 @@ type RouteArguments<Path extends string> = [PathParams<Path>] extends [never]
   ? [options?: PluginRequestOptions]
   : [options: PluginRequestOptions & { params: Record<PathParams<Path>, string | number> }];
 
-/** A path whose `:params` are still there is a declared one, which takes `params`. */
-type ValuesInPlace<Path extends string> = Path extends `${string}/:${string}` ? never : unknown;
+/** Checks a path with the values in place; what it says shows in the compiler's error when one does not fit. */
+type ValuesInPlace<Registry, Verb extends HttpVerb, Path extends string> = Path extends `${string}/:${string}`
+  ? { error: 'a declared path: give its :params in { params }' }
+  : [RouteAt<Extract<RoutesOf<Registry>, { verb: Verb }>, Path>] extends [never]
+    ? { error: `no ${Uppercase<Verb>} endpoint at this path (a query goes in { query })` }
+    : unknown;
 
 /**
  * One method per verb, typed by the registry's plugins: the path must be one of their endpoints,
@@ -297,10 +311,14 @@ type ValuesInPlace<Path extends string> = Path extends `${string}/:${string}` ? 
  */
 export type PluginRoutesClient<Registry> = { [Verb in HttpVerb]: PluginVerbMethod<Registry, Verb> };
 
-/** A verb's method: a declared path (its `:params` in `params`), or one with the values in place. */
+/**
+ * A verb's method: a path with the values in place, or a declared one (its `:params` in
+ * `params`). In this order so that a call that fits neither is reported against the declared
+ * paths, which the compiler's message then lists.
+ */
 export interface PluginVerbMethod<Registry, Verb extends HttpVerb> {
+  <Path extends FilledPluginPath<Registry, Verb>>(path: Path & ValuesInPlace<Registry, Verb, Path>, options?: PluginRequestOptions): Promise<PluginAnswer<Registry, Verb, Path>>;
   <Path extends PluginPath<Registry, Verb>>(path: Path, ...options: RouteArguments<Path>): Promise<PluginAnswer<Registry, Verb, Path>>;
-  <Path extends FilledPluginPath<Registry, Verb>>(path: Path & ValuesInPlace<Path>, options?: PluginRequestOptions): Promise<PluginAnswer<Registry, Verb, Path>>;
 }
 
 /** A function's body is optional when it may be left out (no schema, `any`, `unknown`, or `undefined` allowed). */

@@ -97,6 +97,12 @@ export function typedCalls(client: ReturnType<typeof createClient<typeof registr
   expectTypeOf<PluginPath<typeof registry, 'get'>>().toEqualTypeOf<'/api/plugin/todos/todo/all' | '/api/plugin/todos/todo/:id' | '/api/plugin/todos/todo/stats/count'>();
   // @ts-expect-error: a declared :param is required
   void client.plugin.get('/api/plugin/todos/todo/:id');
+  // @ts-expect-error: a :param is one segment: no endpoint has two there
+  void client.plugin.get('/api/plugin/todos/todo/t1/more');
+  // @ts-expect-error: nor an empty one
+  void client.plugin.get('/api/plugin/todos/todo/');
+  // @ts-expect-error: a query goes in { query }, not in the path (the router would answer /all, not /:id)
+  void client.plugin.get('/api/plugin/todos/todo/all?x=1');
   // @ts-expect-error: the params are the path's own
   void client.plugin.put('/api/plugin/todos/todo/:id/tag/:tag', { params: { id: 't1' } });
   // @ts-expect-error: no GET at that path (it is a POST)

@@ -19,7 +19,7 @@ const VITE_PLUGINS: Record<string, { version: string; binding?: string; call?: s
   '@vitejs/plugin-vue': { version: '6.0.11', binding: 'vue', call: 'vue()' },
   '@vitejs/plugin-vue-jsx': { version: VERSIONS['@vitejs/plugin-vue-jsx'], binding: 'vueJsx', call: 'vueJsx()' },
 };
-/** Build tools `bcms-ext bundle` replaces: it type-checks with tsc and builds with vite.config.mjs. */
+/** Build tools `bcms-ext bundle` replaces: it builds with vite.config.mjs (and type-checks ui/ with tsc when ui/tsconfig.json exists). */
 const DROPPED_TOOLS = ['vue-tsc'];
 
 type Deps = Record<string, string>;
@@ -65,7 +65,7 @@ export function portPluginUi(root: string, writes: Map<string, string>, changes:
   for (const tool of DROPPED_TOOLS) {
     if (declared(tool) === undefined) continue;
     remove(tool);
-    what.push(`removed ${tool} (bcms-ext bundle type-checks with tsc)`);
+    what.push(`removed ${tool} (bcms-ext bundle builds the UI with Vite, and type-checks it with tsc only when ui/tsconfig.json exists)`);
   }
   const raise = (name: string, version: string, why: string): void => {
     const range = declared(name);
