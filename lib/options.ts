@@ -67,6 +67,12 @@ export interface BcmsExtensionsOptions {
    * (POST { email, password } answering { accessToken }) and its title. `false`: no shell.
    */
   admin?: false | { path?: string; loginUrl?: string; title?: string };
+  /**
+   * Who may read the OpenAPI document (`GET /api/extensions/openapi.json`, the admin shell's API
+   * view): `'public'` (anyone), `'token'` (a bearer token of any role that holds READ, as the
+   * shell's users have), `'off'` (not served; `router.openapi()` still builds it). Default `'public'`.
+   */
+  openapi?: 'public' | 'token' | 'off';
 }
 
 export interface ResolvedOptions {
@@ -81,6 +87,7 @@ export interface ResolvedOptions {
   readonly extensionMemoryMb: number;
   readonly extensionEnv: Readonly<Record<string, string>>;
   readonly deployments: 'on' | 'off';
+  readonly openapi: 'public' | 'token' | 'off';
   /** `files.dir`, absolute. */
   readonly filesDir: string;
   readonly logger: Logger;
@@ -107,7 +114,7 @@ export const defaultOptions = Object.freeze({
 
 const KNOWN = new Set([
   'jwt', 'database', 'signature', 'bodyLimit', 'bodyTimeoutMs', 'functionTimeoutMs', 'pluginTimeoutMs', 'logger', 'admin',
-  'isolate', 'extensionMemoryMb', 'extensionEnv', 'deployments', 'files', 'secretsKey', 'deploy', 'keys',
+  'isolate', 'extensionMemoryMb', 'extensionEnv', 'deployments', 'files', 'secretsKey', 'deploy', 'keys', 'openapi',
 ]);
 
 /** A nested option is an object of known keys: a typo such as `jwt.secert` must not pass silently. */
@@ -157,6 +164,8 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined, env: 
   }
   const deployments = options.deployments ?? (env.BCMS_DEPLOYMENTS === 'off' ? 'off' : 'on');
   if (deployments !== 'on' && deployments !== 'off') throw new TypeError(`option deployments must be 'on' or 'off', got ${JSON.stringify(deployments)}`);
+  const openapi = options.openapi ?? 'public';
+  if (openapi !== 'public' && openapi !== 'token' && openapi !== 'off') throw new TypeError(`option openapi must be 'public', 'token' or 'off', got ${JSON.stringify(openapi)}`);
   // pino writing to stdout once per turn of the event loop, and at once on exit and on signals.
   const logger = options.logger ?? createDefaultLogger();
   for (const level of ['info', 'warn', 'error', 'debug'] as const) {
@@ -174,9 +183,10 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined, env: 
     extensionMemoryMb,
     extensionEnv: Object.freeze({ ...extensionEnv }),
     deployments,
+    openapi,
     filesDir: path.resolve(files.dir ?? path.join('.bcms', 'files')),
     logger,
-    admin,
+    admin: admin === null ? null : Object.freeze({ ...admin, api: openapi !== 'off' }),
     secrets: resolveSecretsKeys(options.secretsKey, env),
     trustedKeys: resolveTrustedKeys(deploy.trustedKeys),
     keys: Object.freeze({ deployOverHttp }),

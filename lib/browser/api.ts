@@ -94,9 +94,10 @@ export function repairAccessibility(root: ParentNode): void {
   }
 }
 
-/** The document, from this origin: it is public, as the endpoints' paths are. */
+/** The document, from this origin, with the shell's token (a service may serve it to signed-in users only). */
 async function fetchDocument(url: string): Promise<Record<string, unknown>> {
-  const response = await fetch(url, { headers: { Accept: 'application/json' } });
+  const token = localStorage.getItem(TOKEN_KEY);
+  const response = await fetch(url, { headers: { Accept: 'application/json', ...(token === null ? {} : { Authorization: `Bearer ${token}` }) } });
   if (!response.ok) throw new Error(`${url} answered ${response.status}`);
   return (await response.json()) as Record<string, unknown>;
 }

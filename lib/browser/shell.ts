@@ -14,6 +14,8 @@ interface ShellConfig {
   loginUrl: string;
   /** Where the shell is served, e.g. /bcms (the router's mount prefix included). */
   shellPath: string;
+  /** Whether the service serves its OpenAPI document (the `openapi` option is not 'off'): the API view. */
+  api: boolean;
 }
 
 /** A message above the sign-in form: news (`info`), or a `warning` that the session ended on its own. */
@@ -59,9 +61,9 @@ function apiHref(): string {
   return `${config.shellPath}/api`;
 }
 
-/** The URL names the API view. */
+/** The URL names the API view (which a service that does not serve its document has not). */
 function atApi(): boolean {
-  return location.pathname === apiHref() || location.pathname === `${apiHref()}/`;
+  return config.api && (location.pathname === apiHref() || location.pathname === `${apiHref()}/`);
 }
 
 function pluginHref(plugin: BcmsSdkPlugin): string {
@@ -192,8 +194,9 @@ function navigation(): HTMLElement {
     h('h2', { id: 'bcms-plugins-heading', tabindex: '-1' }, 'Plugins'),
     plugins.length > 0 ? list : h('p', {}, 'No plugin has a UI yet.'),
     // After the plugins: the keyboard reaches the plugins first, as before there was an API view.
-    h('h2', { id: 'bcms-developers-heading' }, 'Developers'),
-    h('ul', { 'aria-labelledby': 'bcms-developers-heading' }, h('li', {}, shellLink(apiHref(), 'API', { 'data-view': 'api' }))),
+    ...(config.api
+      ? [h('h2', { id: 'bcms-developers-heading' }, 'Developers'), h('ul', { 'aria-labelledby': 'bcms-developers-heading' }, h('li', {}, shellLink(apiHref(), 'API', { 'data-view': 'api' })))]
+      : []),
   );
 }
 

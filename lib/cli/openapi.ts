@@ -10,7 +10,9 @@ export const OPENAPI_USAGE = `  openapi [--out FILE] [--url URL]          Write 
                                             functions project: the project's (bundled, then loaded
                                             in a test service on an in-memory database). With --url,
                                             or outside a project: the running service's (BCMS_URL,
-                                            else http://localhost:8080). To stdout, or to FILE.
+                                            else http://localhost:8080), with BCMS_TOKEN as its
+                                            bearer token when set (a service whose openapi
+                                            option is 'token'). To stdout, or to FILE.
 `;
 
 const DOCUMENT_PATH = '/api/extensions/openapi.json';
@@ -20,7 +22,8 @@ export async function runOpenapi(args: readonly string[], io: Io, cwd = process.
   if (positionals.length > 0) throw new UsageError(`openapi takes no file names: bcms-ext openapi [--out FILE] [--url URL]`);
   const url = flags.url as string | undefined;
   const inProject = pluginBackendDir(cwd) !== undefined || functionsDir(cwd) !== undefined;
-  const document = url !== undefined || !inProject ? await fromService(url ?? ({ ...readDotEnv(cwd), ...io.env }.BCMS_URL || 'http://localhost:8080'), io) : await fromProject(cwd, io);
+  const env = { ...readDotEnv(cwd), ...io.env };
+  const document = url !== undefined || !inProject ? await fromService(url ?? (env.BCMS_URL || 'http://localhost:8080'), env.BCMS_TOKEN || undefined, io) : await fromProject(cwd, io);
   if (document === undefined) return 1;
   const text = `${JSON.stringify(document, null, 2)}\n`;
   const out = flags.out as string | undefined;
@@ -33,8 +36,8 @@ export async function runOpenapi(args: readonly string[], io: Io, cwd = process.
   return 0;
 }
 
-/** The running service's document. */
-async function fromService(base: string, io: Io): Promise<unknown> {
+/** The running service's document; with `token` when one is set (a service that asks for one). */
+async function fromService(base: string, token: string | undefined, io: Io): Promise<unknown> {
   // The service's mount prefix is kept: --url http://host/cms asks http://host/cms/api/extensions/openapi.json.
   let target: URL;
   try {
@@ -45,10 +48,17 @@ async function fromService(base: string, io: Io): Promise<unknown> {
   }
   let response: Response;
   try {
-    response = await fetch(target);
+    response = await fetch(target, token === undefined ? {} : { headers: { Authorization: `Bearer ${token}` } });
   } catch (error) {
     const cause = (error as { cause?: { code?: string } }).cause?.code;
     io.err(`bcms-ext openapi: could not reach ${target.origin}${cause ? ` (${cause})` : ''}.\nIs the service running there? Set BCMS_URL (or --url) to where it listens; in a project, leave --url out to describe the project itself.\n`);
+    return undefined;
+  }
+  if (response.status === 401 || response.status === 403) {
+    io.err(
+      `bcms-ext openapi: ${target.href} answered ${response.status}: the service serves its document to a signed-in user only (its openapi option is 'token').\n` +
+        (token === undefined ? 'Set BCMS_TOKEN to a JWT of a role that holds READ.\n' : 'BCMS_TOKEN was refused: it must be a valid JWT of a role that holds READ.\n'),
+    );
     return undefined;
   }
   if (!response.ok) {

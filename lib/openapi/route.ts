@@ -9,6 +9,8 @@ import type { LiveExtensions } from '../deploy/live';
 import { createSdkController } from '../extensions/content';
 import { createKeysController } from '../extensions/keys';
 import { createBcmsPlugin, createController, createControllerMethod } from '../plugin/create';
+import { createJwtProtectionPreRequestHandler } from '../plugin/guard';
+import { JWTPermissionName, JWTRoleName } from '../security/token';
 import { PluginRouteTable } from '../plugin/routes';
 import type { BcmsFunction } from '../function/types';
 import type { BcmsController } from '../plugin/types';
@@ -34,7 +36,16 @@ interface Served {
  * The package's own routes under `/api/extensions/` (API keys, the SDK's, the OpenAPI document),
  * and the document itself, for `router.openapi()`.
  */
-export function createOwnRoutes(options: { store: ContentStore; keys: { deployOverHttp: boolean }; live: LiveExtensions; hasUi: (name: string) => boolean; events: EventEmitter; title: string }): {
+export function createOwnRoutes(options: {
+  store: ContentStore;
+  keys: { deployOverHttp: boolean };
+  live: LiveExtensions;
+  hasUi: (name: string) => boolean;
+  events: EventEmitter;
+  title: string;
+  /** Who may read the document over HTTP (the `openapi` option); `'off'`: it is not served. */
+  openapi: 'public' | 'token' | 'off';
+}): {
   table: PluginRouteTable;
   document: () => Record<string, unknown>;
 } {
@@ -63,18 +74,24 @@ export function createOwnRoutes(options: { store: ContentStore; keys: { deployOv
     }
     return made;
   };
-  const table = new PluginRouteTable([createBcmsPlugin({ name: 'extensions', controllers: [createKeysController(store, options.keys), sdk, openApiController(textFor)] })], '/api');
+  const controllers = [createKeysController(store, options.keys), sdk];
+  if (options.openapi !== 'off') controllers.push(openApiController(textFor, options.openapi === 'token'));
+  const table = new PluginRouteTable([createBcmsPlugin({ name: 'extensions', controllers })], '/api');
   return { table, document: () => current().document };
 }
 
-/** `GET /api/extensions/openapi.json`: public, as the endpoints' paths are; an ETag, and 304 for a copy that is current. */
-function openApiController(textFor: (base: string) => { text: string; etag: string }): BcmsController {
+/**
+ * `GET /api/extensions/openapi.json`: public by default, as the endpoints' paths are, or for a
+ * token of any role that holds READ (the shell's users); an ETag, and 304 for a copy that is current.
+ */
+function openApiController(textFor: (base: string) => { text: string; etag: string }, needsToken: boolean): BcmsController {
   return createController({
     name: 'OpenAPI',
     path: '/openapi.json',
     methods: () => ({
       document: createControllerMethod({
         type: 'get',
+        ...(needsToken ? { preRequestHandler: createJwtProtectionPreRequestHandler(Object.values(JWTRoleName), JWTPermissionName.READ) } : {}),
         doc: { summary: 'This document: OpenAPI 3.1 of every endpoint and function served now.' },
         handler: async ({ request, response }) => {
           const { text, etag: tag } = textFor(request.baseUrl);

@@ -45,6 +45,8 @@ export interface AdminSettings {
   path: string;
   loginUrl: string;
   title: string;
+  /** Whether the shell offers its API view: the `openapi` option is not `'off'`. */
+  api?: boolean;
 }
 
 /** A plugin's readable name: `ui.label`, or its name with dashes as spaces ("content-stats" → "Content stats"). */
@@ -282,7 +284,7 @@ function shellSecurityHeaders(admin: AdminSettings): Record<string, string> {
 
 /** The admin shell: its settings as JSON, the SDK, then the shell script; an empty icon, so no favicon request (a host may have none: a 404 in every console). */
 function shellPage(admin: AdminSettings, base: string): string {
-  const config = JSON.stringify({ title: admin.title, loginUrl: admin.loginUrl, shellPath: base + admin.path }).replace(/</g, '\\u003c');
+  const config = JSON.stringify({ title: admin.title, loginUrl: admin.loginUrl, shellPath: base + admin.path, api: admin.api !== false }).replace(/</g, '\\u003c');
   const title = attribute(admin.title);
   return `<!doctype html>
 <html lang="en">

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createBcmsFunction } from '../../lib';
 import { main } from '../../lib/cli/main';
-import { buildApp, freePort, type TestApp } from '../support/app';
+import { buildApp, freePort, role, signToken, type TestApp } from '../support/app';
 import { validateOpenApi } from '../support/openapi';
 
 // bcms-ext openapi: the document of a running service, or of the project in the folder.
@@ -56,6 +56,25 @@ test('a service that is not there, or not ours: exit 1, saying what to do', asyn
   expect(other.code).toBe(1);
   expect(other.err).toMatch(/answered 404/);
   expect((await run(['openapi', 'extra'])).err).toMatch(/openapi takes no file names/);
+});
+
+test("a service that serves its document to signed-in users only (openapi: 'token'): BCMS_TOKEN is sent, and a refusal says to set it", async () => {
+  const guarded = await buildApp({ functions: [hello] }, { openapi: 'token' });
+  const listening = guarded.app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => listening.once('listening', resolve));
+  const at = `http://127.0.0.1:${(listening.address() as AddressInfo).port}`;
+  try {
+    const refused = await run(['openapi', '--url', at]);
+    expect(refused.code).toBe(1);
+    expect(refused.err).toContain("answered 401: the service serves its document to a signed-in user only (its openapi option is 'token').\nSet BCMS_TOKEN to a JWT of a role that holds READ.");
+    const wrong = await run(['openapi', '--url', at], { BCMS_TOKEN: 'not-a-token' });
+    expect(wrong.err).toContain('BCMS_TOKEN was refused');
+    const given = await run(['openapi', '--url', at], { BCMS_TOKEN: signToken([role('USER', 'READ')]) });
+    expect(given.code).toBe(0);
+    expect(JSON.parse(given.out).paths['/api/function/hello']).toBeDefined();
+  } finally {
+    await new Promise((resolve) => listening.close(resolve));
+  }
 });
 
 test('in a functions project: its own document, from its bundles, valid OpenAPI 3.1 (the built CLI, as a project runs it)', () => {

@@ -32,11 +32,11 @@ const hello = createBcmsFunction(async () => ({ config: { name: 'hello', public:
 const admin = signToken([role('ADMIN', 'READ', 'WRITE', 'DELETE', 'EXECUTE')]);
 
 /** The host: the router under /cms, and a sign-in route of its own that answers a token. */
-async function mountedApp(): Promise<{ app: express.Express; router: BcmsRouter; seen: { url: string; authorization?: string }[] }> {
+async function mountedApp(openapi?: 'public' | 'token' | 'off'): Promise<{ app: express.Express; router: BcmsRouter; seen: { url: string; authorization?: string }[] }> {
   const seen: { url: string; authorization?: string }[] = [];
   const router = bcmsExtensions(
     { plugins: [stats], functions: [hello] },
-    { jwt: { secret: JWT_SECRET }, logger: memoryLogger().logger, database: (await sharedTestDatabase()).knex, admin: { loginUrl: '/cms/login' } },
+    { jwt: { secret: JWT_SECRET }, logger: memoryLogger().logger, database: (await sharedTestDatabase()).knex, admin: { loginUrl: '/cms/login' }, openapi },
   );
   const app = express();
   app.use((req, _res, next) => {
@@ -224,4 +224,51 @@ describeInChromium('the API view in Chromium, the router mounted under /cms', ()
       await page.waitForTimeout(50);
     }
   }
+});
+
+describeInChromium("the API view when the document is for signed-in users only (openapi: 'token'), or not served ('off')", () => {
+  let browser: Browser;
+  const running: { server: Server; router: BcmsRouter }[] = [];
+  beforeAll(async () => {
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    for (const { server, router } of running) {
+      server.close();
+      await router.close();
+    }
+  });
+
+  async function signedIn(openapi: 'token' | 'off'): Promise<{ page: Page; url: string }> {
+    const { app, router } = await mountedApp(openapi);
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    running.push({ server, router });
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const page = await browser.newPage();
+    await page.goto(`${url}/cms/bcms/api`);
+    await page.getByLabel('Email').fill('admin@example.com');
+    await page.getByLabel('Password').fill('any');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Plugins' }).waitFor();
+    return { page, url };
+  }
+
+  test("'token': the view fetches the document with the shell's token and lists the operations; without a token it is refused", async () => {
+    const { page, url } = await signedIn('token');
+    await page.locator('.opblock-summary-path[data-path="/api/plugin/stats/stats/counts"]').waitFor();
+    const anonymous = await page.evaluate(async (at) => (await fetch(at)).status, `${url}/cms/api/extensions/openapi.json`);
+    expect(anonymous).toBe(401);
+    await page.close();
+  }, 30_000);
+
+  test("'off': no API link in the navigation, and <admin.path>/api shows no API view", async () => {
+    const { page } = await signedIn('off');
+    const nav = page.getByRole('navigation', { name: 'BCMS navigation' });
+    expect(await nav.getByRole('heading', { name: 'Developers' }).count()).toBe(0);
+    expect(await nav.getByRole('link', { name: 'API' }).count()).toBe(0);
+    expect(await page.locator('.bcms-api').count()).toBe(0);
+    await page.close();
+  }, 30_000);
 });
