@@ -13,6 +13,7 @@ export type {
   MethodRoute,
   PreRequestContext,
   PreRequestHandler,
+  SentBody,
 } from './plugin/types';
 export { createBcmsFunction } from './function/create';
 export type { BcmsFunction, BcmsFunctionAuth, BcmsFunctionConfig, BcmsFunctionContext, BcmsFunctionKeyAuth, BcmsFunctionModule } from './function/types';

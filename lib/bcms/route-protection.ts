@@ -7,7 +7,7 @@ import { hasBearerToken } from '../security/jwt';
 import { SIGNATURE_CHALLENGE } from '../security/signature';
 import type { JWT, JWTPermissionName, JWTRoleName } from '../security/token';
 import { createJwtAndBodyGuard, createJwtGuard, decidesOnTokenFirst, documentGuard, type GuardContext, jwtGuardCheckOf, jwtGuardRuleOf, verifyKeyFromContext } from '../plugin/guard';
-import type { Guard } from '../plugin/types';
+import type { Guard, SentBody } from '../plugin/types';
 
 /** What BCMS keeps in a token's `props` for its users (the host's tokens may hold other things). */
 export interface BCMSUserCustomPool {
@@ -73,7 +73,7 @@ export class BCMSRouteProtection {
    */
   static createJwtAndBodyCheckPreRequestHandler<Schema extends StandardSchemaV1>(
     config: JwtGuardConfig & { bodySchema: Schema },
-  ): Guard<BCMSRouteProtectionJwtAndBodyCheckResult<StandardSchemaV1.InferOutput<Schema>>>;
+  ): Guard<BCMSRouteProtectionJwtAndBodyCheckResult<StandardSchemaV1.InferOutput<Schema>> & SentBody<StandardSchemaV1.InferInput<Schema>>>;
   // An ObjectSchema says nothing TypeScript can read: `body` is BCMS's type argument
   // (`createControllerMethod<BCMSRouteProtectionJwtAndBodyCheckResult<Body>, ...>`), `any` without one.
   // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -289,10 +289,14 @@ export interface PluginRequestOptions {
   signed?: boolean;
   headers?: Record<string, string>;
 }
-/** A declared path's `:params` are required; a path with none takes the options alone. */
-type RouteArguments<Path extends string> = [PathParams<Path>] extends [never]
-  ? [options?: PluginRequestOptions]
-  : [options: PluginRequestOptions & { params: Record<PathParams<Path>, string | number> }];
+/** The body an endpoint takes: its guard schema's input type; unknown (anything, or none) when the registry does not say. */
+export type PluginBody<Registry, Verb extends HttpVerb, Path extends string> = RouteAt<Extract<RoutesOf<Registry>, { verb: Verb }>, Path>['body'];
+/** A typed request's options: `body` as the endpoint takes it, a declared path's `:params` in `params`. */
+type RouteOptions<Path extends string, Body> = Omit<PluginRequestOptions, 'body'> &
+  (unknown extends Body ? { body?: unknown } : undefined extends Body ? { body?: Body } : { body: Body }) &
+  ([PathParams<Path>] extends [never] ? unknown : { params: Record<PathParams<Path>, string | number> });
+/** The options may be left out when nothing in them is required. */
+type RouteArguments<Path extends string, Body> = {} extends RouteOptions<Path, Body> ? [options?: RouteOptions<Path, Body>] : [options: RouteOptions<Path, Body>];
 
 /** Checks a path with the values in place; what it says shows in the compiler's error when one does not fit. */
 type ValuesInPlace<Registry, Verb extends HttpVerb, Path extends string> = Path extends `${string}/:${string}`
@@ -317,8 +321,11 @@ export type PluginRoutesClient<Registry> = { [Verb in HttpVerb]: PluginVerbMetho
  * paths, which the compiler's message then lists.
  */
 export interface PluginVerbMethod<Registry, Verb extends HttpVerb> {
-  <Path extends FilledPluginPath<Registry, Verb>>(path: Path & ValuesInPlace<Registry, Verb, Path>, options?: PluginRequestOptions): Promise<PluginAnswer<Registry, Verb, Path>>;
-  <Path extends PluginPath<Registry, Verb>>(path: Path, ...options: RouteArguments<Path>): Promise<PluginAnswer<Registry, Verb, Path>>;
+  <Path extends FilledPluginPath<Registry, Verb>>(
+    path: Path & ValuesInPlace<Registry, Verb, Path>,
+    ...options: RouteArguments<'', PluginBody<Registry, Verb, Path>>
+  ): Promise<PluginAnswer<Registry, Verb, Path>>;
+  <Path extends PluginPath<Registry, Verb>>(path: Path, ...options: RouteArguments<Path, PluginBody<Registry, Verb, Path>>): Promise<PluginAnswer<Registry, Verb, Path>>;
 }
 
 /** A function's body is optional when it may be left out (no schema, `any`, `unknown`, or `undefined` allowed). */
@@ -393,16 +400,16 @@ export function createClient<Registry extends RegistryShape>(options: BcmsClient
     throw new BcmsClientError(new FunctionCallError(code, message, response.status, response.headers.get('x-request-id') ?? undefined));
   }
   /** A typed verb method: a declared path's `:params` filled in from `params`. */
-  const verb =
-    (name: HttpVerb) =>
-    (route: string, callOptions: PluginRequestOptions & { params?: Record<string, string | number> } = {}): Promise<never> => {
+  // Typed by PluginVerbMethod, whose overloads the registry's routes decide: one implementation takes them all.
+  const verb = <Verb extends HttpVerb>(name: Verb): PluginVerbMethod<Registry, Verb> =>
+    ((route: string, callOptions: PluginRequestOptions & { params?: Record<string, string | number> } = {}): Promise<never> => {
       const { params, ...rest } = callOptions;
       try {
         return request(name, params === undefined ? route : fillParams(route, params, name), rest);
       } catch (error) {
         return Promise.reject(error as Error);
       }
-    };
+    }) as PluginVerbMethod<Registry, Verb>;
   return {
     plugin: {
       send: (verbName, route, callOptions) => request(verbName, route, callOptions),

@@ -20,8 +20,8 @@ export function createBcmsPlugin<Name extends string = string, Controller extend
 type PluginRoutes<Name extends string, Controller> = string extends Name
   ? never
   : Controller extends { readonly '~routes'?: infer Route }
-    ? Route extends MethodRoute<infer Path, infer Verb, infer Answer>
-      ? MethodRoute<`/api/plugin/${Name}${Path}`, Verb, Answer>
+    ? Route extends MethodRoute<infer Path, infer Verb, infer Answer, infer Body>
+      ? MethodRoute<`/api/plugin/${Name}${Path}`, Verb, Answer, Body>
       : never
     : never;
 
@@ -42,12 +42,12 @@ export function createController<SetupResult = unknown, Path extends string = st
 ): BcmsController<SetupResult> & {
   // Written out here rather than as an alias: declaration emit would name the alias with the methods' full types (their guards' results too).
   readonly '~routes'?: {
-    [Key in keyof Methods]: Methods[Key] extends { readonly '~route'?: MethodRoute<infer MethodPath, infer Verb, infer Answer> }
+    [Key in keyof Methods]: Methods[Key] extends { readonly '~route'?: MethodRoute<infer MethodPath, infer Verb, infer Answer, infer Body> }
       ? string extends MethodPath | Path
         ? never
         : HttpVerb extends Verb
           ? never // BCMS's type-argument form: path and verb unknown to the types
-          : MethodRoute<`${RoutePath<Path>}${MethodPath}`, Verb, Answer>
+          : MethodRoute<`${RoutePath<Path>}${MethodPath}`, Verb, Answer, Body>
       : never;
   }[keyof Methods];
 } {
@@ -60,6 +60,17 @@ export function createController<SetupResult = unknown, Path extends string = st
  * emit then never has to name an interface that the handler's file does not export), a Buffer as text.
  */
 type Answer<Schema, Body> = Schema extends StandardSchemaV1 ? Jsonified<StandardSchemaV1.InferOutput<Schema>> : Awaited<Body> extends Uint8Array ? string : Jsonified<Awaited<Body>>;
+
+/**
+ * The body a caller sends, for the typed client: what the guard's schema takes (its input), else
+ * what the pre-request handler yields as `body`; unknown without either.
+ */
+type CallerBody<PreResult> = [PreResult] extends [{ readonly '~input'?: infer Input }]
+  ? unknown extends Input
+    ? YieldedBody<PreResult>
+    : Jsonified<Input>
+  : YieldedBody<PreResult>;
+type YieldedBody<PreResult> = [PreResult] extends [{ body: infer Body }] ? Jsonified<Body> : unknown;
 
 /**
  * Declares an endpoint. Its handler's context is typed by what `preRequestHandler` yields
@@ -77,7 +88,7 @@ type Answer<Schema, Body> = Schema extends StandardSchemaV1 ? Jsonified<Standard
  */
 export function createControllerMethod<PreResult = void, Body = unknown, Path extends string = string, Verb extends HttpVerb = HttpVerb, Schema extends BodySchema | undefined = undefined>(
   config: BcmsControllerMethod<PreResult, Body> & { path?: Path; type: Verb; responseSchema?: Schema },
-): BcmsControllerMethod<PreResult, Body> & { readonly '~route'?: MethodRoute<string extends Path ? '' : RoutePath<Path>, Verb, Answer<Schema, Body>> } {
+): BcmsControllerMethod<PreResult, Body> & { readonly '~route'?: MethodRoute<string extends Path ? '' : RoutePath<Path>, Verb, Answer<Schema, Body>, CallerBody<PreResult>> } {
   ownBodyLimit(config?.bodyLimit, 'createControllerMethod'); // a wrong limit throws here, not at the first request
   return config;
 }

@@ -151,11 +151,21 @@ export interface BcmsPlugin {
 // interface that its file does not export, say) would then have to be named wherever the plugin
 // is exported, and declaration emit would fail (TS4082) in a project that compiled before.
 
-/** One endpoint as the typed client knows it: `path` with its `:params`, the verb and what it answers. */
-export interface MethodRoute<Path extends string = string, Verb extends HttpVerb = HttpVerb, Answer = unknown> {
+/** One endpoint as the typed client knows it: `path` with its `:params`, the verb, what it answers and the body it takes. */
+export interface MethodRoute<Path extends string = string, Verb extends HttpVerb = HttpVerb, Answer = unknown, Body = unknown> {
   readonly path: Path;
   readonly verb: Verb;
   readonly answer: Answer;
+  readonly body: Body;
+}
+
+/**
+ * What a body-checking guard yields besides `body`, for types only (never set): the body a caller
+ * sends, its schema's input type (a field with a default may be left out), which the typed client
+ * takes; the handler gets the schema's output as `body`.
+ */
+export interface SentBody<Input> {
+  readonly '~input'?: Input;
 }
 
 /** A path as the router reads it: a leading `/`, runs of `/` as one, no trailing `/`. */

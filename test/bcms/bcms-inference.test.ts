@@ -7,6 +7,7 @@ import { z } from 'zod';
 import * as v from 'valibot';
 import {
   BCMSRouteProtection,
+  createBcmsPlugin,
   createController,
   createControllerMethod,
   createJwtProtectionPreRequestHandler,
@@ -18,8 +19,10 @@ import {
   type BCMSUserCustomPool,
   type BcmsControllerMethod,
   type MethodRoute,
+  type SentBody,
   type ObjectSchema,
 } from '../../lib';
+import type { createClient } from '../../lib/client';
 
 const roles = { roleNames: [JWTRoleName.ADMIN], permissionName: JWTPermissionName.WRITE };
 
@@ -38,9 +41,11 @@ describe("BCMS's forms, typed", () => {
         return { title: body.title };
       },
     });
+    // The guard also says what a caller sends (the schema's input: tags has a default), for the typed client's route.
+    type Sent = { title: string; tags?: string[] | undefined; count?: number | undefined };
     expectTypeOf(method).toEqualTypeOf<
-      BcmsControllerMethod<BCMSRouteProtectionJwtAndBodyCheckResult<{ title: string; tags: string[]; count?: number | undefined }>, { title: string }> & {
-        readonly '~route'?: MethodRoute<'', 'post', { title: string }>;
+      BcmsControllerMethod<BCMSRouteProtectionJwtAndBodyCheckResult<{ title: string; tags: string[]; count?: number | undefined }> & SentBody<Sent>, { title: string }> & {
+        readonly '~route'?: MethodRoute<'', 'post', { title: string }, { title: string; tags?: string[]; count?: number }>;
       }
     >();
   });
@@ -156,3 +161,30 @@ describe("BCMS's forms, typed", () => {
     });
   });
 });
+
+// The typed client, for a route whose body BCMS's guard checks with a zod schema: a caller sends the
+// schema's input (a field with a default may be left out); a body that does not fit does not compile.
+const notes = createBcmsPlugin({
+  name: 'notes',
+  controllers: [
+    createController({
+      name: 'Note',
+      path: '/note',
+      methods: () => ({
+        add: createControllerMethod({
+          type: 'post',
+          preRequestHandler: BCMSRouteProtection.createJwtAndBodyCheckPreRequestHandler({ ...roles, bodySchema: z.object({ text: z.string(), tags: z.array(z.string()).default([]) }) }),
+          handler: async ({ body }) => ({ text: body.text, tags: body.tags }),
+        }),
+      }),
+    }),
+  ],
+});
+export function typedNotes(client: ReturnType<typeof createClient<{ plugins: [typeof notes] }>>): void {
+  expectTypeOf(client.plugin.post('/api/plugin/notes/note', { body: { text: 'a' } })).resolves.toEqualTypeOf<{ text: string; tags: string[] }>();
+  void client.plugin.post('/api/plugin/notes/note', { body: { text: 'a', tags: ['x'] } });
+  // @ts-expect-error: text is required
+  void client.plugin.post('/api/plugin/notes/note', { body: { tags: [] } });
+  // @ts-expect-error: the body is required
+  void client.plugin.post('/api/plugin/notes/note');
+}

@@ -37,7 +37,9 @@ import type { registry } from './types/registry';
 export async function use(): Promise<void> {
   const client = createClient<typeof registry>({ url: 'http://localhost:8080' });
   expectTypeOf(await client.plugin.get('/api/plugin/notes/note/all')).toEqualTypeOf<{ items: { id: string; at: string }[] }>();
-  expectTypeOf(await client.plugin.post('/api/plugin/notes/note')).toEqualTypeOf<{ id: string; at: string }>();
+  expectTypeOf(await client.plugin.post('/api/plugin/notes/note', { body: { text: 'a' } })).toEqualTypeOf<{ id: string; at: string }>();
+  // @ts-expect-error: the body its guard yields (NewNote, not exported either) is what a caller sends
+  await client.plugin.post('/api/plugin/notes/note', { body: { title: 'a' } });
   expectTypeOf((await client.plugin.get('/api/plugin/notes/note/tree/:id', { params: { id: 'x' } })).name).toEqualTypeOf<string>();
   expectTypeOf(await client.function.call('receipt')).toEqualTypeOf<{ id: string; at: string }>();
   // @ts-expect-error: no such route

@@ -44,6 +44,13 @@ const todos = createBcmsPlugin({
         // A response schema wins over the handler's type; a trailing / and a doubled one are dropped, as the router does.
         count: createControllerMethod({ path: 'stats//count/', type: 'get', responseSchema: z.object({ count: z.number() }), handler: async () => ({ count: 2 }) as unknown }),
         tag: createControllerMethod({ path: '/:id/tag/:tag', type: 'put', handler: async ({ request: req }) => ({ id: req.params.id!, tag: req.params.tag!, at: new Date(0) }) }),
+        // A pre-request handler of one's own that yields `body`: its type is what a caller sends.
+        rename: createControllerMethod({
+          path: '/:id/name',
+          type: 'patch',
+          preRequestHandler: async ({ request: req }) => ({ body: req.body as { name: string; note?: string } }),
+          handler: async ({ body, request: req }) => ({ id: req.params.id!, name: body.name }),
+        }),
       }),
     }),
   ],
@@ -93,6 +100,14 @@ export function typedCalls(client: ReturnType<typeof createClient<typeof registr
   expectTypeOf(client.plugin.post('/api/plugin/todos/todo', { body: { id: 'x' } })).resolves.toEqualTypeOf<{ added: string }>();
   // Two params; a Date answers as a string.
   expectTypeOf(client.plugin.put('/api/plugin/todos/todo/:id/tag/:tag', { params: { id: 't1', tag: 'home' } })).resolves.toEqualTypeOf<{ id: string; tag: string; at: string }>();
+  // A body the endpoint says it takes is checked; one it does not say anything of is anything.
+  expectTypeOf(client.plugin.patch('/api/plugin/todos/todo/:id/name', { params: { id: 't1' }, body: { name: 'x' } })).resolves.toEqualTypeOf<{ id: string; name: string }>();
+  void client.plugin.patch('/api/plugin/todos/todo/t1/name', { body: { name: 'x', note: 'n' } });
+  // @ts-expect-error: name is a string
+  void client.plugin.patch('/api/plugin/todos/todo/t1/name', { body: { name: 1 } });
+  // @ts-expect-error: the body is required
+  void client.plugin.patch('/api/plugin/todos/todo/:id/name', { params: { id: 't1' } });
+  void client.plugin.post('/api/plugin/todos/todo', { body: 'anything' });
   // The declared paths, the editor's completions.
   expectTypeOf<PluginPath<typeof registry, 'get'>>().toEqualTypeOf<'/api/plugin/todos/todo/all' | '/api/plugin/todos/todo/:id' | '/api/plugin/todos/todo/stats/count'>();
   // @ts-expect-error: a declared :param is required
@@ -156,6 +171,7 @@ describe('createClient<typeof registry>', () => {
     await expect(spy.plugin.get('/api/plugin/todos/todo/:id', { params: { id: '1', other: 2 } as { id: string } })).rejects.toThrow('/api/plugin/todos/todo/:id has no :other');
     expect(seen).toHaveLength(1);
     await expect(client.function.call('sized')).resolves.toEqual({ size: 3 });
+    expect(await client.plugin.patch('/api/plugin/todos/todo/:id/name', { params: { id: 't3' }, body: { name: 'Ada' } })).toEqual({ id: 't3', name: 'Ada' });
   });
 
   test('calls: public, and signed with a key; a refusal is a BcmsClientError with status and code', async () => {
