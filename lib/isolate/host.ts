@@ -68,15 +68,48 @@ type CallMessage = Extract<ToIsolate, { t: 'plugin' | 'function' }>;
 /** A call as its caller writes it: the isolate numbers it. */
 export type NewCall = Omit<Extract<CallMessage, { t: 'plugin' }>, 'id'> | Omit<Extract<CallMessage, { t: 'function' }>, 'id'>;
 
-interface PendingCall {
-  resolve(answer: IsolateAnswer): void;
-  reject(error: unknown): void;
-  request: Request;
-  plugin: string | undefined;
-  /** When it runs past its time-out (ms, performance.now()), and what it is then answered. */
-  deadline: number;
-  timeoutMs: number;
-  timeout: () => BcmsHttpError;
+/**
+ * A call waiting for its isolate's answer. Once settled (`resolve` or `reject`) it holds nothing:
+ * not its promise's settling functions (which reach the exchange's closures, the request and the
+ * response), not its request. The Map of waiting calls keeps the tables it outgrew as calls come
+ * and go (V8 rehashes it into a new table and leaves the old one pointing at the new one and at
+ * the calls it held); once one of those is in the old generation, the tables after it, and the
+ * settled calls they still name, survive every young-generation collection. A settled call that
+ * kept its settling functions kept its whole request alive that way, copied and then promoted.
+ * Measured on a deployed plugin GET under load: 24 µs of scavenges a request, 14 (as in the
+ * service's own process) once a settled call holds nothing, or with a plain object in place of
+ * the Map.
+ */
+class PendingCall {
+  constructor(
+    private onAnswer: ((answer: IsolateAnswer) => void) | undefined,
+    private onError: ((error: unknown) => void) | undefined,
+    /** The request it answers, while it waits: the service's verdicts on its token or key (`serve`) are about it. */
+    public request: Request | undefined,
+    readonly plugin: string | undefined,
+    /** When it runs past its time-out (ms, performance.now()), and what it is then answered. */
+    readonly deadline: number,
+    readonly timeoutMs: number,
+    readonly timeout: () => BcmsHttpError,
+  ) {}
+
+  resolve(answer: IsolateAnswer): void {
+    const settle = this.onAnswer;
+    this.forget();
+    settle?.(answer);
+  }
+
+  reject(error: unknown): void {
+    const settle = this.onError;
+    this.forget();
+    settle?.(error);
+  }
+
+  private forget(): void {
+    this.onAnswer = undefined;
+    this.onError = undefined;
+    this.request = undefined;
+  }
 }
 
 const LEVELS = new Set(['info', 'warn', 'error', 'debug']);
@@ -172,7 +205,7 @@ class Isolate {
     this.lastActive = now;
     (message as CallMessage).id = id;
     return new Promise<IsolateAnswer>((resolve, reject) => {
-      this.calls.set(id, { resolve, reject, request, plugin, deadline: now + timeoutMs, timeoutMs, timeout });
+      this.calls.set(id, new PendingCall(resolve, reject, request, plugin, now + timeoutMs, timeoutMs, timeout));
       this.watching ??= setTimeout(this.watch, timeoutMs);
       this.post(message as CallMessage);
     });
@@ -286,6 +319,7 @@ class Isolate {
     }
   }
 
+  /** Takes call `id` out of those waiting, for the caller to settle at once (which empties it: see PendingCall). */
   private take(id: number): PendingCall | undefined {
     const call = this.calls.get(id);
     if (call === undefined) return undefined;
@@ -321,9 +355,10 @@ class Isolate {
       case 'key': {
         // Only about a request this isolate is answering now.
         const call = this.calls.get(ask.call);
-        if (call === undefined) return Promise.reject(new Error('no such request in this isolate'));
-        if (ask.op === 'token') return verifyAccessToken(call.request).then((token) => toWire(token));
-        return verifyPluginKey(call.request, call.plugin as string).then((key) => toWire(key ?? null));
+        const request = call?.request;
+        if (call === undefined || request === undefined) return Promise.reject(new Error('no such request in this isolate'));
+        if (ask.op === 'token') return verifyAccessToken(request).then((token) => toWire(token));
+        return verifyPluginKey(request, call.plugin as string).then((key) => toWire(key ?? null));
       }
       default:
         return Promise.reject(new Error('unknown capability'));
