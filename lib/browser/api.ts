@@ -78,7 +78,10 @@ export function prepareRequest(request: SwaggerRequest, origin: string = locatio
  * servers select, for an enum
  * parameter's select in "Try it out" (its name is in the row, not a label) and for the Authorize
  * dialog's submit button (named "Apply credentials" while it reads "Authorize"); and a Tab stop on
- * an operation's code blocks (the curl line, the answers), which scroll sideways.
+ * an operation's code blocks (the curl line, the answers), which scroll sideways. And axe-core's
+ * moderate ones: Swagger UI's `<main>` is a region (see below), each operation's responses region
+ * is named after its operation (they were all "Responses"), and a dialog's headings are levels 2
+ * and 3 (an h3 and h4 under the page's h1).
  */
 export function repairAccessibility(root: ParentNode): void {
   for (const block of root.querySelectorAll('.opblock-body pre:not([tabindex])')) block.setAttribute('tabindex', '0');
@@ -88,6 +91,20 @@ export function repairAccessibility(root: ParentNode): void {
   for (const select of root.querySelectorAll<HTMLSelectElement>('tr[data-param-name] select:not([aria-label])')) {
     select.setAttribute('aria-label', (select.closest('tr[data-param-name]') as HTMLElement).dataset.paramName as string);
   }
+  // Swagger UI's own <main>, inside the shell's: a second main landmark, nested, for a screen reader's
+  // landmark list; a region named "Operations" instead (axe-core calls a role on <main> a minor fault).
+  for (const main of root.querySelectorAll('main:not([role])')) {
+    main.setAttribute('role', 'region');
+    main.setAttribute('aria-label', 'Operations');
+  }
+  for (const responses of root.querySelectorAll<HTMLElement>('.opblock section[id$="_responses"]:not([aria-label]), .opblock [role="region"][id$="_responses"]:not([aria-label])')) {
+    const block = responses.closest('.opblock');
+    const verb = block?.querySelector('.opblock-summary-method')?.textContent?.trim();
+    const route = block?.querySelector<HTMLElement>('.opblock-summary-path')?.dataset.path;
+    if (verb !== undefined && route !== undefined) responses.setAttribute('aria-label', `Responses of ${verb} ${route}`);
+  }
+  for (const title of root.querySelectorAll('.modal-ux-header > h3:not([aria-level])')) title.setAttribute('aria-level', '2');
+  for (const heading of root.querySelectorAll('.modal-ux-content h4:not([aria-level])')) heading.setAttribute('aria-level', '3');
   for (const button of root.querySelectorAll('button[aria-label="Apply credentials"]')) {
     const text = (button.textContent ?? '').trim();
     if (text !== '') button.setAttribute('aria-label', `${text}: apply credentials`);

@@ -175,7 +175,8 @@ function account(user: BcmsUser | null): HTMLElement {
   });
   const name = user === null ? '' : userLabel(user);
   const who = name === '' ? [] : [h('p', { class: 'bcms-user', title: user?.email || name }, h('span', { class: 'bcms-visually-hidden' }, 'Signed in as '), name)];
-  return h('div', { class: 'bcms-account' }, ...who, signOutButton);
+  // A landmark of its own: the user's name is then within one, as a screen reader's region list reads the page.
+  return h('section', { class: 'bcms-account', 'aria-label': 'Account' }, ...who, signOutButton);
 }
 
 /** How the shell names a user: their name (BCMS's `personal`), else their email, else their user name. */

@@ -184,7 +184,7 @@ describeInChromium('the API view in Chromium, the router mounted under /cms', ()
     await page.screenshot({ path: path.join(SCREENSHOTS, 'api-2-expanded.png') });
   }, 30_000);
 
-  test('axe-core: no serious or critical violation, operations open, a select in Try it out and the Authorize dialog shown; the moderate ones are the known landmark and heading ones', async () => {
+  test('axe-core: no violation but a minor one, operations open, a select in Try it out and the Authorize dialog shown', async () => {
     // An enum path parameter is a select in Try it out: named after its parameter.
     const rollback = operation('/api/extensions/deployments/{kind}/{name}/rollback');
     await rollback.click();
@@ -198,11 +198,10 @@ describeInChromium('the API view in Chromium, the router mounted under /cms', ()
       impact: string;
       nodes: string[];
     }[];
-    expect(violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')).toEqual([]);
-    // Swagger UI's own <main id="operations"> inside the shell's main, its h1 then h3 for tags, and the
-    // shell's user name outside a landmark: moderate, and none of them hides a control or its name.
-    const known = ['landmark-main-is-top-level', 'landmark-no-duplicate-main', 'landmark-unique', 'heading-order', 'region'];
-    expect(violations.map((violation) => violation.id).filter((id) => !known.includes(id))).toEqual([]);
+    // The moderate ones too are repaired as Swagger UI renders (its nested <main>, its same-named
+    // responses regions, its dialog's h3 and h4), and the shell's account is a region. What is
+    // left is minor: the role that makes Swagger UI's <main> a region, not a second main landmark.
+    expect(violations).toEqual([{ id: 'aria-allowed-role', impact: 'minor', nodes: ['#operations ARIA role region is not allowed for given element'] }]);
     // The dialog's icon-only close button, named by the shell (Swagger UI gives it no name).
     await page.getByLabel('Close', { exact: true }).click();
     await page.locator('.dialog-ux').waitFor({ state: 'detached' });
