@@ -317,8 +317,7 @@ export type PluginRoutesClient<Registry> = { [Verb in HttpVerb]: PluginVerbMetho
 
 /**
  * A verb's method: a path with the values in place, or a declared one (its `:params` in
- * `params`). In this order so that a call that fits neither is reported against the declared
- * paths, which the compiler's message then lists.
+ * `params`). A path that fits neither is refused with what `ValuesInPlace` says of it.
  */
 export interface PluginVerbMethod<Registry, Verb extends HttpVerb> {
   <Path extends FilledPluginPath<Registry, Verb>>(
