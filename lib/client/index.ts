@@ -110,9 +110,18 @@ export class FunctionCallError extends Error {
   }
 }
 
-export type FunctionClientOptions = {
-  /** Where the service is, e.g. `http://localhost:8080` (a path prefix is kept). */
-  baseUrl: string;
+export type FunctionClientOptions = (
+  | {
+      /** Where the service is, e.g. `http://localhost:8080` (a path prefix is kept). */
+      baseUrl: string;
+      url?: undefined;
+    }
+  | {
+      /** Where the service is: `baseUrl` by the name `createClient` gives it. */
+      url: string;
+      baseUrl?: undefined;
+    }
+) & {
   /** Sign with `Digest` (default) or `Content-Digest`. */
   digest?: 'digest' | 'content-digest';
   /** Also sign `host` (see signRequest); off by default, for reverse proxies that rewrite it. */
@@ -144,11 +153,13 @@ export interface FunctionClient {
  */
 export function createFunctionClient(options: FunctionClientOptions): FunctionClient {
   if (options === null || typeof options !== 'object') throw new TypeError('createFunctionClient: options are required');
+  if (options.baseUrl !== undefined && options.url !== undefined) throw new TypeError('createFunctionClient: give baseUrl or url, not both');
+  const given = options.baseUrl ?? options.url;
   let base: string;
   try {
-    base = new URL(options.baseUrl).toString().replace(/\/+$/, '');
+    base = new URL(given as string).toString().replace(/\/+$/, '');
   } catch {
-    throw new TypeError(`createFunctionClient: baseUrl must be a URL such as http://localhost:8080, got ${JSON.stringify(options.baseUrl)}`);
+    throw new TypeError(`createFunctionClient: baseUrl (or url) must be a URL such as http://localhost:8080, got ${JSON.stringify(given)}`);
   }
   const send = options.fetch ?? fetch;
   // Fail now, not at the first call, on a key that cannot sign.

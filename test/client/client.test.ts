@@ -95,7 +95,12 @@ describe('createFunctionClient', () => {
   test('a key that cannot sign is refused when the client is made', () => {
     expect(() => createFunctionClient({ baseUrl, keyId: 'k', privateKey: 'not a key' })).toThrow();
     expect(() => createFunctionClient({ baseUrl, keyId: 'k' } as never)).toThrow('signRequest: secret (hmac-sha256) or privateKey (rsa-sha256, ed25519) is required');
-    expect(() => createFunctionClient({ baseUrl: 'not a url' })).toThrow('createFunctionClient: baseUrl must be a URL such as http://localhost:8080, got "not a url"');
+    expect(() => createFunctionClient({ baseUrl: 'not a url' })).toThrow('createFunctionClient: baseUrl (or url) must be a URL such as http://localhost:8080, got "not a url"');
+    expect(() => createFunctionClient({ baseUrl, url: baseUrl } as never)).toThrow('createFunctionClient: give baseUrl or url, not both');
+  });
+
+  test('url, as createClient names it, is baseUrl', async () => {
+    expect(await createFunctionClient({ url: baseUrl }).call('hello')).toBe('hello world');
   });
 });
 
