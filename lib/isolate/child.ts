@@ -52,12 +52,33 @@ function send(message: FromIsolate): void {
 process.on('disconnect', () => process.exit(0));
 
 let nextAsk = 0;
-const asking = new Map<number, { resolve(value: unknown): void; reject(error: unknown): void }>();
+
+/**
+ * A question waiting for the service's reply. Answered, it lets go of its promise's settling
+ * functions (and through them of the handler waiting on it): the Map of waiting questions keeps
+ * the tables it outgrew, which still name it (see PendingCall in host.ts).
+ */
+class Waiting {
+  constructor(
+    private onValue: ((value: unknown) => void) | undefined,
+    private onError: ((error: unknown) => void) | undefined,
+  ) {}
+
+  settle(reply: Extract<ToIsolate, { t: 'reply' }>): void {
+    const { onValue, onError } = this;
+    this.onValue = undefined;
+    this.onError = undefined;
+    if (reply.error !== undefined) onError?.(fromService(reply.error));
+    else onValue?.(reply.value);
+  }
+}
+
+const asking = new Map<number, Waiting>();
 
 function ask(question: Ask): Promise<unknown> {
   const id = ++nextAsk;
   return new Promise((resolve, reject) => {
-    asking.set(id, { resolve, reject });
+    asking.set(id, new Waiting(resolve, reject));
     send({ t: 'ask', id, ask: question });
   });
 }
@@ -196,8 +217,7 @@ function receive(message: ToIsolate): void {
     case 'reply': {
       const waiting = asking.get(message.id);
       asking.delete(message.id);
-      if (message.error !== undefined) waiting?.reject(fromService(message.error));
-      else waiting?.resolve(message.value);
+      waiting?.settle(message);
       return;
     }
     case 'plugin':
