@@ -115,6 +115,8 @@ export function repairAccessibility(root: ParentNode): void {
 async function fetchDocument(url: string): Promise<Record<string, unknown>> {
   const token = localStorage.getItem(TOKEN_KEY);
   const response = await fetch(url, { headers: { Accept: 'application/json', ...(token === null ? {} : { Authorization: `Bearer ${token}` }) } });
+  // The token was refused (expired, revoked): signed out, as the SDK's calls do it; the shell shows the sign-in form.
+  if (response.status === 401 && token !== null) (window as { bcms?: { sdk?: { signOut?(): void } } }).bcms?.sdk?.signOut?.();
   if (!response.ok) throw new Error(`${url} answered ${response.status}`);
   return (await response.json()) as Record<string, unknown>;
 }

@@ -1,8 +1,8 @@
 import type { BcmsFunctionModule } from '../function/types';
 import type { HttpVerb, MethodRoute } from '../plugin/types';
-import type { Jsonified } from '../json';
+import type { JsonOrAbsent } from '../json';
 
-export type { Jsonified } from '../json';
+export type { JsonAnswer, Jsonified, JsonOrAbsent } from '../json';
 import { createHmac, createPrivateKey, randomBytes, sign, type KeyObject } from 'node:crypto';
 import { HEADER_ALGORITHM, type SignatureAlgorithm } from '../security/algorithms';
 import { contentDigestHeader, digestHeader } from '../security/digest';
@@ -223,7 +223,7 @@ export type FunctionName<Registry> = TypesOf<ModuleOf<Registry>> extends { name:
 /** The body function `Name` takes from a caller: its body schema's input type, else its handler's. */
 export type FunctionBody<Registry, Name extends string> = Extract<TypesOf<ModuleOf<Registry>>, { name: Name }> extends { body: infer Body } ? Body : never;
 /** What function `Name` answers (its `result`): its handler's return type, as JSON carries it. */
-export type FunctionResult<Registry, Name extends string> = Extract<TypesOf<ModuleOf<Registry>>, { name: Name }> extends { result: infer Result } ? Jsonified<Result> : never;
+export type FunctionResult<Registry, Name extends string> = Extract<TypesOf<ModuleOf<Registry>>, { name: Name }> extends { result: infer Result } ? JsonOrAbsent<Result> : never;
 
 
 export interface BcmsClientOptions {
@@ -396,11 +396,15 @@ export function createClient<Registry extends RegistryShape>(options: BcmsClient
       throw new BcmsClientError(new FunctionCallError('NETWORK_ERROR', `Could not reach ${base} (${fetchFailure(error)}).`, 0, undefined, { cause: error }));
     }
     const text = await response.text();
-    let answer: unknown;
-    try {
-      answer = text === '' ? undefined : JSON.parse(text);
-    } catch {
-      answer = text;
+    // JSON when the service says so; else the text as it came (a Buffer a handler answered, say).
+    let answer: unknown = text;
+    if (text === '') answer = undefined;
+    else if (/[/+]json\b/i.test(response.headers.get('content-type') ?? '')) {
+      try {
+        answer = JSON.parse(text);
+      } catch {
+        // said to be JSON and is not: the text as it came
+      }
     }
     if (response.ok) return answer as never;
     // Plugins answer { message }; the package's own routes { success: false, error: { code, message } }.
@@ -415,6 +419,7 @@ export function createClient<Registry extends RegistryShape>(options: BcmsClient
     ((route: string, callOptions: PluginRequestOptions & { params?: Record<string, string | number> } = {}): Promise<never> => {
       const { params, ...rest } = callOptions;
       try {
+        if (params === undefined && /\/:/.test(route)) throw new TypeError(`plugin.${name}: ${route} takes its :params in { params }`);
         return request(name, params === undefined ? route : fillParams(route, params, name), rest);
       } catch (error) {
         return Promise.reject(error as Error);
@@ -447,6 +452,9 @@ function fillParams(route: string, params: Record<string, string | number>, verb
   const filled = route.replace(/\/:([^/?#]+)/g, (_segment, name: string) => {
     const value = params[name];
     if (typeof value !== 'string' && typeof value !== 'number') throw new TypeError(`plugin.${verb}: params.${name} is required by ${route}`);
+    // Each one segment, as the types say: '' would join the segments around it, '.' and '..' would
+    // move the URL to another endpoint (the URL parser resolves them, encoded or not).
+    if (value === '' || value === '.' || value === '..') throw new TypeError(`plugin.${verb}: params.${name} is ${JSON.stringify(value)}, which is no path segment`);
     used.add(name);
     return `/${encodeURIComponent(String(value))}`;
   });

@@ -1,5 +1,5 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
-import type { Jsonified } from '../json';
+import type { JsonOrAbsent } from '../json';
 import type { BodySchema } from '../schema/body';
 import type { BcmsFunction, BcmsFunctionConfig, BcmsFunctionModule } from './types';
 
@@ -18,7 +18,7 @@ type FunctionDefinition<Name extends string, Schema, Body, Result, Response = un
  * returns; as JSON carries it (a type written out in full, so that declaration emit never has to
  * name an interface the function's file does not export).
  */
-type CallerResult<Response, Result> = Jsonified<Response extends StandardSchemaV1 ? StandardSchemaV1.InferOutput<Response> : Awaited<Result>>;
+type CallerResult<Response, Result> = JsonOrAbsent<[Response] extends [StandardSchemaV1] ? StandardSchemaV1.InferOutput<Response> : Awaited<Result>>;
 
 /**
  * Declares a function, as a BCMS function file does: the factory runs once when the router starts.
@@ -34,13 +34,14 @@ export function createBcmsFunction<
   Schema extends BodySchema | undefined = undefined,
   Body = HandlerBody<Schema>,
   Result = unknown,
-  Response extends BodySchema | undefined = undefined,
+  // Not `undefined`: BCMS's type-argument form gives the first four and may still pass a responseSchema.
+  Response extends BodySchema | undefined = BodySchema | undefined,
 >(
   factory: () => FunctionDefinition<Name, Schema, Body, Result, Response> | Promise<FunctionDefinition<Name, Schema, Body, Result, Response>>,
   // The module's own `create` is typed loosely (only the router calls it): its handler's types, named,
   // would have to be named wherever the module is exported (a registry file); `~types` has them written out.
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
-): BcmsFunctionModule<any, unknown, Name, Jsonified<CallerBody<Schema, Body>>, CallerResult<Response, Result>> {
+): BcmsFunctionModule<any, unknown, Name, JsonOrAbsent<CallerBody<Schema, Body>>, CallerResult<Response, Result>> {
   if (typeof factory !== 'function') {
     throw new TypeError('createBcmsFunction: argument factory must be a function returning { config, handler }');
   }

@@ -1,6 +1,6 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 import { ownBodyLimit } from '../http/body';
-import type { Jsonified } from '../json';
+import type { JsonAnswer, JsonOrAbsent } from '../json';
 import type { BodySchema } from '../schema/body';
 import type { BcmsController, BcmsControllerMethod, BcmsControllerMethods, BcmsPlugin, HttpVerb, MethodRoute, RoutePath } from './types';
 
@@ -57,9 +57,15 @@ export function createController<SetupResult = unknown, Path extends string = st
 /**
  * What a method answers, for the typed client: its response schema's output, else its handler's
  * return type; as JSON carries it (the client's view, and a type written out in full: declaration
- * emit then never has to name an interface that the handler's file does not export), a Buffer as text.
+ * emit then never has to name an interface that the handler's file does not export), a Buffer as
+ * text, nothing as null. `[Schema]`: not distributed, so that the default (no schema, or BCMS's
+ * type-argument form beside a `responseSchema`) reads as no schema.
  */
-type Answer<Schema, Body> = Schema extends StandardSchemaV1 ? Jsonified<StandardSchemaV1.InferOutput<Schema>> : Awaited<Body> extends Uint8Array ? string : Jsonified<Awaited<Body>>;
+type Answer<Schema, Body> = [Schema] extends [StandardSchemaV1]
+  ? JsonAnswer<StandardSchemaV1.InferOutput<Schema>>
+  : [Awaited<Body>] extends [Buffer]
+    ? string
+    : JsonAnswer<Awaited<Body>>;
 
 /**
  * The body a caller sends, for the typed client: what the guard's schema takes (its input), else
@@ -68,9 +74,9 @@ type Answer<Schema, Body> = Schema extends StandardSchemaV1 ? Jsonified<Standard
 type CallerBody<PreResult> = [PreResult] extends [{ readonly '~input'?: infer Input }]
   ? unknown extends Input
     ? YieldedBody<PreResult>
-    : Jsonified<Input>
+    : JsonOrAbsent<Input>
   : YieldedBody<PreResult>;
-type YieldedBody<PreResult> = [PreResult] extends [{ body: infer Body }] ? Jsonified<Body> : unknown;
+type YieldedBody<PreResult> = [PreResult] extends [{ body: infer Body }] ? JsonOrAbsent<Body> : unknown;
 
 /**
  * Declares an endpoint. Its handler's context is typed by what `preRequestHandler` yields
@@ -86,7 +92,7 @@ type YieldedBody<PreResult> = [PreResult] extends [{ body: infer Body }] ? Jsoni
  *   handler: async ({ accessToken }) => ({ userId: accessToken.payload.userId }),
  * });
  */
-export function createControllerMethod<PreResult = void, Body = unknown, Path extends string = string, Verb extends HttpVerb = HttpVerb, Schema extends BodySchema | undefined = undefined>(
+export function createControllerMethod<PreResult = void, Body = unknown, Path extends string = string, Verb extends HttpVerb = HttpVerb, Schema extends BodySchema | undefined = BodySchema | undefined>(
   config: BcmsControllerMethod<PreResult, Body> & { path?: Path; type: Verb; responseSchema?: Schema },
 ): BcmsControllerMethod<PreResult, Body> & { readonly '~route'?: MethodRoute<string extends Path ? '' : RoutePath<Path>, Verb, Answer<Schema, Body>, CallerBody<PreResult>> } {
   ownBodyLimit(config?.bodyLimit, 'createControllerMethod'); // a wrong limit throws here, not at the first request

@@ -188,3 +188,12 @@ export function typedNotes(client: ReturnType<typeof createClient<{ plugins: [ty
   // @ts-expect-error: the body is required
   void client.plugin.post('/api/plugin/notes/note');
 }
+
+// BCMS's type-argument form keeps compiling with a response schema beside it (ours); its route stays unknown to the types.
+export const withResponseSchema = createControllerMethod<BCMSRouteProtectionJwtResult, { n: number }>({
+  path: '/n',
+  type: 'get',
+  preRequestHandler: BCMSRouteProtection.createJwtPreRequestHandler([JWTRoleName.ADMIN], JWTPermissionName.READ),
+  responseSchema: z.object({ n: z.number() }),
+  handler: async () => ({ n: 1 }),
+});

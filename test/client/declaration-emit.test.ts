@@ -25,7 +25,7 @@ test('declarations are written for handlers that answer with private interfaces,
   expect(compile({ extends: path.join(FIXTURE, 'tsconfig.json'), compilerOptions: { outDir: path.join(OUT, 'types'), rootDir: FIXTURE, paths } })).toBe('');
   const registry = fs.readFileSync(path.join(OUT, 'types/main.d.ts'), 'utf8');
   // Written out in full, as JSON carries it: no interface of the plugin's files is named.
-  expect(registry).not.toMatch(/\b(Note|Folder|NewNote)\b/);
+  expect(registry).not.toMatch(/\b(Note|Folder|NewNote|Status|Brand)\b/);
   expect(registry).toContain('"/api/plugin/notes/note/tree/:id"');
 
   // A client that sees only the emitted declarations.
@@ -42,6 +42,7 @@ export async function use(): Promise<void> {
   await client.plugin.post('/api/plugin/notes/note', { body: { title: 'a' } });
   expectTypeOf((await client.plugin.get('/api/plugin/notes/note/tree/:id', { params: { id: 'x' } })).name).toEqualTypeOf<string>();
   expectTypeOf(await client.function.call('receipt')).toEqualTypeOf<{ id: string; at: string }>();
+  expectTypeOf(await client.plugin.get('/api/plugin/notes/note/status')).toEqualTypeOf<{ status: 'open' | 'done'; id: string }>();
   // @ts-expect-error: no such route
   await client.plugin.get('/api/plugin/notes/note/none');
 }

@@ -44,6 +44,16 @@ const todos = createBcmsPlugin({
         // A response schema wins over the handler's type; a trailing / and a doubled one are dropped, as the router does.
         count: createControllerMethod({ path: 'stats//count/', type: 'get', responseSchema: z.object({ count: z.number() }), handler: async () => ({ count: 2 }) as unknown }),
         tag: createControllerMethod({ path: '/:id/tag/:tag', type: 'put', handler: async ({ request: req }) => ({ id: req.params.id!, tag: req.params.tag!, at: new Date(0) }) }),
+        // Answers as they arrive: a Buffer as its text (never parsed as JSON), nothing as null.
+        raw: createControllerMethod({ path: '/raw', type: 'get', handler: async () => Buffer.from('42') }),
+        maybe: createControllerMethod({ path: '/maybe', type: 'get', handler: async (): Promise<{ n: number } | undefined> => undefined }),
+        // A body that may be left out; a readonly array in it.
+        note: createControllerMethod({
+          path: '/note',
+          type: 'put',
+          preRequestHandler: async ({ request: req }) => ({ body: req.body as { tags: readonly string[] } | undefined }),
+          handler: async ({ body }) => ({ tags: body?.tags.length ?? 0 }),
+        }),
         // A pre-request handler of one's own that yields `body`: its type is what a caller sends.
         rename: createControllerMethod({
           path: '/:id/name',
@@ -64,13 +74,26 @@ const sized = createBcmsFunction(async () => ({
   config: { name: 'sized', public: true, responseSchema: z.object({ size: z.number() }) },
   handler: async (): Promise<unknown> => ({ size: 3 }),
 }));
-const registry = { functions: [add, greet, loose, when, sized], plugins: [todos, legacy] };
+// A body that may be left out, and a result that may be absent.
+const maybe = createBcmsFunction(async () => ({
+  config: { name: 'maybe', public: true, bodySchema: z.object({ a: z.number() }).optional() },
+  handler: async ({ request }) => (request.body === undefined ? undefined : { a: request.body.a }),
+}));
+// BCMS's type-argument form, with a response schema beside it.
+const stated = createBcmsFunction<'stated', undefined, { a: number }, { n: number }>(async () => ({
+  config: { name: 'stated', public: true, responseSchema: z.object({ n: z.number() }) },
+  handler: async ({ request }) => ({ n: request.body.a }),
+}));
+const registry = { functions: [add, greet, loose, when, sized, maybe, stated], plugins: [todos, legacy] };
 
 // The types: names, bodies (a schema's input: defaults may be left out) and results are inferred.
 // Checked by the type-checker (npm run typecheck, in CI), never run: these calls would go out. An
 // unused @ts-expect-error is itself an error, so each refusal below is proven.
 export function typedCalls(client: ReturnType<typeof createClient<typeof registry>>): void {
-  expectTypeOf(client.function.call).parameter(0).toEqualTypeOf<'add' | 'greet' | 'loose' | 'when' | 'sized'>();
+  expectTypeOf(client.function.call).parameter(0).toEqualTypeOf<'add' | 'greet' | 'loose' | 'when' | 'sized' | 'maybe' | 'stated'>();
+  expectTypeOf(client.function.call('maybe')).resolves.toEqualTypeOf<{ a: number } | undefined>();
+  void client.function.call('maybe', undefined);
+  expectTypeOf(client.function.call('stated', { a: 1 })).resolves.toEqualTypeOf<{ n: number }>();
   // A response schema types the result, over the handler's unknown; a function without a body schema may be called without a body.
   expectTypeOf(client.function.call('sized')).resolves.toEqualTypeOf<{ size: number }>();
   // The result as JSON carries it: a Date is a string, a function is gone, an optional field stays optional.
@@ -108,8 +131,14 @@ export function typedCalls(client: ReturnType<typeof createClient<typeof registr
   // @ts-expect-error: the body is required
   void client.plugin.patch('/api/plugin/todos/todo/:id/name', { params: { id: 't1' } });
   void client.plugin.post('/api/plugin/todos/todo', { body: 'anything' });
+  expectTypeOf(client.plugin.get('/api/plugin/todos/todo/raw')).resolves.toEqualTypeOf<string>();
+  expectTypeOf(client.plugin.get('/api/plugin/todos/todo/maybe')).resolves.toEqualTypeOf<{ n: number } | null>();
+  void client.plugin.put('/api/plugin/todos/todo/note');
+  void client.plugin.put('/api/plugin/todos/todo/note', { body: { tags: ['a'] as readonly string[] } });
   // The declared paths, the editor's completions.
-  expectTypeOf<PluginPath<typeof registry, 'get'>>().toEqualTypeOf<'/api/plugin/todos/todo/all' | '/api/plugin/todos/todo/:id' | '/api/plugin/todos/todo/stats/count'>();
+  expectTypeOf<PluginPath<typeof registry, 'get'>>().toEqualTypeOf<
+    '/api/plugin/todos/todo/all' | '/api/plugin/todos/todo/:id' | '/api/plugin/todos/todo/stats/count' | '/api/plugin/todos/todo/raw' | '/api/plugin/todos/todo/maybe'
+  >();
   // @ts-expect-error: a declared :param is required
   void client.plugin.get('/api/plugin/todos/todo/:id');
   // @ts-expect-error: a :param is one segment: no endpoint has two there
@@ -172,6 +201,15 @@ describe('createClient<typeof registry>', () => {
     expect(seen).toHaveLength(1);
     await expect(client.function.call('sized')).resolves.toEqual({ size: 3 });
     expect(await client.plugin.patch('/api/plugin/todos/todo/:id/name', { params: { id: 't3' }, body: { name: 'Ada' } })).toEqual({ id: 't3', name: 'Ada' });
+    // As the types say: a Buffer's text, not JSON parsed from it; nothing as null.
+    expect(await client.plugin.get('/api/plugin/todos/todo/raw')).toBe('42');
+    expect(await client.plugin.get('/api/plugin/todos/todo/maybe')).toBeNull();
+    // A value that is no path segment would move the request to another endpoint: refused before sending.
+    for (const id of ['', '.', '..']) {
+      await expect(spy.plugin.get('/api/plugin/todos/todo/:id', { params: { id } })).rejects.toThrow(`plugin.get: params.id is ${JSON.stringify(id)}, which is no path segment`);
+    }
+    await expect(spy.plugin.get('/api/plugin/todos/todo/:id', undefined as never)).rejects.toThrow('plugin.get: /api/plugin/todos/todo/:id takes its :params in { params }');
+    expect(seen).toHaveLength(1);
   });
 
   test('calls: public, and signed with a key; a refusal is a BcmsClientError with status and code', async () => {
