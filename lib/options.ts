@@ -69,8 +69,9 @@ export interface BcmsExtensionsOptions {
   admin?: false | { path?: string; loginUrl?: string; title?: string };
   /**
    * Who may read the OpenAPI document (`GET /api/extensions/openapi.json`, the admin shell's API
-   * view): `'public'` (anyone), `'token'` (a bearer token of any role that holds READ, as the
-   * shell's users have), `'off'` (not served; `router.openapi()` still builds it). Default `'public'`.
+   * view): `'public'` (anyone), `'token'` (a bearer token with one of BCMS's roles, JWTRoleName,
+   * holding READ, as the shell's users have), `'off'` (not served; `router.openapi()` still builds
+   * it). Default `'public'`.
    */
   openapi?: 'public' | 'token' | 'off';
 }
