@@ -25,6 +25,7 @@ import { createBridgeKnex } from './bridge-knex';
 import { IsolateResponse, makeRequest } from './child-http';
 import type { Ask, ExtensionKind, ExtensionSource, FromIsolate, ToIsolate, WireExtension, WireRoute } from './protocol';
 import { errorFromWire, errorToWire, Outbox, toWire, type WireError } from './wire';
+import { Waiting } from './waiting';
 
 /** What `require('bcms-extensions')` gives code in an isolate: the package without its router. */
 const API = path.resolve(__dirname, '..', 'api');
@@ -53,32 +54,13 @@ process.on('disconnect', () => process.exit(0));
 
 let nextAsk = 0;
 
-/**
- * A question waiting for the service's reply. Answered, it lets go of its promise's settling
- * functions (and through them of the handler waiting on it): the Map of waiting questions keeps
- * the tables it outgrew, which still name it (see PendingCall in host.ts).
- */
-class Waiting {
-  constructor(
-    private onValue: ((value: unknown) => void) | undefined,
-    private onError: ((error: unknown) => void) | undefined,
-  ) {}
-
-  settle(reply: Extract<ToIsolate, { t: 'reply' }>): void {
-    const { onValue, onError } = this;
-    this.onValue = undefined;
-    this.onError = undefined;
-    if (reply.error !== undefined) onError?.(fromService(reply.error));
-    else onValue?.(reply.value);
-  }
-}
-
-const asking = new Map<number, Waiting>();
+/** Questions waiting for the service's reply; an answered one lets go of the handler waiting on it (see Waiting). */
+const asking = new Map<number, Waiting<unknown>>();
 
 function ask(question: Ask): Promise<unknown> {
   const id = ++nextAsk;
   return new Promise((resolve, reject) => {
-    asking.set(id, new Waiting(resolve, reject));
+    asking.set(id, new Waiting<unknown>(resolve, reject));
     send({ t: 'ask', id, ask: question });
   });
 }
@@ -217,7 +199,8 @@ function receive(message: ToIsolate): void {
     case 'reply': {
       const waiting = asking.get(message.id);
       asking.delete(message.id);
-      waiting?.settle(message);
+      if (message.error !== undefined) waiting?.reject(fromService(message.error));
+      else waiting?.resolve(message.value);
       return;
     }
     case 'plugin':
