@@ -26,7 +26,8 @@ import {
 
 // Any role name: what `window.bcms.sdk` may do is what the token's roles hold (READ, WRITE, DELETE).
 const ANY_ROLE = Object.values(JWTRoleName);
-const reader = createJwtProtectionPreRequestHandler(ANY_ROLE, JWTPermissionName.READ);
+/** Any role that holds READ: the shell's users. Also the OpenAPI document's guard when the `openapi` option is 'token'. */
+export const reader = createJwtProtectionPreRequestHandler(ANY_ROLE, JWTPermissionName.READ);
 const deleter = createJwtProtectionPreRequestHandler(ANY_ROLE, JWTPermissionName.DELETE);
 /** WRITE, and the body checked against the schema (a 400 naming the first field that does not fit). */
 const writer = <Body>(bodySchema: ObjectSchema): PreRequestHandler<{ accessToken: JWT; body: Body }> =>

@@ -6,11 +6,9 @@ import fresh from 'fresh';
 import { bcmsContentRepoOf } from '../db/content';
 import type { ContentStore } from '../db/store';
 import type { LiveExtensions } from '../deploy/live';
-import { createSdkController } from '../extensions/content';
+import { createSdkController, reader } from '../extensions/content';
 import { createKeysController } from '../extensions/keys';
 import { createBcmsPlugin, createController, createControllerMethod } from '../plugin/create';
-import { createJwtProtectionPreRequestHandler } from '../plugin/guard';
-import { JWTPermissionName, JWTRoleName } from '../security/token';
 import { PluginRouteTable } from '../plugin/routes';
 import type { BcmsFunction } from '../function/types';
 import type { BcmsController } from '../plugin/types';
@@ -91,7 +89,7 @@ function openApiController(textFor: (base: string) => { text: string; etag: stri
     methods: () => ({
       document: createControllerMethod({
         type: 'get',
-        ...(needsToken ? { preRequestHandler: createJwtProtectionPreRequestHandler(Object.values(JWTRoleName), JWTPermissionName.READ) } : {}),
+        ...(needsToken ? { preRequestHandler: reader } : {}), // the SDK's reads' guard: the shell's users
         doc: { summary: 'This document: OpenAPI 3.1 of every endpoint and function served now.' },
         handler: async ({ request, response }) => {
           const { text, etag: tag } = textFor(request.baseUrl);
