@@ -285,8 +285,10 @@ type RouteAt<Route, Path extends string> = [Extract<Route, { path: Path }>] exte
       : never
     : never
   : Extract<Route, { path: Path }>;
+/** The registry's `Verb` endpoint at `Path` (never when none is there). */
+type VerbRouteAt<Registry, Verb extends HttpVerb, Path extends string> = RouteAt<Extract<RoutesOf<Registry>, { verb: Verb }>, Path>;
 /** What the `Verb` endpoint at `Path` answers: its response schema's output, else its handler's return type, as JSON carries it. */
-export type PluginAnswer<Registry, Verb extends HttpVerb, Path extends string> = RouteAt<Extract<RoutesOf<Registry>, { verb: Verb }>, Path>['answer'];
+export type PluginAnswer<Registry, Verb extends HttpVerb, Path extends string> = VerbRouteAt<Registry, Verb, Path>['answer'];
 
 /** What a plugin request may carry. */
 export interface PluginRequestOptions {
@@ -301,7 +303,7 @@ export interface PluginRequestOptions {
   headers?: Record<string, string>;
 }
 /** The body an endpoint takes: its guard schema's input type; unknown (anything, or none) when the registry does not say. */
-export type PluginBody<Registry, Verb extends HttpVerb, Path extends string> = RouteAt<Extract<RoutesOf<Registry>, { verb: Verb }>, Path>['body'];
+export type PluginBody<Registry, Verb extends HttpVerb, Path extends string> = VerbRouteAt<Registry, Verb, Path>['body'];
 /** A typed request's options: `body` as the endpoint takes it, a declared path's `:params` in `params`. */
 type RouteOptions<Path extends string, Body> = Omit<PluginRequestOptions, 'body'> &
   (unknown extends Body ? { body?: unknown } : undefined extends Body ? { body?: Body } : { body: Body }) &
@@ -312,7 +314,7 @@ type RouteArguments<Path extends string, Body> = {} extends RouteOptions<Path, B
 /** Checks a path with the values in place; what it says shows in the compiler's error when one does not fit. */
 type ValuesInPlace<Registry, Verb extends HttpVerb, Path extends string> = Path extends `${string}/:${string}`
   ? { error: 'a declared path: give its :params in { params }' }
-  : [RouteAt<Extract<RoutesOf<Registry>, { verb: Verb }>, Path>] extends [never]
+  : [VerbRouteAt<Registry, Verb, Path>] extends [never]
     ? { error: `no ${Uppercase<Verb>} endpoint at this path (a query goes in { query })` }
     : unknown;
 
