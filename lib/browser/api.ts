@@ -111,12 +111,12 @@ export function repairAccessibility(root: ParentNode): void {
   }
 }
 
-/** The document, from this origin, with the shell's token (a service may serve it to signed-in users only). */
+/** The document, from this origin, with the shell's token as "Try it out" sends it (a service may serve it to signed-in users only). */
 async function fetchDocument(url: string): Promise<Record<string, unknown>> {
-  const token = localStorage.getItem(TOKEN_KEY);
-  const response = await fetch(url, { headers: { Accept: 'application/json', ...(token === null ? {} : { Authorization: `Bearer ${token}` }) } });
+  const request = prepareRequest({ url, headers: { Accept: 'application/json' } });
+  const response = await fetch(request.url, { headers: request.headers });
   // The token was refused (expired, revoked): signed out, as the SDK's calls do it; the shell shows the sign-in form.
-  if (response.status === 401 && token !== null) (window as { bcms?: { sdk?: { signOut?(): void } } }).bcms?.sdk?.signOut?.();
+  if (response.status === 401 && request.headers.Authorization !== undefined) (window as { bcms?: { sdk?: { signOut?(): void } } }).bcms?.sdk?.signOut?.();
   if (!response.ok) throw new Error(`${url} answered ${response.status}`);
   return (await response.json()) as Record<string, unknown>;
 }
