@@ -144,6 +144,15 @@ export interface FunctionClient {
   call<Result = unknown>(name: string, body?: unknown, options?: { idempotencyKey?: string }): Promise<Result>;
 }
 
+/** Sends a request to the service at `base`; no answer at all is a `NETWORK_ERROR` naming it. */
+async function reach(send: typeof fetch, base: string, url: string, init: RequestInit): Promise<Response> {
+  try {
+    return await send(url, init);
+  } catch (error) {
+    throw new FunctionCallError('NETWORK_ERROR', `Could not reach ${base} (${fetchFailure(error)}).`, 0, undefined, { cause: error });
+  }
+}
+
 /**
  * A client for a service's functions: private ones are signed with the client's key.
  *
@@ -172,12 +181,7 @@ export function createFunctionClient(options: FunctionClientOptions): FunctionCl
       const headers: Record<string, string> = payload === '' ? {} : { 'Content-Type': 'application/json' };
       if (options.keyId !== undefined) Object.assign(headers, signRequest({ ...(options as SigningKey), method: 'POST', url, body: payload, digest: options.digest, signHost: options.signHost }));
       if (callOptions?.idempotencyKey !== undefined) headers['Idempotency-Key'] = callOptions.idempotencyKey;
-      let response: Response;
-      try {
-        response = await send(url, { method: 'POST', headers, body: payload === '' ? undefined : payload });
-      } catch (error) {
-        throw new FunctionCallError('NETWORK_ERROR', `Could not reach ${base} (${fetchFailure(error)}).`, 0, undefined, { cause: error });
-      }
+      const response = await reach(send, base, url, { method: 'POST', headers, body: payload === '' ? undefined : payload });
       const requestId = response.headers.get('x-request-id') ?? undefined;
       const text = await response.text();
       let answer: { success?: unknown; result?: unknown; error?: { code?: unknown; message?: unknown } } | undefined;
@@ -393,9 +397,9 @@ export function createClient<Registry extends RegistryShape>(options: BcmsClient
     } else if (token !== undefined) headers.Authorization = `Bearer ${token}`;
     let response: Response;
     try {
-      response = await send(url, { method, headers, body: payload === '' ? undefined : payload });
+      response = await reach(send, base, url, { method, headers, body: payload === '' ? undefined : payload });
     } catch (error) {
-      throw new BcmsClientError(new FunctionCallError('NETWORK_ERROR', `Could not reach ${base} (${fetchFailure(error)}).`, 0, undefined, { cause: error }));
+      throw new BcmsClientError(error as FunctionCallError); // reach's NETWORK_ERROR, as the typed client throws it
     }
     const text = await response.text();
     // JSON when the service says so; else the text as it came (a Buffer a handler answered, say).
