@@ -6,6 +6,7 @@ import type { JwtOptions } from './security/jwt';
 import { resolveSecretsKeys, type SecretsKeys } from './security/secrets';
 import { resolveTrustedKeys, type TrustedKeys } from './deploy/signing';
 import type { AdminSettings } from './ui/assets';
+import { resolvePermissions, type ExtensionPermissionsOption, type ResolvedPermissionsOption, type SandboxOption } from './isolate/sandbox';
 
 /** The second argument of `bcmsExtensions` (DESIGN.md "Options"). */
 export interface BcmsExtensionsOptions {
@@ -35,6 +36,19 @@ export interface BcmsExtensionsOptions {
   extensionMemoryMb?: number;
   /** The whole environment extension code sees in an isolate (`process.env`). Default `{}`: none of the host's. */
   extensionEnv?: Record<string, string>;
+  /**
+   * What each isolate runs in: `'auto'` (bubblewrap where it runs, else plain child processes, said
+   * at start), `'bubblewrap'` (required: the router refuses to start without it), `'none'` (plain
+   * child processes, on purpose). Under `'auto'` without a sandbox and with `NODE_ENV=production`,
+   * deployments are refused (503 SANDBOX_UNAVAILABLE). Default `'auto'`.
+   */
+  sandbox?: SandboxOption;
+  /**
+   * What extension code may do in its sandbox beyond its own folder of `files.dir`: `network`
+   * (default true), `childProcess` (default true), further `read` and `write` paths (absolute);
+   * for every extension, and per name under `byName`.
+   */
+  extensionPermissions?: ExtensionPermissionsOption;
   /** `'off'`: run no deployment (to recover from a bad one); also `BCMS_DEPLOYMENTS=off`. Default `'on'`. */
   deployments?: 'on' | 'off';
   /**
@@ -87,6 +101,10 @@ export interface ResolvedOptions {
   readonly isolate: 'deployed' | 'all' | 'none';
   readonly extensionMemoryMb: number;
   readonly extensionEnv: Readonly<Record<string, string>>;
+  readonly sandbox: SandboxOption;
+  readonly extensionPermissions: ResolvedPermissionsOption;
+  /** `NODE_ENV` is `production`: deployments without a sandbox are refused unless `sandbox: 'none'` was chosen. */
+  readonly production: boolean;
   readonly deployments: 'on' | 'off';
   readonly openapi: 'public' | 'token' | 'off';
   /** `files.dir`, absolute. */
@@ -115,7 +133,7 @@ export const defaultOptions = Object.freeze({
 
 const KNOWN = new Set([
   'jwt', 'database', 'signature', 'bodyLimit', 'bodyTimeoutMs', 'functionTimeoutMs', 'pluginTimeoutMs', 'logger', 'admin',
-  'isolate', 'extensionMemoryMb', 'extensionEnv', 'deployments', 'files', 'secretsKey', 'deploy', 'keys', 'openapi',
+  'isolate', 'extensionMemoryMb', 'extensionEnv', 'sandbox', 'extensionPermissions', 'deployments', 'files', 'secretsKey', 'deploy', 'keys', 'openapi',
 ]);
 
 /** A nested option is an object of known keys: a typo such as `jwt.secert` must not pass silently. */
@@ -163,6 +181,9 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined, env: 
   if (extensionEnv === null || typeof extensionEnv !== 'object' || Array.isArray(extensionEnv) || Object.values(extensionEnv).some((value) => typeof value !== 'string')) {
     throw new TypeError('option extensionEnv must be an object of strings (the environment variables extension code may see)');
   }
+  const sandbox = options.sandbox ?? 'auto';
+  if (sandbox !== 'auto' && sandbox !== 'bubblewrap' && sandbox !== 'none') throw new TypeError(`option sandbox must be 'auto', 'bubblewrap' or 'none', got ${JSON.stringify(sandbox)}`);
+  const extensionPermissions = resolvePermissions(options.extensionPermissions);
   const deployments = options.deployments ?? (env.BCMS_DEPLOYMENTS === 'off' ? 'off' : 'on');
   if (deployments !== 'on' && deployments !== 'off') throw new TypeError(`option deployments must be 'on' or 'off', got ${JSON.stringify(deployments)}`);
   const openapi = options.openapi ?? 'public';
@@ -183,6 +204,9 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined, env: 
     isolate,
     extensionMemoryMb,
     extensionEnv: Object.freeze({ ...extensionEnv }),
+    sandbox,
+    extensionPermissions,
+    production: env.NODE_ENV === 'production',
     deployments,
     openapi,
     filesDir: path.resolve(files.dir ?? path.join('.bcms', 'files')),

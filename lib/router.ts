@@ -16,6 +16,7 @@ import { errorHandler } from './http/errors';
 import { createExchange } from './http/exchange';
 import { toBcmsLogger } from './handler-logger';
 import { Isolation, registryModuleSources } from './isolate/runtime';
+import { chooseSandbox, sandboxRefusal, warnWithoutSandbox } from './isolate/sandbox';
 import { bindLayers } from './layer';
 import { createOwnRoutes } from './openapi/route';
 import { type BcmsExtensionsOptions, resolveOptions } from './options';
@@ -81,6 +82,9 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   // isolate: 'all': each plugin and function module of the registry is loaded in isolates from its module file.
   const registrySources = isolateAll ? registryModuleSources(registryPlugins, modules) : undefined;
   const verifyAccessToken = createAccessTokenVerifier(settings.jwt);
+  // The isolates' sandbox: `sandbox: 'bubblewrap'` where none runs refuses the router now.
+  const sandbox = chooseSandbox(settings.sandbox);
+  const unsandboxed = sandboxRefusal(sandbox, settings.production);
 
   // Content, once nothing above refused the options: a refused router leaves no database open.
   const store = new ContentStore(openDatabase(settings.database as DatabaseOption | undefined, process.env, logger), logger, { secrets: settings.secrets });
@@ -101,9 +105,10 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   const verifyPluginKey = createPluginKeyCheck({ ...keyVerifiers, bodyLimit, bodyTimeoutMs, logger });
 
   // Isolates: what deployed code (and, with `isolate: 'all'`, the registry's) runs in. Deployments go live by swapping the live tables.
-  const isolation = new Isolation(settings, { store, verifyAccessToken, verifyPluginKey, events });
+  const isolation = new Isolation(settings, { store, verifyAccessToken, verifyPluginKey, events, sandbox });
+  warnWithoutSandbox(sandbox, unsandboxed, logger);
   const start = settings.isolate === 'none' ? undefined : isolation.deployment.bind(isolation);
-  const deployments = new Deployments({ store, live, ui, logger, start, enabled: settings.deployments === 'on', trusted: settings.trustedKeys });
+  const deployments = new Deployments({ store, live, ui, logger, start, enabled: settings.deployments === 'on', trusted: settings.trustedKeys, refused: unsandboxed });
   // Settles only once both are done, so that a refused registry leaves no migration running behind it.
   const started = store.start();
   const ready = Promise.allSettled(registrySources === undefined ? live.loadRegistry(modules, started) : isolation.loadRegistry(registrySources, live, started))
@@ -144,6 +149,8 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     taken: (kind, name) => live.isRegistryName(kind, name),
     logger, bodyTimeoutMs,
     trusted: settings.trustedKeys,
+    sandbox: { kind: sandbox.kind, ...(sandbox.unavailable === undefined ? {} : { unavailable: sandbox.unavailable }) },
+    refused: unsandboxed,
   });
   const dispatch = createDispatch({
     exchange,

@@ -31,6 +31,8 @@ export class Deployments {
       enabled: boolean;
       /** `deploy.trustedKeys`: a version no pinned key signed never runs here. */
       trusted?: TrustedKeys;
+      /** Why no deployed code may run on this instance (production without a sandbox), or undefined. */
+      refused?: string;
     },
   ) {
     const { store, live, ui, logger, start, enabled, trusted } = deps;
@@ -58,7 +60,9 @@ export class Deployments {
    * then it hears of every change.
    */
   start(): void {
-    const { store, logger, enabled, trusted } = this.deps;
+    const { store, logger, enabled, trusted, refused } = this.deps;
+    // Said at start (lib/isolate/sandbox.ts): nothing deployed runs here, and nothing is marked failed for it.
+    if (refused !== undefined) return;
     if (!enabled) {
       logger.warn({}, 'bcms-extensions: deployments are off (deployments: "off" or BCMS_DEPLOYMENTS=off): no deployed plugin or function runs on this instance');
       return;

@@ -107,8 +107,12 @@ export function createDeployRoutes(deps: {
   bodyTimeoutMs?: number;
   /** `deploy.trustedKeys`: who may author code; undefined, anyone holding a deploy key. */
   trusted?: TrustedKeys;
+  /** What isolates run in, as the list shows it. */
+  sandbox?: { kind: 'bubblewrap' | 'none'; unavailable?: string };
+  /** Why deployments are refused here (production without a sandbox): 503 SANDBOX_UNAVAILABLE. */
+  refused?: string;
 }): (req: Request, res: ServerResponse, pathname: string) => Promise<void> {
-  const { verify, store, deployed, check, taken, logger, trusted, bodyTimeoutMs } = deps;
+  const { verify, store, deployed, check, taken, logger, trusted, bodyTimeoutMs, sandbox, refused } = deps;
   const knex = store.database.knex;
 
   /** Takes up a version that is now active, with what its check loaded. */
@@ -130,9 +134,12 @@ export function createDeployRoutes(deps: {
     const { auth, body } = await verify(req as Request, { deploy: true }, () => readRawBody(req, DEPLOY_BODY_LIMIT, bodyTimeoutMs));
 
     if (isList && req.method === 'GET') {
-      writeJson(res, 200, JSON.stringify({ deployments: await store.run(() => listDeployments(knex)) }));
+      writeJson(res, 200, JSON.stringify({ deployments: await store.run(() => listDeployments(knex)), ...(sandbox === undefined ? {} : { sandbox }) }));
       return;
     }
+    // Listing and undeploying still work; nothing new may go live.
+    const goesLive = req.method === 'POST';
+    if (goesLive && refused !== undefined) throw new BcmsHttpError('SANDBOX_UNAVAILABLE');
     if (item !== null) {
       const [, kind, encoded, rollback] = item as unknown as [string, DeploymentKind, string, string | undefined];
       let name: string;

@@ -54,6 +54,11 @@ export const errorCodes = {
   PLUGIN_TIMEOUT: { status: 504, message: 'The handler ran past its time-out.' },
   /** The isolate running the handler died (heap limit, uncaught exception, process.exit) or was ended; it is replaced. */
   EXTENSION_CRASHED: { status: 500, message: 'The extension crashed while answering; it is being restarted.' },
+  /**
+   * `sandbox: 'auto'` found no sandbox (bubblewrap) and `NODE_ENV` is `production`: deployed code is
+   * not run without one. Install bubblewrap, or set `sandbox: 'none'` to run it unsandboxed on purpose.
+   */
+  SANDBOX_UNAVAILABLE: { status: 503, message: "No sandbox runs here (bubblewrap): deployments are refused in production. Install bubblewrap, or set sandbox: 'none' on purpose." },
   DATABASE_UNAVAILABLE: { status: 503, message: 'Database is unavailable; try again shortly.' },
   /**
    * The connection was lost after a write or a COMMIT was sent, before its answer came: the write

@@ -5,7 +5,7 @@
  * is started while every one is busy (a CPU-bound handler then uses another core), and one that
  * dies, or runs a call past its time-out, is ended and replaced.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -19,11 +19,15 @@ import type { AccessTokenVerifier } from '../security/jwt';
 import { IsolateAnswer } from './answer';
 import type { DatabaseBridge } from './database-bridge';
 import type { Ask, ExtensionKind, ExtensionSource, FromIsolate, ToIsolate, WireExtension } from './protocol';
+import { isolateCommand, moduleRoot, packageReadables, permissionsFor, type ResolvedPermissionsOption, type SandboxChoice } from './sandbox';
 import { Waiting } from './waiting';
 import { fromWire, Outbox, toWire, errorToWire, type WireError } from './wire';
 
 /** The compiled child (dist/isolate), from dist or lib alike: a child process runs JavaScript only. */
-const CHILD = path.resolve(__dirname, '..', '..', 'dist', 'isolate', 'child.js');
+const PACKAGE_ROOT = path.resolve(__dirname, '..', '..');
+const CHILD = path.join(PACKAGE_ROOT, 'dist', 'isolate', 'child.js');
+/** What every isolate reads of this package and its dependencies (lib/isolate/sandbox.ts). */
+let packageFiles: string[] | undefined;
 
 /** What isolates need of the service; one per router. */
 export interface IsolateServices {
@@ -43,6 +47,9 @@ export interface IsolateServices {
   layerModules: string[];
   /** An event a layer's code in the isolate sent, for the router's `events` (names the layers allow, others dropped). */
   publish(name: string, data: unknown): void;
+  /** The sandbox isolates run in (`sandbox`), and what each extension may do in it (`extensionPermissions`). */
+  sandbox: SandboxChoice;
+  permissions: ResolvedPermissionsOption;
 }
 
 /**
@@ -112,18 +119,28 @@ class Isolate {
   constructor(
     private readonly label: string,
     private readonly services: IsolateServices,
-    /** Its working directory: the extension's folder of the files directory. */
-    cwd: string,
+    /** Which extension it runs: its permissions are its name's, and it reads its own code. */
+    what: { kind: ExtensionKind; name: string; source: ExtensionSource },
     private readonly onGone: (isolate: Isolate, reason: string) => void,
   ) {
+    // Its working directory, and the one folder it may write: the extension's own of the files directory.
+    const cwd = extensionFolder(services.filesDir, what.kind, what.name);
     fs.mkdirSync(cwd, { recursive: true });
-    this.child = fork(CHILD, services.layerModules, {
+    packageFiles ??= packageReadables(PACKAGE_ROOT);
+    // A registry module (isolate: 'all') is read from its package's folder, with what it requires.
+    const readable = what.source.type === 'module' ? [...packageFiles, moduleRoot(what.source.file)] : packageFiles;
+    const { command, args } = isolateCommand(
+      services.sandbox,
+      { execArgv: [`--max-old-space-size=${services.memoryMb}`], script: CHILD, scriptArgs: services.layerModules },
+      { readable, writable: cwd, env: services.env },
+      permissionsFor(services.permissions, what.name),
+    );
+    this.child = spawn(command, args, {
       cwd,
       env: { ...services.env },
-      execArgv: [`--max-old-space-size=${services.memoryMb}`],
       serialization: 'json',
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-      // Its own process group: ending it ends whatever it started.
+      // Its own process group (and, sandboxed, its own PID namespace): ending it ends whatever it started.
       detached: true,
     });
     lowerPriority(this.child.pid);
@@ -444,7 +461,7 @@ export class IsolatePool {
   /** Loads the extension in a first isolate; rejects with an ExtensionLoadError. */
   static async start(label: string, kind: ExtensionKind, name: string, source: ExtensionSource, services: IsolateServices): Promise<IsolatePool> {
     let pool: IsolatePool | undefined;
-    const first = new Isolate(label, services, extensionFolder(services.filesDir, kind, name), (isolate, reason) => pool?.lost(isolate, reason));
+    const first = new Isolate(label, services, { kind, name, source }, (isolate, reason) => pool?.lost(isolate, reason));
     const extension = await first.load(kind, name, source);
     if (extension?.kind !== kind || (name !== '' && extension.name !== name)) {
       first.end();
@@ -475,7 +492,7 @@ export class IsolatePool {
   /** Another isolate, loaded; one at a time. */
   private spawn(): Promise<Isolate> {
     this.starting ??= (async () => {
-      const isolate = new Isolate(this.label, this.services, extensionFolder(this.services.filesDir, this.kind, this.name), (gone, reason) => this.lost(gone, reason));
+      const isolate = new Isolate(this.label, this.services, { kind: this.kind, name: this.name, source: this.source }, (gone, reason) => this.lost(gone, reason));
       try {
         await isolate.load(this.kind, this.name, this.source);
       } catch (error) {

@@ -14,6 +14,7 @@ import { DatabaseBridge } from './database-bridge';
 import { startIsolated, type IsolatedCallSettings } from './extension';
 import type { IsolateServices } from './host';
 import type { ExtensionSource } from './protocol';
+import type { SandboxChoice } from './sandbox';
 
 /** Where the registry's code comes from, for `isolate: 'all'`: each entry's module file. */
 export interface RegistrySources {
@@ -33,10 +34,10 @@ export class Isolation {
   private readonly calls: IsolatedCallSettings;
 
   constructor(
-    settings: Pick<ResolvedOptions, 'logger' | 'extensionMemoryMb' | 'extensionEnv' | 'pluginTimeoutMs' | 'functionTimeoutMs' | 'bodyLimit' | 'bodyTimeoutMs' | 'filesDir'>,
-    deps: { store: ContentStore; verifyAccessToken: AccessTokenVerifier; verifyPluginKey: IdentifyPluginKey; events: EventEmitter },
+    settings: Pick<ResolvedOptions, 'logger' | 'extensionMemoryMb' | 'extensionEnv' | 'extensionPermissions' | 'pluginTimeoutMs' | 'functionTimeoutMs' | 'bodyLimit' | 'bodyTimeoutMs' | 'filesDir'>,
+    deps: { store: ContentStore; verifyAccessToken: AccessTokenVerifier; verifyPluginKey: IdentifyPluginKey; events: EventEmitter; sandbox: SandboxChoice },
   ) {
-    const { logger, extensionMemoryMb: memoryMb, extensionEnv: env, pluginTimeoutMs, functionTimeoutMs, bodyLimit, bodyTimeoutMs, filesDir } = settings;
+    const { logger, extensionMemoryMb: memoryMb, extensionEnv: env, extensionPermissions: permissions, pluginTimeoutMs, functionTimeoutMs, bodyLimit, bodyTimeoutMs, filesDir } = settings;
     const { store, verifyAccessToken, verifyPluginKey, events } = deps;
     // An isolate may emit only the events its layers name, checked as they say (never 'error', which would throw here).
     const layers = addedLayers();
@@ -52,7 +53,7 @@ export class Isolation {
         logger.error({ err: error, event: name }, 'bcms-extensions: an event from an isolate could not be handed on');
       }
     };
-    this.services = { logger, bridge: new DatabaseBridge(store), verifyAccessToken, verifyPluginKey, memoryMb, env, loadTimeoutMs: LOAD_TIMEOUT_MS, filesDir, layerModules, publish };
+    this.services = { logger, bridge: new DatabaseBridge(store), verifyAccessToken, verifyPluginKey, memoryMb, env, loadTimeoutMs: LOAD_TIMEOUT_MS, filesDir, layerModules, publish, sandbox: deps.sandbox, permissions };
     this.calls = { pluginTimeoutMs, functionTimeoutMs, bodyLimit, bodyTimeoutMs };
   }
 

@@ -11,7 +11,8 @@ import { deploy, functionSource, isRunning, signed, type DeployKey } from '../su
 import { hmacKey } from '../support/signature';
 
 // Deployed code runs in isolates (child processes): a loop, a leak, a crash or a hook in an
-// extension costs only that extension. Every test goes through real HTTP to a router whose
+// extension costs only that extension. Here as plain child processes (`sandbox: 'none'`), whose
+// pids and files the host can see; test/isolate/sandbox.test.ts runs the same and more in bubblewrap. Every test goes through real HTTP to a router whose
 // deployments run in isolates, on PGlite and on the Postgres server.
 
 const open = createBcmsPlugin({
@@ -52,6 +53,7 @@ describe.each(backends())('deployed code runs isolated (%s)', (backend) => {
         database: db.knex,
         jwt: { secret: JWT_SECRET },
         logger: log.logger,
+        sandbox: 'none',
         functionTimeoutMs: 1500,
         pluginTimeoutMs: 1500,
         extensionMemoryMb: 96,
@@ -138,7 +140,7 @@ describe.each(backends())('deployed code runs isolated (%s)', (backend) => {
   test('a leak past extensionMemoryMb fails only its own request (500 EXTENSION_CRASHED); the isolate is replaced', async () => {
     // A router of its own, whose time-out leaves a loaded machine all the time it needs to reach the limit.
     const leakLog = memoryLogger();
-    const leaky = bcmsExtensions({}, { database: db.knex, logger: leakLog.logger, functionTimeoutMs: 60_000, extensionMemoryMb: 96 });
+    const leaky = bcmsExtensions({}, { database: db.knex, sandbox: 'none', logger: leakLog.logger, functionTimeoutMs: 60_000, extensionMemoryMb: 96 });
     try {
       const leakApp = express().use(leaky);
       await leaky.ready;
