@@ -103,23 +103,30 @@ export function permissionsFor(option: ResolvedPermissionsOption, name: string):
   return option.byName.get(name) ?? option.all;
 }
 
-let probed: { bwrap: string } | { unavailable: string } | undefined;
+/** What the probe found, by PATH: asked once per process and PATH. */
+const probed = new Map<string, { bwrap: string } | { unavailable: string }>();
 
 /**
  * Whether bubblewrap runs here: found on the PATH, and able to make the namespaces an isolate
  * needs (a container without user namespaces refuses). Asked once per process.
  */
 export function probeBubblewrap(env: NodeJS.ProcessEnv = process.env): { bwrap: string } | { unavailable: string } {
-  if (probed !== undefined) return probed;
-  if (process.platform !== 'linux') return (probed = { unavailable: `bubblewrap runs on Linux only (this is ${process.platform})` });
-  const bwrap = findOnPath('bwrap', env.PATH ?? '');
-  if (bwrap === undefined) return (probed = { unavailable: 'bubblewrap (bwrap) is not installed: apt-get install bubblewrap' });
+  const searchPath = env.PATH ?? '';
+  let found = probed.get(searchPath);
+  if (found === undefined) probed.set(searchPath, (found = probe(searchPath)));
+  return found;
+}
+
+function probe(searchPath: string): { bwrap: string } | { unavailable: string } {
+  if (process.platform !== 'linux') return { unavailable: `bubblewrap runs on Linux only (this is ${process.platform})` };
+  const bwrap = findOnPath('bwrap', searchPath);
+  if (bwrap === undefined) return { unavailable: 'bubblewrap (bwrap) is not installed: apt-get install bubblewrap' };
   const tried = spawnSync(bwrap, [...NAMESPACES, '--ro-bind', '/', '/', '--proc', '/proc', '--', 'true'], { stdio: ['ignore', 'ignore', 'pipe'], timeout: 10_000, encoding: 'utf8' });
   if (tried.status !== 0) {
     const why = (tried.stderr || tried.error?.message || `exit ${tried.status ?? tried.signal}`).trim().split('\n')[0];
-    return (probed = { unavailable: `bubblewrap cannot make namespaces here (${why}): user namespaces may be off` });
+    return { unavailable: `bubblewrap cannot make namespaces here (${why}): user namespaces may be off` };
   }
-  return (probed = { bwrap });
+  return { bwrap };
 }
 
 function findOnPath(command: string, searchPath: string): string | undefined {
@@ -219,6 +226,8 @@ export function isolateCommand(
   for (const dir of unique([...where.readable, ...permissions.read])) args.push('--ro-bind-try', dir, dir);
   for (const dir of unique(permissions.write)) args.push('--bind-try', dir, dir);
   args.push('--bind', where.writable, where.writable, '--chdir', where.writable);
+  // The root bubblewrap builds the mounts on is a tmpfs: read-only too, once they are made.
+  args.push('--remount-ro', '/');
   // bubblewrap sets PWD after --chdir; the environment is `extensionEnv` and nothing else.
   const unsetPwd = where.env.PWD === undefined && fs.existsSync('/usr/bin/env') ? ['/usr/bin/env', '-u', 'PWD'] : [];
   args.push('--', ...unsetPwd, process.execPath, ...nodeArgs);
