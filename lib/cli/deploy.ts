@@ -35,6 +35,10 @@ interface DeploymentSummary {
   loadError?: string | null;
   /** SHA-256 of the code and the UI's files together. */
   contentSha256?: string;
+  /** How an active version fares on the instance that answered: running, failing (restarted with backoff), failed (did not load there). */
+  state?: 'running' | 'failing' | 'failed';
+  /** Why its last isolate ended, or it did not load, there. */
+  lastError?: string;
 }
 
 /**
@@ -149,18 +153,21 @@ export async function runList(args: readonly string[], io: Io, cwd = process.cwd
   const { flags } = parseArgs(args, { json: 'boolean' });
   const { answer } = await call(target(io, cwd), 'GET', '');
   const deployments = answer.deployments as DeploymentSummary[];
+  const sandbox = answer.sandbox as { kind: string; unavailable?: string } | undefined;
   if (flags.json) {
     io.out(`${JSON.stringify(deployments, null, 2)}\n`);
     return 0;
   }
+  // What isolates run in, when it is less than a sandbox: the operator should know.
+  if (sandbox?.kind === 'none') io.err(`Isolates run without a sandbox on this instance${sandbox.unavailable === undefined ? '' : ` (${sandbox.unavailable})`}.\n`);
   if (deployments.length === 0) {
     io.out('Nothing deployed yet.\n');
     return 0;
   }
   // HASH: the first 12 hex digits of the content's SHA-256 (code and UI), which tells apart versions of one version number.
   const rows = [
-    ['', 'KIND', 'NAME', 'VERSION', 'HASH', 'DEPLOYED', 'BY'],
-    ...deployments.map((d) => [d.active ? '*' : '', d.kind, d.name, d.version, (d.contentSha256 ?? d.sha256).slice(0, 12), new Date(d.createdAt).toISOString(), d.deployedBy]),
+    ['', 'KIND', 'NAME', 'VERSION', 'HASH', 'STATE', 'DEPLOYED', 'BY'],
+    ...deployments.map((d) => [d.active ? '*' : '', d.kind, d.name, d.version, (d.contentSha256 ?? d.sha256).slice(0, 12), d.state ?? '', new Date(d.createdAt).toISOString(), d.deployedBy]),
   ];
   const widths = (rows[0] as string[]).map((_, column) => Math.max(...rows.map((row) => (row[column] as string).length)));
   const line = (row: string[]) => row.map((cell, column) => cell.padEnd(widths[column] as number)).join('  ').trimEnd();
@@ -171,6 +178,8 @@ export async function runList(args: readonly string[], io: Io, cwd = process.cwd
     lines.push(line(rows[i + 1] as string[]));
     const why = d.loadError?.split('\n')[0]?.trim();
     if (why) lines.push(`${indent}load error: ${why}`);
+    const last = d.state === 'failing' ? d.lastError?.split('\n')[0]?.trim() : undefined;
+    if (last) lines.push(`${indent}failing: ${last}`);
   });
   io.out(`${lines.join('\n')}\n`);
   return 0;

@@ -13,8 +13,16 @@ export interface DeployedSet {
   uis: ReadonlyMap<string, ReadonlyMap<string, Buffer>>;
 }
 
-/** A loaded extension, and what ends it once it is replaced (its isolates). */
-export type RunningExtension = LoadedExtension & { close?(): Promise<void> };
+/** How a version fares on this instance, as the deployments list shows it. */
+export interface ExtensionHealth {
+  /** `failing`: its isolates end by themselves soon after they load, and are restarted with backoff. */
+  state: 'running' | 'failing';
+  /** Why the last isolate ended, or could not load. */
+  lastError?: string;
+}
+
+/** A loaded extension, what ends it once it is replaced (its isolates), and how it fares. */
+export type RunningExtension = LoadedExtension & { close?(): Promise<void>; health?(): ExtensionHealth };
 
 interface Live {
   id: string;
@@ -55,6 +63,17 @@ export class DeployedExtensions {
       enabled: boolean;
     },
   ) {}
+
+  /**
+   * How each version this instance serves or tried fares here, by deployment id: `running`,
+   * `failing` (a crash loop: restarted with backoff), `failed` (it did not load here).
+   */
+  health(): Map<string, { state: 'running' | 'failing' | 'failed'; lastError?: string }> {
+    const states = new Map<string, { state: 'running' | 'failing' | 'failed'; lastError?: string }>();
+    for (const [id, message] of this.failures) states.set(id, { state: 'failed', lastError: message });
+    for (const entry of this.loaded.values()) states.set(entry.id, entry.extension.health?.() ?? { state: 'running' });
+    return states;
+  }
 
   /** Whether a deployment (by id) is what this instance serves now. */
   isLive(id: string): boolean {
@@ -175,12 +194,30 @@ export class DeployedExtensions {
     for (const entry of retired) void entry.extension.close?.();
   }
 
+  /**
+   * Loads a version, trying again (after LOAD_RETRY_MS, then twice that) when what stopped it may
+   * pass: it loaded where it was deployed, so a crash while loading or a machine too busy here
+   * should not leave this instance on another version than the rest.
+   */
+  private async startRetrying(deployment: ActiveDeployment): Promise<RunningExtension> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.deps.start(deployment);
+      } catch (error) {
+        const transient = (error as { transient?: unknown })?.transient === true;
+        if (!transient || attempt >= LOAD_RETRIES || this.closed) throw error;
+        this.deps.logger.warn({ err: error, kind: deployment.kind, name: deployment.name, version: deployment.version, attempt: attempt + 1 }, 'bcms-extensions: a deployment did not load on this instance; trying again');
+        await new Promise((resolve) => setTimeout(resolve, LOAD_RETRY_MS * 2 ** attempt));
+      }
+    }
+  }
+
   /** One version, loaded (or the one the deploy check loaded); undefined when it does not load here. */
   private async takeUp(deployment: ActiveDeployment): Promise<Live | undefined> {
     try {
       const adopted = this.adopted.get(deployment.id);
       this.adopted.delete(deployment.id);
-      const extension = adopted ?? (await this.deps.start(deployment));
+      const extension = adopted ?? (await this.startRetrying(deployment));
       const ui = deployment.ui === null ? null : new Map(Object.entries(deployment.ui).map(([file, base64]) => [file, Buffer.from(base64, 'base64')] as const));
       this.deps.logger.info({ kind: deployment.kind, name: deployment.name, version: deployment.version }, 'bcms-extensions: deployment live');
       return { id: deployment.id, extension, ui };
@@ -194,6 +231,10 @@ export class DeployedExtensions {
     }
   }
 }
+
+/** Tries after the first, for a version that did not load here for a reason that may pass; and the first wait. */
+const LOAD_RETRIES = 2;
+const LOAD_RETRY_MS = 1_000;
 
 /** How long a deployment may take to load (its top-level code, a factory, a setup). */
 export const LOAD_TIMEOUT_MS = 10_000;

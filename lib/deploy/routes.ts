@@ -134,7 +134,13 @@ export function createDeployRoutes(deps: {
     const { auth, body } = await verify(req as Request, { deploy: true }, () => readRawBody(req, DEPLOY_BODY_LIMIT, bodyTimeoutMs));
 
     if (isList && req.method === 'GET') {
-      writeJson(res, 200, JSON.stringify({ deployments: await store.run(() => listDeployments(knex)), ...(sandbox === undefined ? {} : { sandbox }) }));
+      // Each active version with how it fares on this instance (the one that answers).
+      const health = deployed.health();
+      const deployments = (await store.run(() => listDeployments(knex))).map((deployment) => {
+        const here = deployment.active ? health.get(deployment.id) : undefined;
+        return here === undefined ? deployment : { ...deployment, ...here };
+      });
+      writeJson(res, 200, JSON.stringify({ deployments, ...(sandbox === undefined ? {} : { sandbox }) }));
       return;
     }
     // Listing and undeploying still work; nothing new may go live.

@@ -6,6 +6,7 @@
  */
 import type { Request } from 'express';
 import type { DeploymentKind, LoadedExtension } from '../deploy/load';
+import type { ExtensionHealth } from '../deploy/deployed';
 import type { BcmsFunction, BcmsFunctionContext } from '../function/types';
 import { hasBody, readRawBody } from '../http/body';
 import { BcmsHttpError } from '../http/errors';
@@ -25,7 +26,7 @@ export interface IsolatedCallSettings {
 }
 
 /** A loaded extension whose code runs in isolates; `close()` ends them once their calls are answered. */
-export type IsolatedExtension = LoadedExtension & { close(): Promise<void> };
+export type IsolatedExtension = LoadedExtension & { close(): Promise<void>; health(): ExtensionHealth };
 
 /**
  * Loads an extension in a first isolate (the check that it works) and returns its stand-in.
@@ -41,11 +42,12 @@ export async function startIsolated(
 ): Promise<IsolatedExtension> {
   const pool = await IsolatePool.start(label, kind, name, source, services);
   const close = (): Promise<void> => pool.close();
+  const health = (): ExtensionHealth => pool.health();
   try {
     const extension = pool.extension;
     // The extension's own name: a registry function's is its factory's.
-    if (extension.kind === 'function') return { kind: 'function', name: extension.name, definition: functionStandIn(pool, extension, settings), close };
-    return { kind: 'plugin', name: extension.name, plugin: pluginStandIn(pool, extension, settings), close };
+    if (extension.kind === 'function') return { kind: 'function', name: extension.name, definition: functionStandIn(pool, extension, settings), close, health };
+    return { kind: 'plugin', name: extension.name, plugin: pluginStandIn(pool, extension, settings), close, health };
   } catch (error) {
     await close();
     throw error;

@@ -20,6 +20,7 @@ import { IsolateAnswer } from './answer';
 import type { DatabaseBridge } from './database-bridge';
 import type { Ask, ExtensionKind, ExtensionSource, FromIsolate, ToIsolate, WireExtension } from './protocol';
 import { isolateCommand, moduleRoot, packageReadables, permissionsFor, type ResolvedPermissionsOption, type SandboxChoice } from './sandbox';
+import { treeUsage } from './cpu';
 import { Waiting } from './waiting';
 import { fromWire, Outbox, toWire, errorToWire, type WireError } from './wire';
 
@@ -66,6 +67,12 @@ export class ExtensionLoadError extends Error {
   constructor(
     readonly code: 'BUNDLE_LOAD_FAILED' | 'BUNDLE_LOAD_TIMEOUT',
     message: string,
+    /**
+     * Whether another try may load it: its isolate died while loading (killed for memory the
+     * machine lacked, say). Code that threw, or ran past the limit (CPU time, given up to
+     * LOAD_WALL_FACTOR times it on a busy machine), fails again.
+     */
+    readonly transient = false,
   ) {
     super(message);
     this.name = 'ExtensionLoadError';
@@ -108,6 +115,12 @@ class Isolate {
   /** One timer for every call's time-out (see `watch`), rather than one a call. */
   private watching: NodeJS.Timeout | undefined;
   private alive = true;
+  /** The service ended it (a time-out, a replacement, an idle one): not a failure of the extension's. */
+  endedByService = false;
+  /** When it finished loading (ms, performance.now()); undefined while loading. */
+  loadedAt: number | undefined;
+  /** Whether it died with calls in flight: a handler's crash, rather than the extension's own. */
+  diedAnswering = false;
   /** When it last took or answered a call (ms, performance.now()). */
   lastActive = performance.now();
   private loading: { resolve(extension: WireExtension): void; reject(error: unknown): void } | undefined;
@@ -171,16 +184,35 @@ class Isolate {
     return this.alive;
   }
 
-  /** Loads the extension; rejects with an ExtensionLoadError, and the isolate is ended. */
+  /**
+   * Loads the extension; rejects with an ExtensionLoadError, and the isolate is ended. The limit
+   * is CPU time where the kernel tells it: a load that wants a core a busy machine does not give
+   * it has until it used the limit (up to LOAD_WALL_FACTOR times it in wall time), so a load
+   * average of 20 does not refuse a three-line function; one that waits on nothing is ended at
+   * the limit, as before.
+   */
   load(kind: ExtensionKind, name: string, source: ExtensionSource): Promise<WireExtension> {
+    const limit = this.services.loadTimeoutMs;
+    const started = performance.now();
     return new Promise<WireExtension>((resolve, reject) => {
-      const timer = setTimeout(() => {
+      let timer: NodeJS.Timeout;
+      const check = (): void => {
+        const usage = treeUsage(this.child.pid);
+        if (usage !== undefined && usage.runnable && usage.cpuMs < limit && performance.now() - started < limit * LOAD_WALL_FACTOR) {
+          timer = setTimeout(check, 1000);
+          return;
+        }
         this.loading = undefined;
-        reject(new ExtensionLoadError('BUNDLE_LOAD_TIMEOUT', `it did not finish loading within ${this.services.loadTimeoutMs} ms (its top-level code, a factory or a setup runs too long)`));
+        reject(new ExtensionLoadError('BUNDLE_LOAD_TIMEOUT', `it did not finish loading within ${limit} ms (its top-level code, a factory or a setup runs too long)`));
         this.end();
-      }, this.services.loadTimeoutMs);
+      };
+      timer = setTimeout(check, limit);
       this.loading = {
-        resolve: (extension) => (clearTimeout(timer), resolve(extension)),
+        resolve: (extension) => {
+          clearTimeout(timer);
+          this.loadedAt = performance.now();
+          resolve(extension);
+        },
         reject: (error) => (clearTimeout(timer), reject(error)),
       };
       this.post({ t: 'load', kind, name, source });
@@ -235,6 +267,7 @@ class Isolate {
   end(): void {
     if (!this.alive) return;
     this.alive = false;
+    this.endedByService = true;
     try {
       process.kill(-(this.child.pid as number), 'SIGKILL');
     } catch {
@@ -267,14 +300,15 @@ class Isolate {
         : `it exited with code ${code ?? 'unknown'}`;
     // Node writes an uncaught error as `TypeError: message` after the source line that threw.
     const firstError = this.stderr.find((line) => /^[A-Z]\w*(Error|Exception)\b[^:]*:/.test(line)) ?? '';
+    this.diedAnswering = this.calls.size > 0;
     for (const id of [...this.calls.keys()]) this.take(id)?.reject(crashed());
     if (this.loading !== undefined) {
       const loading = this.loading;
       this.loading = undefined;
-      loading.reject(new ExtensionLoadError('BUNDLE_LOAD_FAILED', `its isolate ended while loading: ${reason}${firstError === '' ? '' : ` (${firstError.trim()})`}`));
+      loading.reject(new ExtensionLoadError('BUNDLE_LOAD_FAILED', `its isolate ended while loading: ${reason}${firstError === '' ? '' : ` (${firstError.trim()})`}`, true));
     }
     void this.services.bridge.releaseAll(this);
-    this.onGone(this, reason);
+    this.onGone(this, firstError === '' ? reason : `${reason}: ${firstError.trim().slice(0, 500)}`);
     return reason;
   }
 
@@ -433,6 +467,14 @@ function fromIsolate(wired: WireError, label: string): Error {
   return error;
 }
 
+/** An isolate that ends by itself this soon after loading is in a crash loop: its restarts back off. */
+export const CRASH_LOOP_MS = 10_000;
+/** The first restart after such an end waits this long; each next one twice as long, up to RESTART_MAX_MS. */
+export const RESTART_FIRST_MS = 1_000;
+export const RESTART_MAX_MS = 60_000;
+/** A load that wants CPU a busy machine does not give it waits at most this many times its limit in wall time. */
+const LOAD_WALL_FACTOR = 6;
+
 /** How many isolates one extension may use: one per core (at most four), so a CPU-bound one uses them all. */
 export const MAX_ISOLATES_PER_EXTENSION = Math.max(1, Math.min(4, os.availableParallelism?.() ?? os.cpus().length));
 /** An isolate beyond an extension's first that has had no call for this long is ended (each holds about 50 MB). */
@@ -448,6 +490,13 @@ export class IsolatePool {
   private closed = false;
   /** While the pool has more than one isolate: ends those idle past IDLE_ISOLATE_MS. */
   private shrinking: NodeJS.Timeout | undefined;
+  /** Isolates in a row that ended by themselves while loading or soon after (a crash loop). */
+  private failures = 0;
+  /** Why the last one did, for the deployments list. */
+  private lastError: string | undefined;
+  /** While backing off: when the next isolate starts (ms, performance.now()), and its timer. */
+  private retryAt = 0;
+  private restarting: NodeJS.Timeout | undefined;
 
   private constructor(
     readonly label: string,
@@ -485,6 +534,11 @@ export class IsolatePool {
     const run = (isolate: Isolate): Promise<IsolateAnswer> => isolate.call(message, request, plugin, timeoutMs, timeout);
     if (chosen !== undefined && (chosen.inFlight === 0 || this.isolates.length >= MAX_ISOLATES_PER_EXTENSION || this.closed)) return run(chosen);
     if (this.closed) return Promise.reject(crashed('The extension was replaced.'));
+    // A crash loop: requests do not start isolates faster than the backoff does.
+    if (chosen === undefined && this.restarting !== undefined) {
+      const seconds = Math.max(1, Math.ceil((this.retryAt - performance.now()) / 1000));
+      return Promise.reject(crashed(`The extension keeps failing (${this.lastError ?? 'its isolate ended'}); it is started again in ${seconds} s.`));
+    }
     const busy = chosen;
     return this.spawn().then(run, (error: unknown) => (busy?.isAlive ? run(busy) : Promise.reject(error instanceof BcmsHttpError ? error : crashed('The extension could not be restarted.'))));
   }
@@ -497,6 +551,7 @@ export class IsolatePool {
         await isolate.load(this.kind, this.name, this.source);
       } catch (error) {
         this.services.logger.error({ extension: this.label, err: error }, 'bcms-extensions: an isolate could not load the extension');
+        this.failed((error as Error)?.message ?? String(error));
         throw error;
       }
       if (this.closed) {
@@ -530,7 +585,47 @@ export class IsolatePool {
     this.isolates = this.isolates.filter((each) => each !== isolate);
     if (this.closed || !known) return;
     this.services.logger.error({ extension: this.label, reason }, `bcms-extensions: an isolate of ${this.label} ended (${reason}); it is replaced`);
+    // A crash loop is an isolate that ends by itself, with no call in flight, while loading or soon
+    // after (top-level code that exits, a timer that throws). One that crashed answering a call (a
+    // handler's bug, for that request), or lived a while, is restarted at once; one the service
+    // ended was replaced already.
+    if (isolate.endedByService) {
+      if (this.isolates.length === 0) this.spawn().catch(() => {});
+      return;
+    }
+    const young = isolate.loadedAt === undefined || performance.now() - isolate.loadedAt < CRASH_LOOP_MS;
+    if (!young) this.failures = 0;
+    if (young && !isolate.diedAnswering) return this.failed(reason);
+    this.lastError = reason;
     if (this.isolates.length === 0) this.spawn().catch(() => {});
+  }
+
+  /**
+   * An isolate ended by itself, or one could not load: the next starts after a backoff that
+   * doubles with each failure in a row (RESTART_FIRST_MS to RESTART_MAX_MS), while none is left.
+   */
+  private failed(reason: string): void {
+    this.failures += 1;
+    this.lastError = reason;
+    if (this.closed || this.restarting !== undefined || this.isolates.some((isolate) => isolate.isAlive)) return;
+    const delay = Math.min(RESTART_FIRST_MS * 2 ** (this.failures - 1), RESTART_MAX_MS);
+    this.retryAt = performance.now() + delay;
+    this.restarting = setTimeout(() => {
+      this.restarting = undefined;
+      if (!this.closed && !this.isolates.some((isolate) => isolate.isAlive)) this.spawn().catch(() => {});
+    }, delay).unref();
+  }
+
+  /**
+   * `running`, or `failing` while its isolates end by themselves soon after they load (with why
+   * the last one did): for the deployments list. One that has lived past CRASH_LOOP_MS since is
+   * running again.
+   */
+  health(): { state: 'running' | 'failing'; lastError?: string } {
+    const now = performance.now();
+    if (this.failures > 0 && this.isolates.some((isolate) => isolate.isAlive && isolate.loadedAt !== undefined && now - isolate.loadedAt >= CRASH_LOOP_MS)) this.failures = 0;
+    if (this.failures === 0) return { state: 'running' };
+    return { state: 'failing', ...(this.lastError === undefined ? {} : { lastError: this.lastError }) };
   }
 
   /**
@@ -540,6 +635,7 @@ export class IsolatePool {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.shrinking);
+    clearTimeout(this.restarting);
     await this.starting?.catch(() => {});
     const ending = this.isolates.map(async (isolate) => {
       while (isolate.isAlive && isolate.inFlight > 0) await new Promise((resolve) => setTimeout(resolve, 20));

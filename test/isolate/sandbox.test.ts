@@ -126,13 +126,13 @@ describeSandboxed.each(backends())('isolates in bubblewrap (%s)', (backend) => {
     expect(env).toEqual({ GREETING: 'hello' });
     // nobody, not the service's identity.
     expect([uid, gid]).toEqual([65534, 65534]);
-    expect(uid).not.toBe(process.getuid());
+    expect(uid).not.toBe(process.getuid?.());
   });
 
   test('kill(ppid) and kill(-1), at once and from a timer at load, reach neither the service nor other isolates', async () => {
     await deploy(app, deployer, 'function', 'bystander', functionSource('bystander', `async () => { process.title = 'bcms-bystander-${process.pid}'; return 'here'; }`));
     expect((await call(app, 'bystander')).body.result).toBe('here');
-    const [bystander] = hostPidsOf(`bcms-bystander-${process.pid}`);
+    const bystander = hostPidsOf(`bcms-bystander-${process.pid}`)[0] as number;
     expect(bystander).toBeGreaterThan(0);
     const killer = functionSource(
       'killer',
