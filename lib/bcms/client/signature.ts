@@ -3,8 +3,8 @@ import type { Request } from 'express';
 import { decodeText, hasBody, nonUtf8Charset } from '../../http/body';
 import { BcmsHttpError, type ErrorCode } from '../../http/errors';
 import { isKeyId } from '../../security/api-keys';
-import { refuseIfExpired, refuseUnlessAccepted, forbiddenMessage, keyPermits, type Permission, type SignatureMemory } from '../../security/replay';
-import { signatureAuthOf, type SignatureAuth } from '../../security/signature';
+import { refuseIfExpired, refuseUnlessAccepted, forbiddenMessage, keyPermits, type Permission } from '../../security/replay';
+import { limitKeyCall, signatureAuthOf, type SignatureAuth, type SignatureSettings } from '../../security/signature';
 
 /**
  * Sent with every 401 of a request signed the BCMS client's way: the scheme's parameters. (A
@@ -110,8 +110,8 @@ function readParameters(query: string): Record<Parameter, string> {
  * the client signs `JSON.stringify(payload)` and sends that very text, and the handler gets what
  * the signature covers, never a re-serialisation of a parsed body (which many different bodies share).
  */
-export function createClientSignatureVerifier(options: { memory: SignatureMemory; clockSkewSeconds: number }): VerifyClientSignedRequest {
-  const { memory, clockSkewSeconds } = options;
+export function createClientSignatureVerifier(options: SignatureSettings): VerifyClientSignedRequest {
+  const { memory, clockSkewSeconds, limitKey } = options;
   const skewMs = clockSkewSeconds * 1000;
 
   return async function verifyClientSignedRequest(req, query, permission, readBody) {
@@ -171,6 +171,8 @@ export function createClientSignatureVerifier(options: { memory: SignatureMemory
       }
     }
     if (!keyPermits(key, permission)) throw new BcmsHttpError('KEY_FORBIDDEN', forbiddenMessage(permission));
+    // The key's rate limit, once the signature verified, before the ledger records it (as HTTP Signatures).
+    await limitKeyCall(limitKey, key.id, permission);
 
     // The signature's bytes (hex is case-insensitive, so not its text) name the request: its HMAC
     // covers nonce, timestamp, key and body. Remembered until the timestamp leaves the window.
