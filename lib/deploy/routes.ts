@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import path from 'node:path';
 import type { Request } from 'express';
 import type { ContentStore } from '../db/store';
-import { decodeText, readRawBody } from '../http/body';
+import { decodeText, parseJsonText, readRawBody } from '../http/body';
 import { BcmsHttpError } from '../http/errors';
 import { writeJson } from '../http/respond';
 import type { Logger } from '../logger';
@@ -175,14 +175,7 @@ export function createDeployRoutes(deps: {
       return;
     }
 
-    let parsed: unknown;
-    const text = decodeText(body, req.headers['content-type']);
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      throw new BcmsHttpError('INVALID_JSON');
-    }
-    const bundle = checkBundle(parsed);
+    const bundle = checkBundle(parseJsonText(decodeText(body, req.headers['content-type'])));
     const { kind, name, version, sha256, project } = bundle.manifest;
     // Who wrote it, before its code runs anywhere, even in the check.
     assertTrusted({ ...bundle.manifest, code: bundle.code, ui: bundle.ui }, bundle.signature, trusted);

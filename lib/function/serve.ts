@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Request, Response } from 'express';
 import type { BcmsRepo } from '../db/repository';
-import { bodyLimitOf, hasBody, isJsonType, ownBodyLimit, parseJsonBody, RAW_BODY, readRawBody, ROUTE_BODY_LIMIT } from '../http/body';
+import { bodyLimitOf, hasBody, isJsonType, ownBodyLimit, parseJsonBody, RAW_BODY, readRawBody, refuseDeepBody, ROUTE_BODY_LIMIT } from '../http/body';
 import { BcmsHttpError, type ErrorHandler } from '../http/errors';
 import { IsolateAnswer, isIsolated } from '../isolate/answer';
 import type { Work } from '../http/exchange';
@@ -85,7 +85,11 @@ export function createFunctionServer(deps: {
    * it is; a signed call's body was read and parsed when its signature was checked.
    */
   function withBody(req: Request, definition: BcmsFunction, auth: BcmsFunctionAuth | null, key: string | undefined): Promise<unknown> {
-    if (req.body !== undefined || auth?.type === 'signature' || !hasBody(req)) return run(req, definition, auth, key);
+    if (auth?.type === 'signature' || !hasBody(req)) return run(req, definition, auth, key);
+    if (req.body !== undefined) {
+      refuseDeepBody(req.body); // a host parser's: as deep as it came
+      return run(req, definition, auth, key);
+    }
     return readFunctionBody(req, bodyLimit, bodyTimeoutMs).then((raw) => {
       req.body = parseJsonBody(raw, req.headers['content-type']);
       return run(req, definition, auth, key);

@@ -135,7 +135,7 @@ export function createSignatureVerifier(options: SignatureSettings): VerifySigne
       throw refuse('SIGNATURE_EXPIRED', `Request Date is ${off}; this service accepts ${clockSkewSeconds} s either way. Its clock reads ${new Date(now).toUTCString()}.`);
     }
 
-    const key = isKeyId(keyId) ? await memory.keyFor(keyId.toLowerCase()) : null;
+    const key = isKeyId(keyId) ? await memory.keyFor(keyId.toLowerCase(), refuse) : null;
     if (key === null) throw refuse('SIGNATURE_INVALID', 'Unknown keyId.');
     const algorithm = HEADER_ALGORITHM[key.algorithm];
     if (claimed !== algorithm) throw refuse('SIGNATURE_INVALID', `This key signs with algorithm "${algorithm}"; the request says "${withoutCredentials(claimed)}".`);

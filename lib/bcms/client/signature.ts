@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Request } from 'express';
-import { decodeText, hasBody, nonUtf8Charset } from '../../http/body';
+import { decodeText, hasBody, nonUtf8Charset, parseJsonText } from '../../http/body';
 import { BcmsHttpError, type ErrorCode } from '../../http/errors';
 import { isKeyId } from '../../security/api-keys';
 import { refuseIfExpired, refuseUnlessAccepted, forbiddenMessage, keyPermits, type Permission } from '../../security/replay';
@@ -124,7 +124,7 @@ export function createClientSignatureVerifier(options: SignatureSettings): Verif
       throw refuse('SIGNATURE_EXPIRED', `Request timestamp is ${off}; this service accepts ${clockSkewSeconds} s either way. Its clock reads ${now} (${new Date(now).toISOString()}).`);
     }
 
-    const key = isKeyId(params.key) ? await memory.keyFor(params.key.toLowerCase()) : null;
+    const key = isKeyId(params.key) ? await memory.keyFor(params.key.toLowerCase(), refuse) : null;
     if (key === null) throw refuse('SIGNATURE_INVALID', 'Unknown key.');
     if (!key.bcmsClient || key.secret === null) {
       throw refuse(
@@ -162,14 +162,7 @@ export function createClientSignatureVerifier(options: SignatureSettings): Verif
     if (!timingSafeEqual(given, expected)) throw refuse('SIGNATURE_INVALID', 'The signature does not verify with this key.');
     refuseIfExpired(key, refuse, now);
 
-    let body: unknown = {};
-    if (text !== undefined) {
-      try {
-        body = JSON.parse(text);
-      } catch {
-        throw new BcmsHttpError('INVALID_JSON');
-      }
-    }
+    const body: unknown = text === undefined ? {} : parseJsonText(text);
     if (!keyPermits(key, permission)) throw new BcmsHttpError('KEY_FORBIDDEN', forbiddenMessage(permission));
     // The key's rate limit, once the signature verified, before the ledger records it (as HTTP Signatures).
     await limitKeyCall(limitKey, key.id, permission);
