@@ -144,7 +144,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     errorHandler,
     repo,
   });
-  const own = createOwnRoutes({ store, keys: settings.keys, live, hasUi: (name) => ui.hasUi(name), events, title: settings.admin?.title ?? 'BCMS', openapi: settings.openapi });
+  const own = createOwnRoutes({ store, keys: settings.keys, live, hasUi: (name) => ui.hasUi(name), events, title: settings.admin?.title ?? 'BCMS', openapi: settings.openapi, rateLimited: limiter !== undefined });
 
   const serveDeployments = createDeployRoutes({
     verify: verifySignedRequest,

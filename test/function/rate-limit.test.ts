@@ -186,4 +186,10 @@ describe.each(backends())('rate limits over HTTP (%s)', (backend) => {
     for (let i = 0; i < 3; i++) expect((await request(off.app).post('/api/function/hello')).status).toBe(200);
     expect(Number((await database.knex('bcms_rate_limits').count({ n: '*' }))[0]?.n)).toBe(counted);
   });
+
+  test('the OpenAPI document lists the 429 of function calls when the option is set, and not otherwise', async () => {
+    const responsesOf = (t: TestApp) => ((t.router.openapi().paths as Record<string, { post: { responses: Record<string, unknown> } }>)['/api/function/echo']!.post.responses);
+    expect(responsesOf(await instance({ ip: { points: 1, seconds: 1 } }))['429']).toEqual({ $ref: '#/components/responses/RATE_LIMITED' });
+    expect(responsesOf(await instance(undefined))['429']).toBeUndefined();
+  });
 });
