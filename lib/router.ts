@@ -26,12 +26,9 @@ import type { BcmsPlugin } from './plugin/types';
 import { createCallerCheck, createPluginKeyCheck } from './security/caller';
 import { createAccessTokenVerifier } from './security/jwt';
 import { SignatureMemory } from './security/replay';
-import { clientAddress, RateLimiter } from './security/rate-limit';
+import { createRateLimits } from './security/rate-limit';
 import { createSignatureVerifier } from './security/signature';
 import { checkPluginUis, UiRoutes } from './ui/assets';
-
-/** What close() waits past the longest a request may take (its body, then its handler), for the answer to be written. */
-const CLOSE_MARGIN_MS = 5_000;
 
 export interface BcmsRegistry {
   plugins?: BcmsPlugin[];
@@ -90,10 +87,8 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   // Content, once nothing above refused the options: a refused router leaves no database open.
   const store = new ContentStore(openDatabase(settings.database as DatabaseOption | undefined, process.env, logger), logger, { secrets: settings.secrets });
   const repo = createRepository(store);
-  // Function calls past `rateLimit`, counted in the database for every instance (lib/security/rate-limit.ts).
-  const limiter = settings.rateLimit === undefined ? undefined : new RateLimiter(store, logger, settings.rateLimit);
-  const limitKey = limiter?.has('key') ? (subject: string) => limiter.take('key', subject) : undefined;
-  const limitIp = limiter?.has('ip') ? (req: Request) => limiter.take('ip', clientAddress(req)) : undefined;
+  // Function calls past `rateLimit`, counted in the database for every instance.
+  const { limitKey, limitIp, ...limits } = createRateLimits(store, logger, settings.rateLimit);
   // One memory of keys and accepted signatures for both schemes: a signature is accepted once, whichever way it comes.
   const signatures = { memory: new SignatureMemory(store, logger, settings.secrets), clockSkewSeconds: settings.signature.clockSkewSeconds, limitKey };
   const verifySignedRequest = createSignatureVerifier(signatures);
@@ -127,9 +122,8 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   // The refusal is logged even when the host never awaits `ready`, and is not an unhandled rejection.
   ready.catch((error: unknown) => logger.error({ err: error }, 'bcms-extensions: the router could not start (a registry that cannot work, or a database it cannot migrate)'));
 
-  // The request path.
-  // Requests under way when close() begins are answered; those after it get 503 SERVICE_CLOSING.
-  const admission = new Admission();
+  // The request path. Requests under way when close() begins are answered; later ones get 503 SERVICE_CLOSING.
+  const admission = new Admission(logger, bodyTimeoutMs + Math.max(settings.functionTimeoutMs, settings.pluginTimeoutMs));
   const exchange = createExchange({ logger, bodyTimeoutMs, admission, pending: () => (live.functions === undefined ? ready : undefined) });
   const servePlugin = createPluginServer({ bodyLimit, bodyTimeoutMs, timeoutMs: settings.pluginTimeoutMs, logger: bcmsLogger, errorHandler, repo, verifyAccessToken, verifyPluginKey });
   const identifyCaller = createCallerCheck({ ...keyVerifiers, verifyAccessToken, readBody, logger, limitKey });
@@ -139,12 +133,9 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     pending: (name) => deployments.deployed.pending('function', name),
     identifyCaller,
     bodyLimit, bodyTimeoutMs, idempotency, limitIp,
-    timeoutMs: settings.functionTimeoutMs,
-    logger: bcmsLogger,
-    errorHandler,
-    repo,
+    timeoutMs: settings.functionTimeoutMs, logger: bcmsLogger, errorHandler, repo,
   });
-  const own = createOwnRoutes({ store, keys: settings.keys, live, hasUi: (name) => ui.hasUi(name), events, title: settings.admin?.title ?? 'BCMS', openapi: settings.openapi, rateLimited: limiter !== undefined });
+  const own = createOwnRoutes({ store, keys: settings.keys, live, hasUi: (name) => ui.hasUi(name), events, title: settings.admin?.title ?? 'BCMS', openapi: settings.openapi, rateLimited: limits.on });
 
   const serveDeployments = createDeployRoutes({
     verify: verifySignedRequest,
@@ -195,14 +186,12 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     events,
     openapi: own.document,
     close: async () => {
-      // New requests are refused (503) and those under way answered, within the longest a request may take.
-      const longest = bodyTimeoutMs + Math.max(settings.functionTimeoutMs, settings.pluginTimeoutMs) + CLOSE_MARGIN_MS;
-      if (!(await admission.close(longest))) logger.warn({ waitedMs: longest }, 'bcms-extensions: closing with requests still unanswered');
+      await admission.close(); // new requests refused (503), those under way answered
       // Loads under way finish, then every isolate is ended, before the database closes under them.
       await deployments.close();
       await ready.catch(() => {});
       await isolation.close();
-      await Promise.all([layers.close(), idempotency.close(), limiter?.close()]);
+      await Promise.all([layers.close(), idempotency.close(), limits.close()]);
       await store.database.close();
     },
   });

@@ -1,9 +1,12 @@
 import type { ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from '../logger';
 import { BcmsHttpError } from './errors';
 
 /** How often `close` looks whether the answers under way have begun. */
 const POLL_MS = 20;
+/** What `close` waits past the longest a request may take, for its answer to be written. */
+const MARGIN_MS = 5_000;
 
 /**
  * The requests a router has taken and not yet answered, and whether it still takes new ones. Once
@@ -15,6 +18,12 @@ const POLL_MS = 20;
 export class Admission {
   private closing = false;
   private readonly open = new Set<ServerResponse>();
+
+  constructor(
+    private readonly logger: Logger,
+    /** The longest a request may take: its body (`bodyTimeoutMs`), then its handler (the longer time-out). */
+    private readonly longestMs: number,
+  ) {}
 
   /** Takes a request, or throws SERVICE_CLOSING once the router is closing. */
   admit(res: ServerResponse): void {
@@ -30,17 +39,19 @@ export class Admission {
   /**
    * Stops taking requests, and resolves once every request taken has begun its answer: an answer
    * that has begun (its headers sent) needs nothing of the router's any more, save a stream that
-   * lasts (the SDK's event stream), which the host's server ends. Resolves to false when some were
-   * still unanswered after `limitMs` (every request's own time-outs make that rare).
+   * lasts (the SDK's event stream), which the host's server ends. Past the longest a request may
+   * take (its own time-outs make that rare), it resolves all the same, and says so.
    */
-  async close(limitMs: number): Promise<boolean> {
+  async close(): Promise<void> {
     this.closing = true;
-    const until = Date.now() + limitMs;
+    const until = Date.now() + this.longestMs + MARGIN_MS;
     while (this.waiting()) {
-      if (Date.now() >= until) return false;
+      if (Date.now() >= until) {
+        this.logger.warn({ unanswered: this.open.size }, 'bcms-extensions: closing with requests still unanswered');
+        return;
+      }
       await sleep(POLL_MS);
     }
-    return true;
   }
 
   private waiting(): boolean {

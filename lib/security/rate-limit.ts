@@ -145,6 +145,29 @@ export function clientAddress(req: Request): string {
   return req.ip ?? req.socket?.remoteAddress ?? 'unknown';
 }
 
+/** What a router's parts call, from the `rateLimit` option: each hook unset when its kind is not limited. */
+export interface RateLimits {
+  /** Counts a call of a private function's caller (`key:<id>`, `user:<id>`) under `rateLimit.key`. */
+  limitKey?: (subject: string) => Promise<void>;
+  /** Counts a function call of the request's address under `rateLimit.ip`. */
+  limitIp?: (req: Request) => Promise<void>;
+  /** Whether any limit is on. */
+  on: boolean;
+  /** Resolves once a purge under way is done. */
+  close(): Promise<void>;
+}
+
+export function createRateLimits(store: ContentStore, logger: Logger, option: Readonly<RateLimitOptions> | undefined): RateLimits {
+  if (option === undefined) return { on: false, close: () => Promise.resolve() };
+  const limiter = new RateLimiter(store, logger, option);
+  return {
+    on: true,
+    ...(limiter.has('key') ? { limitKey: (subject: string) => limiter.take('key', subject) } : {}),
+    ...(limiter.has('ip') ? { limitIp: (req: Request) => limiter.take('ip', clientAddress(req)) } : {}),
+    close: () => limiter.close(),
+  };
+}
+
 /** Throws the TypeError that says what `rateLimit` takes; the option as it is otherwise (unknown keys refused, positive integers). */
 export function checkRateLimitOption(value: unknown): Readonly<RateLimitOptions> | undefined {
   if (value === undefined) return undefined;
