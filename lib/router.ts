@@ -87,8 +87,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   // Content, once nothing above refused the options: a refused router leaves no database open.
   const store = new ContentStore(openDatabase(settings.database as DatabaseOption | undefined, process.env, logger), logger, { secrets: settings.secrets });
   const repo = createRepository(store);
-  // Function calls past `rateLimit`, counted in the database for every instance.
-  const { limitKey, limitIp, ...limits } = createRateLimits(store, logger, settings.rateLimit);
+  const { limitKey, limitIp, ...limits } = createRateLimits(store, logger, settings.rateLimit); // counted in the database, for every instance
   // One memory of keys and accepted signatures for both schemes: a signature is accepted once, whichever way it comes.
   const signatures = { memory: new SignatureMemory(store, logger, settings.secrets), clockSkewSeconds: settings.signature.clockSkewSeconds, limitKey };
   const verifySignedRequest = createSignatureVerifier(signatures);
@@ -131,8 +130,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   const serveFunction = createFunctionServer({
     functions: () => live.functions ?? new Map(),
     pending: (name) => deployments.deployed.pending('function', name),
-    identifyCaller,
-    bodyLimit, bodyTimeoutMs, idempotency, limitIp,
+    identifyCaller, bodyLimit, bodyTimeoutMs, idempotency, limitIp,
     timeoutMs: settings.functionTimeoutMs, logger: bcmsLogger, errorHandler, repo,
   });
   const own = createOwnRoutes({ store, keys: settings.keys, live, hasUi: (name) => ui.hasUi(name), events, title: settings.admin?.title ?? 'BCMS', openapi: settings.openapi, rateLimited: limits.on });

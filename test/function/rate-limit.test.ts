@@ -1,8 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import request from 'supertest';
-import { createApiKey, createBcmsFunction, type BcmsExtensionsOptions } from '../../lib';
-import { bcmsClientSignature } from '../../lib/bcms/client/signature';
+import { createBcmsFunction, type BcmsExtensionsOptions } from '../../lib';
 import { resolveOptions } from '../../lib/options';
 import { buildApp, role, signToken, type TestApp } from '../support/app';
 import { backends, openTestDatabase, type TestDatabase } from '../support/database';
@@ -11,7 +9,7 @@ import { hmacKey, signedPost } from '../support/signature';
 // Rate limits of function calls (DESIGN.md "Sandbox": `rateLimit`): 429 RATE_LIMITED with
 // Retry-After, counted in Postgres so that every instance on the database shares the count. Two
 // routers on one database play two instances. On PGlite, and on the Postgres server when
-// DATABASE_URL is set.
+// DATABASE_URL is set. (The BCMS client's signed calls: test/bcms/client-limits.test.ts.)
 
 const echo = createBcmsFunction(async () => ({
   config: { name: 'echo', public: false },
@@ -106,23 +104,6 @@ describe.each(backends())('rate limits over HTTP (%s)', (backend) => {
     expect(rows[0].points).toBeGreaterThan(3);
     // Another key has points of its own.
     expect((await signedPost(a.app, '/api/function/echo', other, { mine: true })).body).toEqual({ success: true, result: { mine: true } });
-  });
-
-  test("per API key, both signature schemes: the BCMS client's signed calls share the key's count", async () => {
-    const t = await instance({ key: { points: 2, seconds: HOUR } });
-    const { id, secret } = await createApiKey(database.knex, { name: 'client', functions: ['echo'], bcmsClient: true });
-    const clientCall = (body: unknown) => {
-      const text = JSON.stringify(body);
-      const nonce = randomBytes(6).toString('hex');
-      const timestamp = String(Date.now());
-      const signature = bcmsClientSignature({ secret: secret!, nonce, timestamp, key: id, body: text });
-      return request(t.app).post(`/api/function/echo?key=${id}&nonce=${nonce}&timestamp=${timestamp}&signature=${signature}`).set('Content-Type', 'application/json').send(text);
-    };
-    await freshWindow(database.knex, HOUR, 60);
-    expect((await clientCall({ n: 1 })).status).toBe(200);
-    expect((await signedPost(t.app, '/api/function/echo', { keyId: id, secret: secret! }, { n: 2 })).status).toBe(200);
-    expectLimited(await clientCall({ n: 3 }), HOUR);
-    expect(await ledgerRows(database.knex, id)).toBe(2);
   });
 
   test("a bearer token's call of a private function counts as its user under key: every token of one user shares the count", async () => {
