@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import request from 'supertest';
 import { createBcmsFunction, type BcmsExtensionsOptions } from '../../lib';
 import { resolveOptions } from '../../lib/options';
-import { buildApp, role, signToken, type TestApp } from '../support/app';
+import { buildApp, freePort, role, signToken, type TestApp } from '../support/app';
 import { backends, openTestDatabase, type TestDatabase } from '../support/database';
 import { hmacKey, signedPost } from '../support/signature';
 
@@ -67,6 +67,21 @@ describe('the rateLimit option', () => {
     for (const [rateLimit, message] of wrong) expect(() => resolveOptions({ rateLimit } as BcmsExtensionsOptions, {})).toThrow(message);
   });
 });
+
+test('a count that cannot be reached: 503 DATABASE_UNAVAILABLE, never a call let through uncounted', async () => {
+  // A Postgres server that is not there: a function that never touches the database answers 200 without a limit.
+  const database = `postgres://postgres@127.0.0.1:${await freePort()}/none`;
+  for (const [rateLimit, status] of [[undefined, 200], [{ ip: { points: 100, seconds: 60 } }, 503]] as const) {
+    const t = await buildApp(registry, { database, rateLimit });
+    try {
+      const res = await request(t.app).post('/api/function/hello');
+      expect(res.status).toBe(status);
+      if (status === 503) expect(res.body).toEqual({ success: false, error: { code: 'DATABASE_UNAVAILABLE', message: 'Database is unavailable; try again shortly.' } });
+    } finally {
+      await t.router.close();
+    }
+  }
+}, 60_000);
 
 describe.each(backends())('rate limits over HTTP (%s)', (backend) => {
   let database: TestDatabase;
