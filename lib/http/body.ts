@@ -181,6 +181,13 @@ export function parseJsonText(text: string): unknown {
   }
 }
 
+/** Whether the character at `at` follows an odd run of backslashes. */
+function escaped(text: string, at: number): boolean {
+  let backslashes = 0;
+  while (text.charCodeAt(at - 1 - backslashes) === 0x5c) backslashes++;
+  return backslashes % 2 === 1;
+}
+
 /**
  * A body a host's parser made (`express.json()` before the router: it has no depth limit) refused as
  * the router's own parse refuses it: 400 INVALID_JSON past MAX_JSON_DEPTH. Walked without recursion,
@@ -211,12 +218,11 @@ function nestsDeeperThan(text: string, limit: number): boolean {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === 0x22) {
-      // A string: skipped to its closing quote, past escaped characters.
-      for (i++; i < text.length; i++) {
-        const d = text.charCodeAt(i);
-        if (d === 0x5c) i++;
-        else if (d === 0x22) break;
-      }
+      // A string: skipped to its closing quote (one not escaped: after an even run of backslashes).
+      let end = text.indexOf('"', i + 1);
+      while (end !== -1 && escaped(text, end)) end = text.indexOf('"', end + 1);
+      if (end === -1) return false; // not JSON: the parse says so
+      i = end;
     } else if (c === 0x5b || c === 0x7b) {
       if (++depth > limit) return true;
     } else if (c === 0x5d || c === 0x7d) {
