@@ -73,7 +73,10 @@ export class RateLimiter {
       if (left > 0) throw limited(kind, limit, left);
       this.refused.delete(id);
     }
-    const { points, remainingMs } = await this.store.run((db) => countCall(db, kind, subject, limit));
+    const { points, remainingMs } = await this.store.run((db) => countCall(db, kind, subject, limit)).catch((error: unknown) => {
+      // A count lost with its connection is no write of the caller's: the call was not made, plainly unavailable.
+      throw error instanceof BcmsHttpError && error.code === 'DATABASE_OUTCOME_UNKNOWN' ? new BcmsHttpError('DATABASE_UNAVAILABLE') : error;
+    });
     this.purgeNowAndThen();
     if (points <= limit.points) return;
     this.remember(id, Date.now() + remainingMs);
