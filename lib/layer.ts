@@ -14,7 +14,7 @@ import type { Logger } from './logger';
 import type { ResolvedOptions } from './options';
 import type { KeySignatureScheme } from './security/caller';
 import type { AccessTokenVerifier } from './security/jwt';
-import type { SignatureMemory } from './security/replay';
+import type { SignatureSettings } from './security/signature';
 
 /** What a router lends a layer. */
 export interface RouterServices {
@@ -22,8 +22,8 @@ export interface RouterServices {
   store: ContentStore;
   logger: Logger;
   verifyAccessToken: AccessTokenVerifier;
-  /** The memory of accepted signatures and the clock skew: a layer's signature scheme shares them. */
-  signatures: { memory: SignatureMemory; clockSkewSeconds: number };
+  /** The memory of accepted signatures, the clock skew and the keys' rate limit: a layer's signature scheme shares them. */
+  signatures: SignatureSettings;
   /** The router's `events`: what isolates and the SDK's content routes emit, by name. */
   events: EventEmitter;
   /** The functions live now (the app's own and the deployed). */

@@ -3,6 +3,7 @@ import { parseByteSize } from './http/body';
 import type { DatabaseOption } from './db/connection';
 import { createDefaultLogger, type Logger } from './logger';
 import type { JwtOptions } from './security/jwt';
+import { checkRateLimitOption, type RateLimitOptions } from './security/rate-limit';
 import { resolveSecretsKeys, type SecretsKeys } from './security/secrets';
 import { resolveTrustedKeys, type TrustedKeys } from './deploy/signing';
 import type { AdminSettings } from './ui/assets';
@@ -88,6 +89,16 @@ export interface BcmsExtensionsOptions {
    * it). Default `'public'`.
    */
   openapi?: 'public' | 'token' | 'off';
+  /**
+   * Function calls past a number of points in a window of seconds are answered 429 `RATE_LIMITED`
+   * with `Retry-After`, counted in the database so that every instance shares the count: `key` per
+   * caller of a private function (the API key that signed, or a bearer token's user), `ip` per
+   * client address (`req.ip`: Express's `trust proxy` decides it). Positive integers. Default: off.
+   *
+   * @example
+   * bcmsExtensions(registry, { rateLimit: { key: { points: 100, seconds: 1 }, ip: { points: 300, seconds: 10 } } });
+   */
+  rateLimit?: RateLimitOptions;
 }
 
 export interface ResolvedOptions {
@@ -116,6 +127,8 @@ export interface ResolvedOptions {
   /** `deploy.trustedKeys`, parsed; undefined: bundles are not signed. */
   readonly trustedKeys: TrustedKeys | undefined;
   readonly keys: Readonly<{ deployOverHttp: boolean }>;
+  /** `rateLimit`, checked; undefined: off. */
+  readonly rateLimit: Readonly<RateLimitOptions> | undefined;
 }
 
 export const defaultOptions = Object.freeze({
@@ -133,7 +146,7 @@ export const defaultOptions = Object.freeze({
 
 const KNOWN = new Set([
   'jwt', 'database', 'signature', 'bodyLimit', 'bodyTimeoutMs', 'functionTimeoutMs', 'pluginTimeoutMs', 'logger', 'admin',
-  'isolate', 'extensionMemoryMb', 'extensionEnv', 'sandbox', 'extensionPermissions', 'deployments', 'files', 'secretsKey', 'deploy', 'keys', 'openapi',
+  'isolate', 'extensionMemoryMb', 'extensionEnv', 'sandbox', 'extensionPermissions', 'deployments', 'files', 'secretsKey', 'deploy', 'keys', 'openapi', 'rateLimit',
 ]);
 
 /** A nested option is an object of known keys: a typo such as `jwt.secert` must not pass silently. */
@@ -164,6 +177,7 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined, env: 
   const deployOverHttp = keys.deployOverHttp ?? defaultOptions.keys.deployOverHttp;
   if (typeof deployOverHttp !== 'boolean') throw new TypeError(`option keys.deployOverHttp must be true or false, got ${JSON.stringify(deployOverHttp)}`);
   const admin = resolveAdmin(options.admin);
+  const rateLimit = checkRateLimitOption(options.rateLimit);
 
   const clockSkewSeconds = signature.clockSkewSeconds ?? defaultOptions.signature.clockSkewSeconds;
   if (!Number.isFinite(clockSkewSeconds) || clockSkewSeconds < 0) {
@@ -215,6 +229,7 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined, env: 
     secrets: resolveSecretsKeys(options.secretsKey, env),
     trustedKeys: resolveTrustedKeys(deploy.trustedKeys),
     keys: Object.freeze({ deployOverHttp }),
+    rateLimit,
   }) as ResolvedOptions;
 }
 

@@ -13,10 +13,11 @@ import { createFunctionServer, readFunctionBody, writeFunctionResult } from './f
 import type { BcmsFunctionModule } from './function/types';
 import { createDispatch } from './http/dispatch';
 import { errorHandler } from './http/errors';
+import { Admission } from './http/closing';
 import { createExchange } from './http/exchange';
 import { toBcmsLogger } from './handler-logger';
 import { Isolation, registryModuleSources } from './isolate/runtime';
-import { chooseSandbox, sandboxRefusal, warnWithoutSandbox } from './isolate/sandbox';
+import { sandboxFor } from './isolate/sandbox';
 import { bindLayers } from './layer';
 import { createOwnRoutes } from './openapi/route';
 import { type BcmsExtensionsOptions, resolveOptions } from './options';
@@ -26,6 +27,7 @@ import type { BcmsPlugin } from './plugin/types';
 import { createCallerCheck, createPluginKeyCheck } from './security/caller';
 import { createAccessTokenVerifier } from './security/jwt';
 import { SignatureMemory } from './security/replay';
+import { createRateLimits } from './security/rate-limit';
 import { createSignatureVerifier } from './security/signature';
 import { checkPluginUis, UiRoutes } from './ui/assets';
 
@@ -82,15 +84,14 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   // isolate: 'all': each plugin and function module of the registry is loaded in isolates from its module file.
   const registrySources = isolateAll ? registryModuleSources(registryPlugins, modules) : undefined;
   const verifyAccessToken = createAccessTokenVerifier(settings.jwt);
-  // The isolates' sandbox: `sandbox: 'bubblewrap'` where none runs refuses the router now.
-  const sandbox = chooseSandbox(settings.sandbox);
-  const unsandboxed = sandboxRefusal(sandbox, settings.production);
+  const sandbox = sandboxFor(settings); // the isolates': throws where 'bubblewrap' is required and cannot run
 
   // Content, once nothing above refused the options: a refused router leaves no database open.
   const store = new ContentStore(openDatabase(settings.database as DatabaseOption | undefined, process.env, logger), logger, { secrets: settings.secrets });
   const repo = createRepository(store);
+  const { limitKey, limitIp, ...limits } = createRateLimits(store, logger, settings.rateLimit); // counted in the database, for every instance
   // One memory of keys and accepted signatures for both schemes: a signature is accepted once, whichever way it comes.
-  const signatures = { memory: new SignatureMemory(store, logger, settings.secrets), clockSkewSeconds: settings.signature.clockSkewSeconds };
+  const signatures = { memory: new SignatureMemory(store, logger, settings.secrets), clockSkewSeconds: settings.signature.clockSkewSeconds, limitKey };
   const verifySignedRequest = createSignatureVerifier(signatures);
   const readBody = (req: Request): Promise<Buffer> => readFunctionBody(req, bodyLimit, bodyTimeoutMs);
 
@@ -101,20 +102,16 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   const keyVerifiers = { verifySignedRequest, keySchemes: layers.keySchemes };
   const bcmsLogger = toBcmsLogger(logger);
   warnAboutMiddleware(registryPlugins, logger);
-
   const verifyPluginKey = createPluginKeyCheck({ ...keyVerifiers, bodyLimit, bodyTimeoutMs, logger });
 
   // Isolates: what deployed code (and, with `isolate: 'all'`, the registry's) runs in. Deployments go live by swapping the live tables.
-  const isolation = new Isolation(settings, { store, verifyAccessToken, verifyPluginKey, events, sandbox });
-  warnWithoutSandbox(sandbox, unsandboxed, logger);
+  const isolation = new Isolation(settings, { store, verifyAccessToken, verifyPluginKey, events, sandbox: sandbox.choice });
   const start = settings.isolate === 'none' ? undefined : isolation.deployment.bind(isolation);
-  const deployments = new Deployments({ store, live, ui, logger, start, enabled: settings.deployments === 'on', trusted: settings.trustedKeys, refused: unsandboxed });
+  const deployments = new Deployments({ store, live, ui, logger, start, enabled: settings.deployments === 'on', trusted: settings.trustedKeys, refused: sandbox.refused });
   // Settles only once both are done, so that a refused registry leaves no migration running behind it.
   const started = store.start();
   const ready = Promise.allSettled(registrySources === undefined ? live.loadRegistry(modules, started) : isolation.loadRegistry(registrySources, live, started))
-    .then((outcomes) => {
-      for (const outcome of outcomes) if (outcome.status === 'rejected') throw outcome.reason;
-    })
+    .then((outcomes) => outcomes.forEach((outcome) => { if (outcome.status === 'rejected') throw outcome.reason; }))
     .then(() => {
       live.open();
       warnWithoutSecret(live.plugins.jwtGuarded(), settings.jwt.secret, logger);
@@ -123,22 +120,19 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   // The refusal is logged even when the host never awaits `ready`, and is not an unhandled rejection.
   ready.catch((error: unknown) => logger.error({ err: error }, 'bcms-extensions: the router could not start (a registry that cannot work, or a database it cannot migrate)'));
 
-  // The request path.
-  const exchange = createExchange({ logger, bodyTimeoutMs, pending: () => (live.functions === undefined ? ready : undefined) });
+  // The request path. Requests under way when close() begins are answered; later ones get 503 SERVICE_CLOSING.
+  const admission = new Admission(logger, bodyTimeoutMs + Math.max(settings.functionTimeoutMs, settings.pluginTimeoutMs));
+  const exchange = createExchange({ logger, bodyTimeoutMs, admission, pending: () => (live.functions === undefined ? ready : undefined) });
   const servePlugin = createPluginServer({ bodyLimit, bodyTimeoutMs, timeoutMs: settings.pluginTimeoutMs, logger: bcmsLogger, errorHandler, repo, verifyAccessToken, verifyPluginKey });
-  const identifyCaller = createCallerCheck({ ...keyVerifiers, verifyAccessToken, readBody, logger });
+  const identifyCaller = createCallerCheck({ ...keyVerifiers, verifyAccessToken, readBody, logger, limitKey });
   const idempotency = new IdempotencyLedger(store, logger, settings.functionTimeoutMs, verifyAccessToken);
   const serveFunction = createFunctionServer({
     functions: () => live.functions ?? new Map(),
     pending: (name) => deployments.deployed.pending('function', name),
-    identifyCaller,
-    bodyLimit, bodyTimeoutMs, idempotency,
-    timeoutMs: settings.functionTimeoutMs,
-    logger: bcmsLogger,
-    errorHandler,
-    repo,
+    identifyCaller, bodyLimit, bodyTimeoutMs, idempotency, limitIp,
+    timeoutMs: settings.functionTimeoutMs, logger: bcmsLogger, errorHandler, repo,
   });
-  const own = createOwnRoutes({ store, keys: settings.keys, live, hasUi: (name) => ui.hasUi(name), events, title: settings.admin?.title ?? 'BCMS', openapi: settings.openapi });
+  const own = createOwnRoutes({ store, keys: settings.keys, live, hasUi: (name) => ui.hasUi(name), events, title: settings.admin?.title ?? 'BCMS', openapi: settings.openapi, rateLimited: limits.on });
 
   const serveDeployments = createDeployRoutes({
     verify: verifySignedRequest,
@@ -149,8 +143,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     taken: (kind, name) => live.isRegistryName(kind, name),
     logger, bodyTimeoutMs,
     trusted: settings.trustedKeys,
-    sandbox: { kind: sandbox.kind, ...(sandbox.unavailable === undefined ? {} : { unavailable: sandbox.unavailable }) },
-    refused: unsandboxed,
+    sandbox,
   });
   const dispatch = createDispatch({
     exchange,
@@ -191,11 +184,12 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     events,
     openapi: own.document,
     close: async () => {
+      await admission.close(); // new requests refused (503), those under way answered
       // Loads under way finish, then every isolate is ended, before the database closes under them.
       await deployments.close();
       await ready.catch(() => {});
       await isolation.close();
-      await Promise.all([layers.close(), idempotency.close()]);
+      await Promise.all([layers.close(), idempotency.close(), limits.close()]);
       await store.database.close();
     },
   });

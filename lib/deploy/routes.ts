@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import path from 'node:path';
 import type { Request } from 'express';
 import type { ContentStore } from '../db/store';
-import { decodeText, readRawBody } from '../http/body';
+import { decodeText, parseJsonText, readRawBody } from '../http/body';
 import { BcmsHttpError } from '../http/errors';
 import { writeJson } from '../http/respond';
 import type { Logger } from '../logger';
@@ -10,6 +10,7 @@ import { isUrlSafe } from '../names';
 import { sha256Hex } from '../security/digest';
 import type { VerifySignedRequest } from '../security/signature';
 import { ExtensionLoadError } from '../isolate/host';
+import type { RouterSandbox } from '../isolate/sandbox';
 import type { DeployedExtensions, RunningExtension } from './deployed';
 import type { DeploymentKind } from './load';
 import {
@@ -107,12 +108,10 @@ export function createDeployRoutes(deps: {
   bodyTimeoutMs?: number;
   /** `deploy.trustedKeys`: who may author code; undefined, anyone holding a deploy key. */
   trusted?: TrustedKeys;
-  /** What isolates run in, as the list shows it. */
-  sandbox?: { kind: 'bubblewrap' | 'none'; unavailable?: string };
-  /** Why deployments are refused here (production without a sandbox): 503 SANDBOX_UNAVAILABLE. */
-  refused?: string;
+  /** What isolates run in, as the list shows it, and why deployments are refused here (production without a sandbox: 503 SANDBOX_UNAVAILABLE). */
+  sandbox?: Pick<RouterSandbox, 'listed' | 'refused'>;
 }): (req: Request, res: ServerResponse, pathname: string) => Promise<void> {
-  const { verify, store, deployed, check, taken, logger, trusted, bodyTimeoutMs, sandbox, refused } = deps;
+  const { verify, store, deployed, check, taken, logger, trusted, bodyTimeoutMs, sandbox } = deps;
   const knex = store.database.knex;
 
   /** Takes up a version that is now active, with what its check loaded. */
@@ -140,12 +139,12 @@ export function createDeployRoutes(deps: {
         const here = deployment.active ? health.get(deployment.id) : undefined;
         return here === undefined ? deployment : { ...deployment, ...here };
       });
-      writeJson(res, 200, JSON.stringify({ deployments, ...(sandbox === undefined ? {} : { sandbox }) }));
+      writeJson(res, 200, JSON.stringify({ deployments, ...(sandbox === undefined ? {} : { sandbox: sandbox.listed }) }));
       return;
     }
     // Listing and undeploying still work; nothing new may go live.
     const goesLive = req.method === 'POST';
-    if (goesLive && refused !== undefined) throw new BcmsHttpError('SANDBOX_UNAVAILABLE');
+    if (goesLive && sandbox?.refused !== undefined) throw new BcmsHttpError('SANDBOX_UNAVAILABLE');
     if (item !== null) {
       const [, kind, encoded, rollback] = item as unknown as [string, DeploymentKind, string, string | undefined];
       let name: string;
@@ -188,14 +187,7 @@ export function createDeployRoutes(deps: {
       return;
     }
 
-    let parsed: unknown;
-    const text = decodeText(body, req.headers['content-type']);
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      throw new BcmsHttpError('INVALID_JSON');
-    }
-    const bundle = checkBundle(parsed);
+    const bundle = checkBundle(parseJsonText(decodeText(body, req.headers['content-type'])));
     const { kind, name, version, sha256, project } = bundle.manifest;
     // Who wrote it, before its code runs anywhere, even in the check.
     assertTrusted({ ...bundle.manifest, code: bundle.code, ui: bundle.ui }, bundle.signature, trusted);

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Request, Response } from 'express';
 import type { BcmsRepo } from '../db/repository';
-import { bodyLimitOf, hasBody, isJsonType, ownBodyLimit, parseJsonBody, RAW_BODY, readRawBody, ROUTE_BODY_LIMIT } from '../http/body';
+import { bodyLimitOf, hasBody, isJsonType, ownBodyLimit, parseJsonBody, RAW_BODY, readRawBody, refuseDeepBody, ROUTE_BODY_LIMIT } from '../http/body';
 import { BcmsHttpError, type ErrorHandler } from '../http/errors';
 import { IsolateAnswer, isIsolated } from '../isolate/answer';
 import type { Work } from '../http/exchange';
@@ -50,8 +50,10 @@ export function createFunctionServer(deps: {
   repo: BcmsRepo;
   /** Calls with an `Idempotency-Key` run once per key, caller and body (lib/function/idempotency.ts). */
   idempotency?: IdempotencyLedger;
+  /** `rateLimit.ip`: counts the call of the client's address, rejecting with 429 once its points are spent. Unset: no limit. */
+  limitIp?: (req: Request) => Promise<void>;
 }): FunctionServer {
-  const { functions, pending, identifyCaller, bodyLimit, bodyTimeoutMs, timeoutMs, logger, errorHandler, repo, idempotency } = deps;
+  const { functions, pending, identifyCaller, bodyLimit, bodyTimeoutMs, timeoutMs, logger, errorHandler, repo, idempotency, limitIp } = deps;
   /** Functions' own `bodyLimit` in bytes (checked when they loaded), parsed once each. */
   const ownLimits = new WeakMap<BcmsFunctionConfig, number>();
 
@@ -83,7 +85,11 @@ export function createFunctionServer(deps: {
    * it is; a signed call's body was read and parsed when its signature was checked.
    */
   function withBody(req: Request, definition: BcmsFunction, auth: BcmsFunctionAuth | null, key: string | undefined): Promise<unknown> {
-    if (req.body !== undefined || auth?.type === 'signature' || !hasBody(req)) return run(req, definition, auth, key);
+    if (auth?.type === 'signature' || !hasBody(req)) return run(req, definition, auth, key);
+    if (req.body !== undefined) {
+      refuseDeepBody(req.body); // a host parser's: as deep as it came
+      return run(req, definition, auth, key);
+    }
     return readFunctionBody(req, bodyLimit, bodyTimeoutMs).then((raw) => {
       req.body = parseJsonBody(raw, req.headers['content-type']);
       return run(req, definition, auth, key);
@@ -109,11 +115,19 @@ export function createFunctionServer(deps: {
     }
     // A malformed Idempotency-Key is refused before anything is read (no header: no database round trip).
     const key = req.headers['idempotency-key'] === undefined ? undefined : readIdempotencyKey(req);
-    // A private function decides on a bearer token (or on no credential at all) before a byte of the
-    // body is read; only a signature, whose digest covers the bytes, reads them first.
+    // The address's rate limit before anything else of the call touches the database.
+    if (limitIp !== undefined) return limitIp(req).then(() => call(req, definition, key));
+    return call(req, definition, key);
+  };
+
+  /**
+   * A private function decides on a bearer token (or on no credential at all) before a byte of the
+   * body is read; only a signature, whose digest covers the bytes, reads them first.
+   */
+  function call(req: Request, definition: BcmsFunction, key: string | undefined): Promise<unknown> {
     if (definition.config.public === true) return withBody(req, definition, null, key);
     return identifyCaller(req, definition.config.name).then((auth) => withBody(req, definition, auth, key));
-  };
+  }
 }
 
 function notFound(name: string): never {

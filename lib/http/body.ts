@@ -155,12 +155,81 @@ export function readRawBody(req: IncomingMessage, limit: number, timeoutMs?: num
 /** Parses a JSON body, decoded as its Content-Type declares; an empty body is `undefined`, as Express 5 leaves it. */
 export function parseJsonBody(raw: Buffer, contentType: string | undefined): unknown {
   if (raw.length === 0) return undefined;
-  const text = decodeText(raw, contentType);
+  return parseJsonText(decodeText(raw, contentType));
+}
+
+/**
+ * How deep a request's JSON may nest arrays and objects. V8 parses any depth, but what the service
+ * does with a value afterwards recurses (JSON.stringify of an answer or a log line, the wire to an
+ * isolate, a schema's check, Postgres's JSONB), and 50,000 levels overflow the stack there: a 500
+ * far from the cause. Content nests a few dozen levels at most; serde_json stops at 128.
+ */
+export const MAX_JSON_DEPTH = 256;
+
+/**
+ * A request's JSON text, parsed: 400 INVALID_JSON when it is not JSON, or nests arrays and objects
+ * deeper than MAX_JSON_DEPTH (refused before it is parsed, so nothing after this ever meets it).
+ */
+export function parseJsonText(text: string): unknown {
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
+    throw new BcmsHttpError('INVALID_JSON', `Request body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep.`);
+  }
   try {
     return JSON.parse(text);
   } catch {
     throw new BcmsHttpError('INVALID_JSON');
   }
+}
+
+/** Whether the character at `at` follows an odd run of backslashes. */
+function escaped(text: string, at: number): boolean {
+  let backslashes = 0;
+  while (text.charCodeAt(at - 1 - backslashes) === 0x5c) backslashes++;
+  return backslashes % 2 === 1;
+}
+
+/**
+ * A body a host's parser made (`express.json()` before the router: it has no depth limit) refused as
+ * the router's own parse refuses it: 400 INVALID_JSON past MAX_JSON_DEPTH. Walked without recursion,
+ * through arrays and plain objects only.
+ */
+export function refuseDeepBody(value: unknown): void {
+  if (value === null || typeof value !== 'object') return;
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [item, depth] = stack.pop() as [unknown, number];
+    if (depth > MAX_JSON_DEPTH) throw new BcmsHttpError('INVALID_JSON', `Request body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep.`);
+    const children = Array.isArray(item) ? item : isPlainObject(item) ? Object.values(item) : undefined;
+    if (children === undefined) continue;
+    for (const child of children) if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
+  }
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== 'object') return false;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return proto === Object.prototype || proto === null;
+}
+
+/** Whether JSON text opens more than `limit` arrays and objects inside each other (brackets in strings not counted). */
+function nestsDeeperThan(text: string, limit: number): boolean {
+  if (text.length <= limit) return false; // too short to open limit + 1 brackets: most bodies, at no cost
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      // A string: skipped to its closing quote (one not escaped: after an even run of backslashes).
+      let end = text.indexOf('"', i + 1);
+      while (end !== -1 && escaped(text, end)) end = text.indexOf('"', end + 1);
+      if (end === -1) return false; // not JSON: the parse says so
+      i = end;
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > limit) return true;
+    } else if (c === 0x5d || c === 0x7d) {
+      depth--;
+    }
+  }
+  return false;
 }
 
 /** TextDecoders by charset label, made once each: only labels the WHATWG Encoding Standard knows get in. */

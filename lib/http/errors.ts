@@ -60,6 +60,10 @@ export const errorCodes = {
    */
   SANDBOX_UNAVAILABLE: { status: 503, message: "No sandbox runs here (bubblewrap): deployments are refused in production. Install bubblewrap, or set sandbox: 'none' on purpose." },
   DATABASE_UNAVAILABLE: { status: 503, message: 'Database is unavailable; try again shortly.' },
+  /** A request that reached the router after `router.close()` began (sent with `Connection: close`): another instance, or this one restarted, answers a retry. */
+  SERVICE_CLOSING: { status: 503, message: 'The service is shutting down: send the request again (it will reach an instance that is up).' },
+  /** A function call past `rateLimit` (its key's or its IP's points in the window), with `Retry-After`. */
+  RATE_LIMITED: { status: 429, message: 'Too many calls: retry after the time Retry-After gives.' },
   /**
    * The connection was lost after a write or a COMMIT was sent, before its answer came: the write
    * may or may not be in the database. Retrying blindly may apply it twice (issue 23, item 9).

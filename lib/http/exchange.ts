@@ -4,6 +4,7 @@ import type { Request, Response } from 'express';
 import { type Logger, REQUEST_LINE, type RequestLineWriter } from '../logger';
 import { dropUnreadBody } from './body';
 import { BcmsHttpError } from './errors';
+import type { Admission } from './closing';
 import { createRequestIds } from './request-id';
 import { type Family, writeError } from './respond';
 
@@ -34,8 +35,8 @@ const ANSWERED = Symbol('answered');
  * and `X-Request-Id` on every answer (a handler's own included), its errors as JSON bodies, and one
  * log line. `pending()` is the router's start while it is under way: requests wait for it.
  */
-export function createExchange(options: { logger: Logger; pending: () => Promise<void> | undefined; bodyTimeoutMs: number }): Exchange {
-  const { logger, pending, bodyTimeoutMs } = options;
+export function createExchange(options: { logger: Logger; pending: () => Promise<void> | undefined; bodyTimeoutMs: number; admission?: Admission }): Exchange {
+  const { logger, pending, bodyTimeoutMs, admission } = options;
   const nextRequestId = createRequestIds();
   const writeLine = (logger as { [REQUEST_LINE]?: RequestLineWriter })[REQUEST_LINE];
 
@@ -52,16 +53,18 @@ export function createExchange(options: { logger: Logger; pending: () => Promise
       renderError(logger, req, res, error, family, requestId, hostHeaders);
       // Refused before its body was read (a guard's 401, say): the rest is dropped unparsed, within bodyTimeoutMs.
       if (res.getHeader('connection') !== 'close') dropUnreadBody(req, bodyTimeoutMs);
-      logRequest(logger, writeLine, req, res, path, requestId, started);
+      logRequest(logger, writeLine, req, res, path, requestId, started, admission);
     };
     let work: Work;
     try {
+      // Once the router is closing: 503 SERVICE_CLOSING (lib/http/closing.ts).
+      admission?.admit(res);
       const starting = pending();
       work = starting === undefined ? handle(req, res, arg) : starting.then(() => handle(req, res, arg) ?? ANSWERED);
     } catch (error) {
       return failed(error);
     }
-    if (work === undefined) return logRequest(logger, writeLine, req, res, path, requestId, started);
+    if (work === undefined) return logRequest(logger, writeLine, req, res, path, requestId, started, admission);
     const answered = (value: unknown): void => {
       if (write !== undefined && value !== ANSWERED) {
         try {
@@ -70,7 +73,7 @@ export function createExchange(options: { logger: Logger; pending: () => Promise
           return failed(error);
         }
       }
-      logRequest(logger, writeLine, req, res, path, requestId, started);
+      logRequest(logger, writeLine, req, res, path, requestId, started, admission);
     };
     try {
       work.then(answered, failed);
@@ -86,7 +89,8 @@ export function createExchange(options: { logger: Logger; pending: () => Promise
  * own writer when it has one. `path` is the mount path and the router-relative path: no query
  * string, never a token.
  */
-function logRequest(logger: Logger, writeLine: RequestLineWriter | undefined, req: Request, res: ServerResponse, path: string, requestId: string, started: number): void {
+function logRequest(logger: Logger, writeLine: RequestLineWriter | undefined, req: Request, res: ServerResponse, path: string, requestId: string, started: number, admission?: Admission): void {
+  admission?.done(res);
   const fullPath = req.baseUrl ? req.baseUrl + path : path;
   const ms = Math.round((performance.now() - started) * 1000) / 1000;
   if (writeLine !== undefined) return writeLine(requestId, req.method, fullPath, res.statusCode, ms);

@@ -152,6 +152,24 @@ export function chooseSandbox(requested: SandboxOption): SandboxChoice {
   return { requested, kind: 'none', unavailable: probe.unavailable };
 }
 
+/** A router's sandbox: what runs, how the deployments list shows it, and why deployments are refused (if they are). */
+export interface RouterSandbox {
+  choice: SandboxChoice;
+  listed: { kind: 'bubblewrap' | 'none'; unavailable?: string };
+  refused: string | undefined;
+}
+
+/**
+ * The sandbox of a router's isolates, from its options: throws where `'bubblewrap'` is required
+ * and cannot run, and says at once (in the log) when isolates will run without one.
+ */
+export function sandboxFor(settings: { sandbox: SandboxOption; production: boolean; logger: Logger }): RouterSandbox {
+  const choice = chooseSandbox(settings.sandbox);
+  const refused = sandboxRefusal(choice, settings.production);
+  warnWithoutSandbox(choice, refused, settings.logger);
+  return { choice, listed: { kind: choice.kind, ...(choice.unavailable === undefined ? {} : { unavailable: choice.unavailable }) }, refused };
+}
+
 /**
  * Why deployed code may not run here, or undefined: with `NODE_ENV=production`, `'auto'` that found
  * no sandbox refuses it (503 SANDBOX_UNAVAILABLE); `'none'` chosen on purpose runs it.
@@ -175,8 +193,11 @@ export function warnWithoutSandbox(choice: SandboxChoice, refusal: string | unde
 /** The namespaces of every isolate. The uid and gid are nobody's: not the service's identity. */
 const NAMESPACES = ['--unshare-user', '--uid', '65534', '--gid', '65534', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--die-with-parent'];
 
-/** Files of the system an isolate's Node needs: name resolution and TLS roots. Bound where they exist. */
-const SYSTEM_FILES = ['/etc/resolv.conf', '/etc/hosts', '/etc/nsswitch.conf', '/etc/host.conf', '/etc/gai.conf', '/etc/ssl', '/etc/ca-certificates', '/etc/pki', '/etc/localtime'];
+/**
+ * Files of the system an isolate's Node needs: name resolution, TLS roots, and the user database
+ * (world-readable; `os.userInfo()` and `os.homedir()` look `nobody` up there). Bound where they exist.
+ */
+const SYSTEM_FILES = ['/etc/passwd', '/etc/group', '/etc/resolv.conf', '/etc/hosts', '/etc/nsswitch.conf', '/etc/host.conf', '/etc/gai.conf', '/etc/ssl', '/etc/ca-certificates', '/etc/pki', '/etc/localtime'];
 
 /** Folders of libraries and programs: bound read-only, or linked as they are here (merged /usr). */
 const SYSTEM_DIRS = ['/usr', '/lib', '/lib64', '/lib32', '/libx32', '/bin', '/sbin'];

@@ -17,6 +17,8 @@ export interface OpenApiSources {
   ownRoutes: PluginRouteTable;
   title: string;
   version: string;
+  /** With the `rateLimit` option: function calls may be answered 429 RATE_LIMITED. */
+  rateLimited?: boolean;
 }
 
 type Operation = Record<string, unknown>;
@@ -96,7 +98,7 @@ export function buildOpenApiDocument(sources: OpenApiSources): JsonSchema {
   for (const [name, definition] of [...sources.functions].sort(([a], [b]) => a.localeCompare(b))) {
     let operation: Operation;
     try {
-      operation = functionOperation(name, definition, build);
+      operation = functionOperation(name, definition, build, sources.rateLimited === true);
     } catch {
       operation = { operationId: build.uniqueId(`function.${name}`), tags: ['functions'], summary: `Calls the function "${name}".`, description: 'Its description could not be made.', responses: { '200': { description: 'Its result.' } } };
     }
@@ -186,11 +188,12 @@ function pluginOperation(route: PluginRoute, described: OperationDescription, na
 // ---------------------------------------------------------------------------------------------
 // Functions
 
-function functionOperation(name: string, definition: BcmsFunction, build: Build): Operation {
+function functionOperation(name: string, definition: BcmsFunction, build: Build, rateLimited: boolean): Operation {
   const described = describeFunction(definition);
   const status = (code: ErrorCode): string => String(errorCodes[code].status);
   const errors: ErrorCode[] = ['INVALID_JSON', 'BODY_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'IDEMPOTENCY_KEY_REUSED', 'IDEMPOTENCY_KEY_IN_USE', 'HANDLER_ERROR', 'DATABASE_UNAVAILABLE', 'FUNCTION_TIMEOUT'];
   if (described.requestBody !== undefined) errors.unshift('BODY_INVALID');
+  if (rateLimited) errors.push('RATE_LIMITED');
   if (!described.public) errors.unshift('SIGNATURE_REQUIRED', 'KEY_FORBIDDEN');
   const responses: Record<string, unknown> = {
     '200': {

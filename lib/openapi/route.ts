@@ -43,6 +43,8 @@ export function createOwnRoutes(options: {
   title: string;
   /** Who may read the document over HTTP (the `openapi` option); `'off'`: it is not served. */
   openapi: 'public' | 'token' | 'off';
+  /** The `rateLimit` option is set: function calls may be answered 429. */
+  rateLimited?: boolean;
 }): {
   table: PluginRouteTable;
   document: () => Record<string, unknown>;
@@ -50,7 +52,7 @@ export function createOwnRoutes(options: {
   const { store, live, title } = options;
   const functions = () => live.functions ?? NO_FUNCTIONS;
   const sdk = createSdkController({ plugins: () => live.allPlugins, hasUi: options.hasUi, functions, content: bcmsContentRepoOf(store), events: options.events });
-  const sources = (): OpenApiSources => ({ plugins: live.plugins, functions: functions(), ownRoutes: table, title, version: version() });
+  const sources = (): OpenApiSources => ({ plugins: live.plugins, functions: functions(), ownRoutes: table, title, version: version(), rateLimited: options.rateLimited === true });
   let served: Served | undefined;
   /** A deployment change replaces the live tables whole: the same tables, the same document. */
   const current = (): Served => {

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Request, Response } from 'express';
 import type { BcmsRepo } from '../db/repository';
-import { hasBody, isJsonType, ownBodyLimit, parseJsonBody, RAW_BODY, readRawBody, ROUTE_BODY_LIMIT } from '../http/body';
+import { hasBody, isJsonType, ownBodyLimit, parseJsonBody, RAW_BODY, readRawBody, refuseDeepBody, ROUTE_BODY_LIMIT } from '../http/body';
 import { BcmsHttpError, type ErrorHandler } from '../http/errors';
 import { withDeadline } from '../http/deadline';
 import { IsolateAnswer, isIsolated } from '../isolate/answer';
@@ -92,6 +92,7 @@ export function createPluginServer(deps: {
         return verifyAccessToken(req).then((accessToken) => (first.check(accessToken), readThenRun(req, res, route, type, accessToken)));
       }
     }
+    refuseDeepBody(req.body); // a host parser's, when one ran first: as deep as it came
     return run(req, res, route);
   }
 

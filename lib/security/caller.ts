@@ -4,6 +4,7 @@ import { bodyLimitOf, hasBody, isJsonType, parseJsonBody, RAW_BODY, readRawBody 
 import { BcmsHttpError } from '../http/errors';
 import { type Logger, redactUrl } from '../logger';
 import { type AccessTokenVerifier, hasBearerToken } from './jwt';
+import { tokenSubject } from './rate-limit';
 import { isSignedRequest, SIGNATURE_CHALLENGE, type SignatureAuth, type VerifySignedRequest } from './signature';
 import { JWTPermissionName, tokenAllows } from './token';
 
@@ -37,8 +38,10 @@ export function createCallerCheck(deps: KeyVerifiers & {
   /** The function body, as the function route reads it (type and size checked). */
   readBody: (req: Request) => Promise<Buffer>;
   logger: Logger;
+  /** `rateLimit.key` (a signature's is counted by its verifier): a bearer token's call counts as its user. */
+  limitKey?: (subject: string) => Promise<void>;
 }): IdentifyCaller {
-  const { verifyAccessToken, readBody, logger } = deps;
+  const { verifyAccessToken, readBody, logger, limitKey } = deps;
 
   return async function identifyCaller(req, name) {
     if (hasBearerToken(req)) {
@@ -54,6 +57,8 @@ export function createCallerCheck(deps: KeyVerifiers & {
       if (!tokenAllows(accessToken.payload, undefined, JWTPermissionName.EXECUTE)) {
         throw new BcmsHttpError('TOKEN_FORBIDDEN', 'Token has no role with the EXECUTE permission.');
       }
+      // Every token of one user shares the count, as an API key's signatures do.
+      if (limitKey !== undefined) await limitKey(tokenSubject(accessToken));
       return { type: 'jwt', accessToken, ...accessToken };
     }
     // Only now, for a private function without a token: an HTTP Signature, then a layer's scheme.

@@ -93,7 +93,7 @@ export function forbiddenMessage(permission: Permission): string {
   return 'This API key may not do this.';
 }
 
-type Refuse = (code: 'SIGNATURE_INVALID' | 'SIGNATURE_REPLAYED' | 'KEY_EXPIRED', message?: string) => Error;
+export type Refuse = (code: 'SIGNATURE_INVALID' | 'SIGNATURE_REPLAYED' | 'KEY_EXPIRED', message?: string) => Error;
 
 /**
  * Refuses a key past its expiry (401 KEY_EXPIRED, with the scheme's challenge), once its signature
@@ -284,9 +284,11 @@ export class SignatureMemory {
   /**
    * The key an id names, from memory when it was read before; null when there is none, or when its
    * secret is in clear while the service seals secrets (a row it did not write). A secret it cannot
-   * open (no key, or not the one it was sealed with) throws: the service is set up wrong.
+   * open (altered in the database, sealed under a key the service was not given, or the service has
+   * no secretsKey) is logged as an error for the operator, and the signature refused with `refuse`'s
+   * 401 SIGNATURE_INVALID: the caller can do nothing about it, and a 500 would tell it nothing more.
    */
-  async keyFor(id: string): Promise<KeyMaterial | null> {
+  async keyFor(id: string, refuse: Refuse): Promise<KeyMaterial | null> {
     const cached = this.keys.get(id);
     if (cached !== undefined) return cached;
     let key: KeyMaterial | null;
@@ -296,7 +298,7 @@ export class SignatureMemory {
       if (!(error instanceof SecretUnusable)) throw error;
       this.logger[error.reason === 'clear' ? 'warn' : 'error']({ keyId: id }, `bcms-extensions: ${error.message}`);
       if (error.reason === 'clear') return null;
-      throw error;
+      throw refuse('SIGNATURE_INVALID', "This API key's secret cannot be used by this service (its log says why): sign with another key, or ask its operator.");
     }
     if (key === null) return null;
     if (this.keys.size >= KEY_CACHE_SIZE) this.keys.delete(this.keys.keys().next().value as string);

@@ -66,6 +66,23 @@ function refuse(code: ErrorCode, message?: string): BcmsHttpError {
   return new BcmsHttpError(code, message, { ...SIGNATURE_CHALLENGE });
 }
 
+/** What every API-key signature scheme of a router shares (a layer's too: lib/layer.ts). */
+export interface SignatureSettings {
+  memory: SignatureMemory;
+  clockSkewSeconds: number;
+  /**
+   * Counts a function call of the key (`key:<id>`) under `rateLimit.key`, rejecting with 429 once
+   * its points are spent: called once the signature verified, before the ledger records it, so that
+   * a flood of one key's calls leaves no row behind. Unset: no limit.
+   */
+  limitKey?: (subject: string) => Promise<void>;
+}
+
+/** Counts a verified call under the key's rate limit: function calls only (plugin routes and deploys are not limited). */
+export function limitKeyCall(limitKey: SignatureSettings['limitKey'], keyId: string, permission: Permission): Promise<void> | undefined {
+  return limitKey !== undefined && 'function' in permission ? limitKey(`key:${keyId}`) : undefined;
+}
+
 /**
  * Verifies signed requests (DESIGN.md "Private functions: HTTP Signature"): the draft-cavage
  * signature over `(request-target)`, `date` and the body's digest (and `content-type`, for a body
@@ -73,8 +90,8 @@ function refuse(code: ErrorCode, message?: string): BcmsHttpError {
  * state and permission, remembering the signature in Postgres so that it is accepted once on
  * every instance.
  */
-export function createSignatureVerifier(options: { memory: SignatureMemory; clockSkewSeconds: number }): VerifySignedRequest {
-  const { memory, clockSkewSeconds } = options;
+export function createSignatureVerifier(options: SignatureSettings): VerifySignedRequest {
+  const { memory, clockSkewSeconds, limitKey } = options;
 
   return async function verifySignedRequest(req, permission, readBody) {
     let parsed: HttpSignature.ParseResponse;
@@ -118,7 +135,7 @@ export function createSignatureVerifier(options: { memory: SignatureMemory; cloc
       throw refuse('SIGNATURE_EXPIRED', `Request Date is ${off}; this service accepts ${clockSkewSeconds} s either way. Its clock reads ${new Date(now).toUTCString()}.`);
     }
 
-    const key = isKeyId(keyId) ? await memory.keyFor(keyId.toLowerCase()) : null;
+    const key = isKeyId(keyId) ? await memory.keyFor(keyId.toLowerCase(), refuse) : null;
     if (key === null) throw refuse('SIGNATURE_INVALID', 'Unknown keyId.');
     const algorithm = HEADER_ALGORITHM[key.algorithm];
     if (claimed !== algorithm) throw refuse('SIGNATURE_INVALID', `This key signs with algorithm "${algorithm}"; the request says "${withoutCredentials(claimed)}".`);
@@ -127,6 +144,8 @@ export function createSignatureVerifier(options: { memory: SignatureMemory; cloc
     // What a key may do never changes: refuse before reading a body it may not send (the database
     // still has the last word below, on a key blocked or deleted meanwhile).
     if (!keyPermits(key, permission)) throw new BcmsHttpError('KEY_FORBIDDEN', forbiddenMessage(permission));
+    // The key's rate limit, once the signature verified: before its body is read, before the ledger records it.
+    await limitKeyCall(limitKey, key.id, permission);
 
     const body = await readBody();
     const claimedDigest = claimedSha256(digestHeader, req.headers[digestHeader] as string);

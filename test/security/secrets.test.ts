@@ -109,16 +109,43 @@ describe.each(backends())('secrets at rest, over HTTP (%s)', (backend) => {
     expect(t.log.lines.some((line) => line.keyId === id && String(line.msg).includes('has its secret in clear, although secretsKey is set'))).toBe(true);
   });
 
-  test("a sealed secret moved onto another key's row does not open: 500 without internals, and the log says why", async () => {
+  /** The 401 of a key whose sealed secret does not open: the caller learns nothing of why; the operator's log (at error) does. */
+  const expectUnusableKey = (res: { status: number; body: { error: { code: string; message: string } }; headers: Record<string, string> }) => {
+    expect(res.status).toBe(401);
+    expect(res.body.error).toEqual({ code: 'SIGNATURE_INVALID', message: "This API key's secret cannot be used by this service (its log says why): sign with another key, or ask its operator." });
+    expect(res.headers['www-authenticate']).toMatch(/^Signature /);
+  };
+  const loggedAsError = (t: TestApp, id: string, text: string) => t.log.lines.some((line) => line.level === 50 && line.keyId === id && String(line.msg).includes(text));
+
+  test("a sealed secret moved onto another key's row does not open: 401 SIGNATURE_INVALID without internals, and the log says why", async () => {
     const t = await start(KEY);
     const first = await createApiKey(t.router.db, { name: 'first', functions: ['echo'] });
     const second = await createApiKey(t.router.db, { name: 'second', functions: ['echo'] });
     await knex(API_KEYS_TABLE).where({ id: second.id }).update({ secret: await storedSecret(first.id) });
     const res = await signedPost(t.app, '/api/function/echo', { keyId: second.id, secret: first.secret! }, {});
-    expect(res.status).toBe(500);
-    expect(res.body.error.code).toBe('INTERNAL_ERROR');
+    expectUnusableKey(res);
     expect(JSON.stringify(res.body)).not.toContain('sealed');
-    expect(t.log.lines.some((line) => line.keyId === second.id && String(line.msg).includes('cannot be opened: it does not open with the key it names'))).toBe(true);
+    expect(loggedAsError(t, second.id, 'cannot be opened: it does not open with the key it names')).toBe(true);
+  });
+
+  test('a sealed secret altered in the database (one byte of its ciphertext, or the key id it names): 401, never a 500, logged as an error', async () => {
+    const t = await start(KEY);
+    const made = await createApiKey(t.router.db, { name: 'tampered', functions: ['echo'] });
+    const stored = await storedSecret(made.id);
+    const [kid, payload] = stored.slice('enc:v1:'.length).split(':') as [string, string];
+    const bytes = Buffer.from(payload, 'base64url');
+    bytes[14] = (bytes[14] as number) ^ 0x01; // inside the ciphertext: GCM's tag no longer matches
+    await knex(API_KEYS_TABLE).where({ id: made.id }).update({ secret: `enc:v1:${kid}:${bytes.toString('base64url')}` });
+    const altered = await signedPost(t.app, '/api/function/echo', { keyId: made.id, secret: made.secret! }, {});
+    expectUnusableKey(altered);
+    expect(loggedAsError(t, made.id, 'does not open with the key it names (altered, or moved from another key)')).toBe(true);
+
+    await knex(API_KEYS_TABLE).where({ id: made.id }).update({ secret: `enc:v1:00000000:${payload}` });
+    expectUnusableKey(await signedPost(t.app, '/api/function/echo', { keyId: made.id, secret: made.secret! }, {}));
+    expect(loggedAsError(t, made.id, 'it was sealed under a key (00000000) the service was not given')).toBe(true);
+    // Put back as it was, the key works again: nothing of the refusal was remembered.
+    await knex(API_KEYS_TABLE).where({ id: made.id }).update({ secret: stored });
+    expect((await signedPost(t.app, '/api/function/echo', { keyId: made.id, secret: made.secret! }, { back: true })).body).toEqual({ success: true, result: { back: true } });
   });
 
   test('rotation: secretsKey [new, old] opens both and seals every secret again under the new one', async () => {
@@ -135,13 +162,13 @@ describe.each(backends())('secrets at rest, over HTTP (%s)', (backend) => {
     expect((await signedPost(onlyNew.app, '/api/function/echo', { keyId: made.id, secret: made.secret! }, {})).status).toBe(200);
   });
 
-  test('a service without secretsKey cannot use a sealed secret: 500, and the log names the fix', async () => {
+  test('a service without secretsKey cannot use a sealed secret: 401, and the log (at error) names the fix', async () => {
     const sealing = await start(KEY);
     const made = await createApiKey(sealing.router.db, { name: 'sealed elsewhere', functions: ['echo'] });
     const t = await start();
     const res = await signedPost(t.app, '/api/function/echo', { keyId: made.id, secret: made.secret! }, {});
-    expect(res.status).toBe(500);
-    expect(t.log.lines.some((line) => String(line.msg).includes('has a sealed secret, and the service has no secretsKey: give the key it was sealed with'))).toBe(true);
+    expectUnusableKey(res);
+    expect(loggedAsError(t, made.id, 'has a sealed secret, and the service has no secretsKey: give the key it was sealed with')).toBe(true);
   });
 });
 

@@ -1,10 +1,10 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Request } from 'express';
-import { decodeText, hasBody, nonUtf8Charset } from '../../http/body';
+import { decodeText, hasBody, nonUtf8Charset, parseJsonText } from '../../http/body';
 import { BcmsHttpError, type ErrorCode } from '../../http/errors';
 import { isKeyId } from '../../security/api-keys';
-import { refuseIfExpired, refuseUnlessAccepted, forbiddenMessage, keyPermits, type Permission, type SignatureMemory } from '../../security/replay';
-import { signatureAuthOf, type SignatureAuth } from '../../security/signature';
+import { refuseIfExpired, refuseUnlessAccepted, forbiddenMessage, keyPermits, type Permission } from '../../security/replay';
+import { limitKeyCall, signatureAuthOf, type SignatureAuth, type SignatureSettings } from '../../security/signature';
 
 /**
  * Sent with every 401 of a request signed the BCMS client's way: the scheme's parameters. (A
@@ -110,8 +110,8 @@ function readParameters(query: string): Record<Parameter, string> {
  * the client signs `JSON.stringify(payload)` and sends that very text, and the handler gets what
  * the signature covers, never a re-serialisation of a parsed body (which many different bodies share).
  */
-export function createClientSignatureVerifier(options: { memory: SignatureMemory; clockSkewSeconds: number }): VerifyClientSignedRequest {
-  const { memory, clockSkewSeconds } = options;
+export function createClientSignatureVerifier(options: SignatureSettings): VerifyClientSignedRequest {
+  const { memory, clockSkewSeconds, limitKey } = options;
   const skewMs = clockSkewSeconds * 1000;
 
   return async function verifyClientSignedRequest(req, query, permission, readBody) {
@@ -124,7 +124,7 @@ export function createClientSignatureVerifier(options: { memory: SignatureMemory
       throw refuse('SIGNATURE_EXPIRED', `Request timestamp is ${off}; this service accepts ${clockSkewSeconds} s either way. Its clock reads ${now} (${new Date(now).toISOString()}).`);
     }
 
-    const key = isKeyId(params.key) ? await memory.keyFor(params.key.toLowerCase()) : null;
+    const key = isKeyId(params.key) ? await memory.keyFor(params.key.toLowerCase(), refuse) : null;
     if (key === null) throw refuse('SIGNATURE_INVALID', 'Unknown key.');
     if (!key.bcmsClient || key.secret === null) {
       throw refuse(
@@ -162,15 +162,10 @@ export function createClientSignatureVerifier(options: { memory: SignatureMemory
     if (!timingSafeEqual(given, expected)) throw refuse('SIGNATURE_INVALID', 'The signature does not verify with this key.');
     refuseIfExpired(key, refuse, now);
 
-    let body: unknown = {};
-    if (text !== undefined) {
-      try {
-        body = JSON.parse(text);
-      } catch {
-        throw new BcmsHttpError('INVALID_JSON');
-      }
-    }
+    const body: unknown = text === undefined ? {} : parseJsonText(text);
     if (!keyPermits(key, permission)) throw new BcmsHttpError('KEY_FORBIDDEN', forbiddenMessage(permission));
+    // The key's rate limit, once the signature verified, before the ledger records it (as HTTP Signatures).
+    await limitKeyCall(limitKey, key.id, permission);
 
     // The signature's bytes (hex is case-insensitive, so not its text) name the request: its HMAC
     // covers nonce, timestamp, key and body. Remembered until the timestamp leaves the window.
