@@ -54,6 +54,8 @@ export const errorCodes = {
   PLUGIN_TIMEOUT: { status: 504, message: 'The handler ran past its time-out.' },
   /** The isolate running the handler died (heap limit, uncaught exception, process.exit) or was ended; it is replaced. */
   EXTENSION_CRASHED: { status: 500, message: 'The extension crashed while answering; it is being restarted.' },
+  /** An isolated handler's answer (its body and headers) past `extensionAnswerMb`: not sent. */
+  EXTENSION_ANSWER_TOO_LARGE: { status: 502, message: "The extension's answer is larger than this service takes (extensionAnswerMb)." },
   DATABASE_UNAVAILABLE: { status: 503, message: 'Database is unavailable; try again shortly.' },
   /**
    * The connection was lost after a write or a COMMIT was sent, before its answer came: the write
