@@ -247,7 +247,9 @@ async function servePlugin(message: Extract<ToIsolate, { t: 'plugin' }>): Promis
   if (message.runGuard && method.preRequestHandler !== undefined) {
     // A guard the author's own pre-request handler calls finds the service's verdicts on the request.
     const verifyAccessToken = (): Promise<JWT> => ask({ op: 'token', call: message.id }) as Promise<JWT>;
-    markGuardedRequest(request, verifyAccessToken, () => ask({ op: 'key', call: message.id }) as never, plugin.name);
+    // The service answers null for a request no key signed; a guard reads undefined as "not signed".
+    const verifyPluginKey = (): Promise<never> => ask({ op: 'key', call: message.id }).then((key) => (key ?? undefined) as never);
+    markGuardedRequest(request, verifyAccessToken, verifyPluginKey, plugin.name);
     result = await runGuarded(method.preRequestHandler as never, method.handler as never, context, verifyAccessToken);
   } else {
     result = await method.handler(context as never);
