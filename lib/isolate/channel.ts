@@ -9,6 +9,7 @@
  * A frame: its length in bytes (an unsigned 32-bit big-endian integer), then that many bytes of
  * UTF-8 JSON. The pipe is a socket pair (libuv makes stdio pipes so), read and written both ways.
  */
+import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 
 /** The frame's length, before it. */
@@ -33,6 +34,14 @@ export interface ChannelOptions<In> {
   fault(reason: string): void;
   /** The other side closed its end (it ended, or the service let go of it). */
   closed?(): void;
+  /**
+   * The most milliseconds a second spent parsing and handling what the other side sent: past it,
+   * reading stops until the second is over (the other side's writes wait in its own memory).
+   * A frame within the cap may still take a while to parse (15 MB of small objects: about 130 ms
+   * here), and a side that sent such frames back to back would keep the receiver's thread busy
+   * with nothing else. Unset: no budget.
+   */
+  busyMsPerSecond?: number;
 }
 
 /** One end of a channel: frames out, frames in. */
@@ -45,6 +54,15 @@ export class Channel<In, Out> {
   private faulted = false;
   /** The cap on frames taken; the isolate's end learns it when its extension loads. */
   maxFrameBytes: number;
+  /** The second the busy time counts in (ms, performance.now()), and the time spent in it. */
+  private second = -Infinity;
+  private busyMs = 0;
+  /** Bytes read and not handled yet, past the busy budget: handled when reading resumes. */
+  private held: Buffer | undefined;
+  /** Set while reading is stopped for the rest of the second. */
+  private resumes: NodeJS.Timeout | undefined;
+  /** How many times reading stopped for the busy budget. */
+  rests = 0;
 
   constructor(
     private readonly stream: Duplex,
@@ -94,12 +112,15 @@ export class Channel<In, Out> {
     this.faulted = true;
     this.parts = [];
     this.partBytes = 0;
+    this.held = undefined;
+    clearTimeout(this.resumes);
     this.stream.destroy();
   }
 
   /** Bytes read: whole frames are handed on as they complete, the start of the next is kept. */
   private readonly take = (chunk: Buffer): void => {
     if (this.faulted) return;
+    if (this.resumes !== undefined) return this.rest(chunk);
     let data = chunk;
     if (this.partBytes > 0) {
       if (this.frameBytes === -1) {
@@ -124,6 +145,10 @@ export class Channel<In, Out> {
         this.frameBytes = -1;
         if (!this.deliver(frame, HEADER_BYTES, frame.length)) return;
         data = chunk.subarray(missing);
+        if (this.spent()) {
+          if (data.length > 0) this.rest(data);
+          return;
+        }
       }
     }
     let offset = 0;
@@ -135,7 +160,38 @@ export class Channel<In, Out> {
       if (left - HEADER_BYTES < length) return this.keep(data.subarray(offset), length);
       if (!this.deliver(data, offset + HEADER_BYTES, offset + HEADER_BYTES + length)) return;
       offset += HEADER_BYTES + length;
+      if (this.spent() && offset < data.length) return this.rest(data.subarray(offset));
     }
+    this.spent();
+  };
+
+  /** Whether the second's busy budget is spent; if so, reading stops until the second is over. */
+  private spent(): boolean {
+    const { busyMsPerSecond } = this.options;
+    if (busyMsPerSecond === undefined || this.busyMs <= busyMsPerSecond || this.faulted) return false;
+    if (this.resumes === undefined) {
+      this.rests++;
+      this.stream.pause();
+      this.resumes = setTimeout(this.wake, Math.max(1, Math.ceil(this.second + 1000 - performance.now())));
+      this.resumes.unref?.();
+    }
+    return true;
+  }
+
+  /** Keeps the rest of a chunk, read past the budget, for when reading resumes. */
+  private rest(data: Buffer): void {
+    this.held = this.held === undefined ? data : Buffer.concat([this.held, data]);
+  }
+
+  /** The second is over: what was held is handled, then reading resumes (unless the budget is spent again). */
+  private readonly wake = (): void => {
+    this.resumes = undefined;
+    if (this.faulted) return;
+    const held = this.held;
+    this.held = undefined;
+    if (held !== undefined) this.take(held);
+    // Spent again on what was held: a new wake is set.
+    if (this.resumes === undefined && !this.faulted) this.stream.resume();
   };
 
   private keep(part: Buffer, frameBytes: number): void {
@@ -146,6 +202,11 @@ export class Channel<In, Out> {
 
   /** Parses one frame and hands it on; false once the channel is faulted or closed. */
   private deliver(data: Buffer, start: number, end: number): boolean {
+    const started = performance.now();
+    if (started - this.second >= 1000) {
+      this.second = started;
+      this.busyMs = 0;
+    }
     let message: In;
     try {
       message = JSON.parse(data.toString('utf8', start, end)) as In;
@@ -154,6 +215,7 @@ export class Channel<In, Out> {
       return false;
     }
     this.options.receive(message);
+    this.busyMs += performance.now() - started;
     return !this.faulted;
   }
 
