@@ -24,8 +24,9 @@ export interface ChannelOptions<In> {
   /** The largest frame taken; the header of a longer one is a fault. */
   maxFrameBytes: number;
   /**
-   * The most written and not yet taken by the other side; past it, a fault (the other side is not
-   * reading, and what the service writes to it would pile up in the service's memory). Unset: no cap.
+   * The most written and not yet taken by the other side when more is written; past it, a fault
+   * (the other side is not reading, and what the service writes to it would pile up in the
+   * service's memory). Unset: no cap.
    */
   maxBacklogBytes?: number;
   /** Each message, in order. */
@@ -92,11 +93,12 @@ export class Channel<In, Out> {
   /** Writes frames made by `encode`, in one write. */
   write(frame: Buffer): void {
     if (this.faulted || this.stream.destroyed) return;
-    this.stream.write(frame);
+    // What the other side has not taken of earlier writes (a large frame on its own is not a fault).
     const { maxBacklogBytes } = this.options;
     if (maxBacklogBytes !== undefined && this.stream.writableLength > maxBacklogBytes) {
-      this.fail(`it left ${this.stream.writableLength} bytes unread, past the cap of ${maxBacklogBytes}`);
+      return this.fail(`it left ${this.stream.writableLength} bytes unread, past the cap of ${maxBacklogBytes}`);
     }
+    this.stream.write(frame);
   }
 
   /** Encodes and writes one message; false when it is over `limit` (nothing is sent). */

@@ -26,7 +26,7 @@ import { createBridgeKnex } from './bridge-knex';
 import { IsolateResponse, makeRequest } from './child-http';
 import { Channel, CHANNEL_FD, MAX_FRAME_BYTES } from './channel';
 import type { Ask, ExtensionKind, ExtensionSource, FromIsolate, ToIsolate, WireExtension, WireRoute } from './protocol';
-import { answerBytes, errorFromWire, errorToWire, isolateFrameLimit, LOG_OBJECT_MAX_BYTES, logObjectNote, Outbox, toWire, type WireError } from './wire';
+import { answerOverLimit, errorFromWire, errorToWire, isolateFrameLimit, LOG_OBJECT_MAX_BYTES, logObjectNote, Outbox, toWire, type WireError } from './wire';
 import { Waiting } from './waiting';
 
 /** What `require('bcms-extensions')` gives code in an isolate: the package without its router. */
@@ -266,7 +266,7 @@ async function serveFunction(message: Extract<ToIsolate, { t: 'function' }>): Pr
   const context = { request: request as never, logger: bcmsLogger, errorHandler, repo, auth: message.auth };
   const value = await extension.definition.handler(message.idempotencyKey === undefined ? context : { ...context, idempotencyKey: message.idempotencyKey });
   const answer = { status: 200, headers: [], json: JSON.stringify(value) ?? 'null' };
-  if (answerBytes(answer) > answerLimit) throw new BcmsHttpError('EXTENSION_ANSWER_TOO_LARGE');
+  if (answerOverLimit(answer, answerLimit)) throw new BcmsHttpError('EXTENSION_ANSWER_TOO_LARGE');
   send({ t: 'done', id: message.id, answer });
 }
 

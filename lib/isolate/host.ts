@@ -22,7 +22,7 @@ import type { DatabaseBridge } from './database-bridge';
 import type { LogBudget } from './log-budget';
 import type { Ask, ExtensionKind, ExtensionSource, FromIsolate, ToIsolate, WireExtension } from './protocol';
 import { Waiting } from './waiting';
-import { answerBytes, fromWire, isolateFrameLimit, LOG_OBJECT_MAX_BYTES, logObjectNote, Outbox, toWire, errorToWire, unsignedToken, type WireError } from './wire';
+import { answerBytes, answerOverLimit, fromWire, isolateFrameLimit, LOG_OBJECT_MAX_BYTES, logObjectNote, Outbox, toWire, errorToWire, unsignedToken, type WireError } from './wire';
 
 /** The compiled child (dist/isolate), from dist or lib alike: a child process runs JavaScript only. */
 const CHILD = path.resolve(__dirname, '..', '..', 'dist', 'isolate', 'child.js');
@@ -290,9 +290,9 @@ class Isolate {
         const call = this.take(message.id);
         if (call === undefined) return;
         // Checked in the isolate before it sent it, and here again: the isolate's word is not trusted.
-        const size = answerBytes(message.answer ?? {});
-        if (size > this.services.answerLimit) {
-          this.services.logger.warn({ extension: this.label, bytes: size, limit: this.services.answerLimit }, 'bcms-extensions: an answer past extensionAnswerMb was refused');
+        const answer = message.answer ?? {};
+        if (answerOverLimit(answer, this.services.answerLimit)) {
+          this.services.logger.warn({ extension: this.label, bytes: answerBytes(answer), limit: this.services.answerLimit }, 'bcms-extensions: an answer past extensionAnswerMb was refused');
           call.reject(new BcmsHttpError('EXTENSION_ANSWER_TOO_LARGE'));
           return;
         }

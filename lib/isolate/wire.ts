@@ -134,8 +134,14 @@ export function answerBytes(answer: { headers?: unknown; json?: unknown; bytes?:
   let size = 0;
   if (typeof answer.json === 'string') size += Buffer.byteLength(answer.json);
   if (typeof answer.bytes === 'string') size += base64Bytes(answer.bytes);
-  if (!Array.isArray(answer.headers)) return size;
-  for (const header of answer.headers as unknown[]) {
+  return size + headerBytes(answer.headers);
+}
+
+/** The headers' names and values, in characters. */
+function headerBytes(headers: unknown): number {
+  let size = 0;
+  if (!Array.isArray(headers)) return size;
+  for (const header of headers as unknown[]) {
     if (!Array.isArray(header)) continue;
     const [name, value] = header as unknown[];
     size += String(name).length;
@@ -143,6 +149,15 @@ export function answerBytes(answer: { headers?: unknown; json?: unknown; bytes?:
     else size += String(value).length;
   }
   return size;
+}
+
+/**
+ * Whether an answer is larger than `limit` bytes (`answerBytes`): a JSON text short enough that
+ * even three bytes a unit would fit is not measured (most answers).
+ */
+export function answerOverLimit(answer: { headers?: unknown; json?: unknown; bytes?: unknown }, limit: number): boolean {
+  if (typeof answer.json === 'string' && typeof answer.bytes !== 'string' && answer.json.length * 3 + headerBytes(answer.headers) <= limit) return false;
+  return answerBytes(answer) > limit;
 }
 
 /** The length of what a base64 text decodes to. */
