@@ -264,6 +264,8 @@ class Isolate {
 
   private died(code: number | null, signal: NodeJS.Signals | null): string {
     this.alive = false;
+    // A process it started may still hold its end of the channel: nothing more is read from it.
+    this.channel.close();
     const tail = this.stderr.join('\n');
     const reason = /heap limit|heap out of memory/i.test(tail)
       ? `it passed its heap limit of ${this.services.memoryMb} MB`
