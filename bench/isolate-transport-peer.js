@@ -5,7 +5,9 @@
 
 const { isMainThread, parentPort } = require('node:worker_threads');
 
-const send = isMainThread ? (message) => process.send(message) : (message) => parentPort.postMessage(message);
+// `framed`: a child whose channel is lib/isolate/channel.ts on the pipe at fd 3, as an isolate's is.
+const framed = isMainThread && process.argv[2] === 'framed' ? openFramedChannel() : undefined;
+const send = framed !== undefined ? (message) => framed.send(message) : isMainThread ? (message) => process.send(message) : (message) => parentPort.postMessage(message);
 send({ t: 'up' });
 const started = performance.now();
 require('../dist/api.js');
@@ -16,9 +18,25 @@ const answer = { status: 200, headers: [['x-bench', 'isolate-transport']], json:
 const receive = (message) => {
   if (message.t === 'call') send({ t: 'done', id: message.id, answer });
 };
-if (isMainThread) {
+if (framed !== undefined) {
+  framed.receive = receive;
+} else if (isMainThread) {
   process.on('message', receive);
   process.on('disconnect', () => process.exit(0));
 } else {
   parentPort.on('message', receive);
+}
+
+function openFramedChannel() {
+  const net = require('node:net');
+  const { Channel, CHANNEL_FD, MAX_FRAME_BYTES } = require('../dist/isolate/channel.js');
+  const end = { receive: () => {} };
+  const channel = new Channel(new net.Socket({ fd: CHANNEL_FD, readable: true, writable: true }), {
+    maxFrameBytes: MAX_FRAME_BYTES,
+    receive: (message) => end.receive(message),
+    fault: () => process.exit(1),
+    closed: () => process.exit(0),
+  });
+  end.send = (message) => channel.send(message);
+  return end;
 }

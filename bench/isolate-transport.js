@@ -1,9 +1,11 @@
 'use strict';
 // `npm run bench` (and `npm run bench:transport` alone): what one call to an isolate costs in
-// transport alone, for the three ways an isolate could be reached: a worker thread (postMessage),
-// a child process with IPC in 'json' serialization (what lib/isolate/host.ts uses), and one with
-// 'advanced' (structured clone). A request-sized message (method, url, params, query, six headers,
-// as lib/isolate/extension.ts toWireRequest builds it) goes to the peer (isolate-transport-peer.js),
+// transport alone, for the four ways an isolate could be reached: a worker thread (postMessage),
+// a child process with IPC in 'json' serialization (what lib/isolate/host.ts used), one with
+// 'advanced' (structured clone), and one with lib/isolate/channel.ts's length-prefixed frames on a
+// pipe at fd 3 (what lib/isolate/host.ts uses: Node's IPC channel buffers a message until its
+// newline, with no cap). A request-sized message (method, url, params, query, six headers, as
+// lib/isolate/extension.ts toWireRequest builds it) goes to the peer (isolate-transport-peer.js),
 // which answers a plugin answer (status, headers, JSON text). With IN_FLIGHT calls in flight, it
 // counts round trips a second and, from performance.eventLoopUtilization(), the main thread's busy
 // time per call: what every isolated call takes from the service's event loop. It also times how
@@ -15,7 +17,7 @@
 // BENCH_TRANSPORT_ROUNDS rounds (default 5) of each, a fresh peer each time, the order rotated
 // every round; medians. Not pinned to cores: the main thread and the peer each have one of two.
 
-const { fork } = require('node:child_process');
+const { fork, spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -70,7 +72,25 @@ const TRANSPORTS = {
   },
   'child json': () => child('json'),
   'child advanced': () => child('advanced'),
+  'child framed': () => framedChild(),
 };
+
+/** A child whose channel is lib/isolate/channel.ts on a pipe at fd 3: what lib/isolate/host.ts uses. */
+function framedChild() {
+  const { Channel, MAX_FRAME_BYTES } = require('../dist/isolate/channel.js');
+  const peer = spawn(process.execPath, [PEER, 'framed'], { stdio: ['ignore', 'inherit', 'inherit', 'pipe'] });
+  const listeners = [];
+  const channel = new Channel(peer.stdio[3], { maxFrameBytes: MAX_FRAME_BYTES, receive: (message) => listeners.forEach((listener) => listener(message)), fault: () => peer.kill() });
+  return {
+    send: (message) => channel.send(message),
+    on: (listener) => listeners.push(listener),
+    stop: () =>
+      new Promise((resolve) => {
+        peer.once('exit', resolve);
+        channel.close();
+      }),
+  };
+}
 
 function child(serialization) {
   const peer = fork(PEER, [], { serialization, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });

@@ -35,6 +35,8 @@ export interface BcmsExtensionsOptions {
   isolate?: 'deployed' | 'all' | 'none';
   /** Heap limit of each isolate, in MB. Default 256. */
   extensionMemoryMb?: number;
+  /** The largest answer (body and headers) an isolated handler may give, in MB: past it, 502 `EXTENSION_ANSWER_TOO_LARGE`. Default 16. */
+  extensionAnswerMb?: number;
   /** The whole environment extension code sees in an isolate (`process.env`). Default `{}`: none of the host's. */
   extensionEnv?: Record<string, string>;
   /**
@@ -111,6 +113,7 @@ export interface ResolvedOptions {
   readonly pluginTimeoutMs: number;
   readonly isolate: 'deployed' | 'all' | 'none';
   readonly extensionMemoryMb: number;
+  readonly extensionAnswerMb: number;
   readonly extensionEnv: Readonly<Record<string, string>>;
   readonly sandbox: SandboxOption;
   readonly extensionPermissions: ResolvedPermissionsOption;
@@ -140,13 +143,14 @@ export const defaultOptions = Object.freeze({
   pluginTimeoutMs: 30_000,
   isolate: 'deployed',
   extensionMemoryMb: 256,
+  extensionAnswerMb: 16,
   admin: Object.freeze({ path: '/bcms', loginUrl: '/api/auth/login', title: 'BCMS' }),
   keys: Object.freeze({ deployOverHttp: false }),
 });
 
 const KNOWN = new Set([
   'jwt', 'database', 'signature', 'bodyLimit', 'bodyTimeoutMs', 'functionTimeoutMs', 'pluginTimeoutMs', 'logger', 'admin',
-  'isolate', 'extensionMemoryMb', 'extensionEnv', 'sandbox', 'extensionPermissions', 'deployments', 'files', 'secretsKey', 'deploy', 'keys', 'openapi', 'rateLimit',
+  'isolate', 'extensionMemoryMb', 'extensionAnswerMb', 'extensionEnv', 'sandbox', 'extensionPermissions', 'deployments', 'files', 'secretsKey', 'deploy', 'keys', 'openapi', 'rateLimit',
 ]);
 
 /** A nested option is an object of known keys: a typo such as `jwt.secert` must not pass silently. */
@@ -187,6 +191,9 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined, env: 
   const bodyTimeoutMs = positiveInteger(options.bodyTimeoutMs ?? defaultOptions.bodyTimeoutMs, 'bodyTimeoutMs', 'milliseconds');
   const pluginTimeoutMs = positiveInteger(options.pluginTimeoutMs ?? defaultOptions.pluginTimeoutMs, 'pluginTimeoutMs', 'milliseconds');
   const extensionMemoryMb = positiveInteger(options.extensionMemoryMb ?? defaultOptions.extensionMemoryMb, 'extensionMemoryMb', 'megabytes');
+  const extensionAnswerMb = positiveInteger(options.extensionAnswerMb ?? defaultOptions.extensionAnswerMb, 'extensionAnswerMb', 'megabytes');
+  // An answer crosses as one JSON text, and a JavaScript string holds at most about 512 MB.
+  if (extensionAnswerMb > 256) throw new TypeError(`option extensionAnswerMb must be at most 256 (megabytes), got ${extensionAnswerMb}`);
   const isolate = options.isolate ?? defaultOptions.isolate;
   if (isolate !== 'deployed' && isolate !== 'all' && isolate !== 'none') {
     throw new TypeError(`option isolate must be 'deployed', 'all' or 'none', got ${JSON.stringify(isolate)}`);
@@ -217,6 +224,7 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined, env: 
     pluginTimeoutMs,
     isolate,
     extensionMemoryMb,
+    extensionAnswerMb,
     extensionEnv: Object.freeze({ ...extensionEnv }),
     sandbox,
     extensionPermissions,

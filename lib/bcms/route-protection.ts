@@ -3,10 +3,9 @@ import type { BcmsFunctionKeyAuth } from '../function/types';
 import { BcmsHttpError } from '../http/errors';
 import type { ObjectSchema } from '../schema/object-schema';
 import { BCMS_CLIENT_CHALLENGE } from './client/signature';
-import { hasBearerToken } from '../security/jwt';
 import { SIGNATURE_CHALLENGE } from '../security/signature';
 import type { JWT, JWTPermissionName, JWTRoleName } from '../security/token';
-import { createJwtAndBodyGuard, createJwtGuard, decidesOnTokenFirst, documentGuard, type GuardContext, jwtGuardCheckOf, jwtGuardRuleOf, verifyKeyFromContext } from '../plugin/guard';
+import { createJwtAndBodyGuard, createJwtGuard, decidesOnTokenFirst, documentGuard, type GuardContext, jwtGuardCheckOf, jwtGuardRuleOf, sentBearerToken, verifyKeyFromContext } from '../plugin/guard';
 import type { Guard, SentBody } from '../plugin/types';
 
 /** What BCMS keeps in a token's `props` for its users (the host's tokens may hold other things). */
@@ -113,7 +112,7 @@ export class BCMSRouteProtection {
     const either = decidesOnTokenFirst(async (context: GuardContext): Promise<BCMSRouteProtectionJwtApiResult> => {
       // A token first, as a private function takes it: the Authorization header holds one scheme,
       // and a query that merely has a `signature` parameter never overrides a token sent.
-      if (hasBearerToken(context.request)) {
+      if (sentBearerToken(context.request)) {
         const { accessToken } = await guard(context as never);
         return { token: accessToken };
       }

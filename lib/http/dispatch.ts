@@ -4,6 +4,7 @@ import type { PluginMatch, PluginRouteTable } from '../plugin/routes';
 import type { LayerRoute } from '../layer';
 import type { UiTarget } from '../ui/assets';
 import type { Exchange, Work, Writer } from './exchange';
+import { sandboxPluginAnswer } from './plugin-headers';
 
 const API_PREFIX = '/api/';
 const PLUGIN_PREFIX = '/api/plugin/';
@@ -73,6 +74,8 @@ export function createDispatch(parts: {
     } catch {
       // A parameter with a malformed percent-encoding: the path is ours, the URL is not valid.
     }
+    // A plugin's answer is its author's content on the service's origin: sandboxed, errors too.
+    if (table !== ownRoutes) sandboxPluginAnswer(res);
     exchange(req, res, 'plugin', path, servePlugin, matches, writePluginAnswer);
     return true;
   };

@@ -59,6 +59,8 @@ export const errorCodes = {
    * not run without one. Install bubblewrap, or set `sandbox: 'none'` to run it unsandboxed on purpose.
    */
   SANDBOX_UNAVAILABLE: { status: 503, message: "No sandbox runs here (bubblewrap): deployments are refused in production. Install bubblewrap, or set sandbox: 'none' on purpose." },
+  /** An isolated handler's answer (its body and headers) past `extensionAnswerMb`: not sent. */
+  EXTENSION_ANSWER_TOO_LARGE: { status: 502, message: "The extension's answer is larger than this service takes (extensionAnswerMb)." },
   DATABASE_UNAVAILABLE: { status: 503, message: 'Database is unavailable; try again shortly.' },
   /** A request that reached the router after `router.close()` began (sent with `Connection: close`): another instance, or this one restarted, answers a retry. */
   SERVICE_CLOSING: { status: 503, message: 'The service is shutting down: send the request again (it will reach an instance that is up).' },

@@ -24,11 +24,12 @@ export class IsolateAnswer {
   /** A plugin method's answer: its status, the headers it set, then its JSON or bytes. */
   write(res: ServerResponse): void {
     if (res.headersSent) return;
-    const { status, headers, json, bytes, sent } = this.answer;
+    const { status, headers, bytes, sent } = this.answer;
     if (Array.isArray(headers)) {
       for (const [name, value] of headers) if (!SERVICE_HEADERS.has(String(name).toLowerCase())) res.setHeader(name, value);
     }
-    if (typeof json === 'string') return writeJson(res, status, json);
+    const json = this.json();
+    if (json !== undefined) return writeJson(res, status, json);
     const body = Buffer.from(typeof bytes === 'string' ? bytes : '', 'base64');
     if (sent !== true) return writeBytes(res, status, body);
     res.writeHead(status, { 'Content-Length': body.length });
@@ -42,7 +43,14 @@ export class IsolateAnswer {
 
   /** The envelope of a function's result, as `writeResult` writes it (and an Idempotency-Key's record keeps it). */
   resultBody(): string {
-    const { json } = this.answer;
-    return `{"success":true,"result":${typeof json === 'string' ? json : 'null'}}`;
+    return `{"success":true,"result":${this.json() ?? 'null'}}`;
+  }
+
+  /** The handler's JSON text, when it answered a value: as it crossed, or from base64 (see `jsonBytes`). */
+  private json(): string | undefined {
+    const { json, bytes, jsonBytes } = this.answer;
+    if (typeof json === 'string') return json;
+    if (jsonBytes === true && typeof bytes === 'string') return Buffer.from(bytes, 'base64').toString('utf8');
+    return undefined;
   }
 }

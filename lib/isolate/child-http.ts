@@ -6,7 +6,9 @@
  */
 import { validateHeaderName, validateHeaderValue, STATUS_CODES } from 'node:http';
 import { Readable } from 'node:stream';
+import { BcmsHttpError } from '../http/errors';
 import type { WireAnswer, WireRequest } from './protocol';
+import { answerBytes } from './wire';
 
 export type IsolateRequest = Readable & WireRequest & { get(name: string): string | string[] | undefined; header(name: string): string | string[] | undefined };
 
@@ -19,7 +21,7 @@ export function makeRequest(wire: WireRequest): IsolateRequest {
       this.push(null);
     },
   });
-  const { raw: _raw, ...fields } = wire;
+  const { raw: _raw, bearer: _bearer, ...fields } = wire;
   const lookup = (name: string): string | string[] | undefined => {
     const lower = String(name).toLowerCase();
     if (lower === 'referer' || lower === 'referrer') return wire.headers.referer ?? wire.headers.referrer;
@@ -145,12 +147,29 @@ export class IsolateResponse {
   get started(): boolean {
     return this.headersSent;
   }
-  /** The answer: the handler's own bytes when it sent them, else `value` (JSON, or a Buffer's bytes). */
-  answer(value: unknown): WireAnswer {
+  /**
+   * The answer: the handler's own bytes when it sent them, else `value` (JSON, or a Buffer's bytes).
+   * Throws EXTENSION_ANSWER_TOO_LARGE past `limit` bytes (body and headers), before bytes are
+   * copied into base64.
+   */
+  answer(value: unknown, limit = Infinity): WireAnswer {
     const headers = [...this.headers.values()];
-    if (this.headersSent) return { status: this.statusCode, headers, bytes: Buffer.concat(this.chunks).toString('base64'), sent: true };
-    if (Buffer.isBuffer(value)) return { status: this.statusCode, headers, bytes: value.toString('base64') };
-    return { status: this.statusCode, headers, json: JSON.stringify(value) ?? 'null' };
+    const headerBytes = answerBytes({ headers });
+    const checked = (bodyBytes: number): void => {
+      if (headerBytes + bodyBytes > limit) throw new BcmsHttpError('EXTENSION_ANSWER_TOO_LARGE');
+    };
+    if (this.headersSent) {
+      checked(this.chunks.reduce((sum, chunk) => sum + chunk.length, 0));
+      return { status: this.statusCode, headers, bytes: Buffer.concat(this.chunks).toString('base64'), sent: true };
+    }
+    if (Buffer.isBuffer(value)) {
+      checked(value.length);
+      return { status: this.statusCode, headers, bytes: value.toString('base64') };
+    }
+    const json = JSON.stringify(value) ?? 'null';
+    // A UTF-8 text is at most three bytes a unit: only one that might be too long is measured.
+    if (headerBytes + json.length * 3 > limit) checked(Buffer.byteLength(json));
+    return { status: this.statusCode, headers, json };
   }
   /** What a stream piped into the response calls. */
   on(): this {

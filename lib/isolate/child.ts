@@ -5,6 +5,7 @@
  * database, its logger, its verdict on a token or a signature. Its environment is what the host
  * put in `extensionEnv`, nothing more.
  */
+import net from 'node:net';
 import path from 'node:path';
 import type { Knex } from 'knex';
 import { createRepository } from '../db/repository';
@@ -17,40 +18,110 @@ import { ownBodyLimit } from '../http/body';
 import type { Logger } from '../logger';
 import { toBcmsLogger } from '../handler-logger';
 import type { IsolateServices } from '../layer';
-import { JWT_GUARD_RULE, markGuardedRequest, runGuarded, type JwtGuardRule } from '../plugin/guard';
+import { JWT_GUARD_RULE, markGuardedRequest, REQUEST_BEARER, runGuarded, type GuardedRequest, type JwtGuardRule } from '../plugin/guard';
 import { methodsOf } from '../plugin/mount';
 import type { BcmsControllerMethod, BcmsPlugin } from '../plugin/types';
 import type { JWT } from '../security/token';
 import { createBridgeKnex } from './bridge-knex';
 import { IsolateResponse, makeRequest } from './child-http';
+import { Channel, CHANNEL_FD, MAX_FRAME_BYTES } from './channel';
 import type { Ask, ExtensionKind, ExtensionSource, FromIsolate, ToIsolate, WireExtension, WireRoute } from './protocol';
-import { errorFromWire, errorToWire, Outbox, toWire, type WireError } from './wire';
+import { answerOverLimit, errorFromWire, errorToWire, isolateFrameLimit, LOG_OBJECT_MAX_BYTES, logObjectNote, Outbox, toWire, type WireError } from './wire';
 import { Waiting } from './waiting';
 
 /** What `require('bcms-extensions')` gives code in an isolate: the package without its router. */
 const API = path.resolve(__dirname, '..', 'api');
 
-/** A turn's messages, in one write; a batch that cannot be sent (a log line's object) goes message by message. */
-const outbox = new Outbox<FromIsolate>((batch) => {
-  try {
-    process.send?.(batch);
-  } catch {
-    for (const message of batch) {
-      try {
-        process.send?.([message]);
-      } catch {
-        if (message.t === 'log') process.send?.([{ ...message, object: { fields: '(could not be sent from the isolate)' } }]);
-      }
-    }
-  }
+/**
+ * The largest answer the service takes (`extensionAnswerMb`), told when the extension loads, and
+ * the largest frame it takes from here: a message past it is never sent (the service would end
+ * this isolate), something smaller goes in its place (`standIn`).
+ */
+let answerLimit = Infinity;
+let frameLimit = MAX_FRAME_BYTES;
+
+/** The channel to the service (lib/isolate/channel.ts), on the pipe the service made at fd 3. */
+const channel = new Channel<ToIsolate[], FromIsolate[]>(new net.Socket({ fd: CHANNEL_FD, readable: true, writable: true }), {
+  // The service's messages are trusted: no cap but the frame header's own.
+  maxFrameBytes: MAX_FRAME_BYTES,
+  receive: (batch) => {
+    if (Array.isArray(batch)) for (const message of batch) receive(message);
+  },
+  fault: () => process.exit(1),
+  // The service's end is gone (it stopped, or ended this isolate): so is the isolate.
+  closed: () => process.exit(0),
 });
+
+/** A turn's messages, in one write; a batch too large for one frame (or one that cannot be sent) goes message by message. */
+const outbox = new Outbox<FromIsolate>((batch) => {
+  if (sendFrame(batch)) return;
+  if (batch.length === 1) sendAlone(batch[0] as FromIsolate, false);
+  else for (const message of batch) sendAlone(message);
+});
+
+/** Sends a batch in one frame; false when it is too large for one, or not JSON (a circular object, a BigInt). */
+function sendFrame(batch: FromIsolate[]): boolean {
+  let frame: Buffer | undefined;
+  try {
+    frame = channel.encode(batch, frameLimit);
+  } catch {
+    return false;
+  }
+  if (frame === undefined) return false;
+  channel.write(frame);
+  return true;
+}
+
+/** One message; when it cannot go as it is, what stands in for it (`tryFirst` false: it was just tried alone). */
+function sendAlone(message: FromIsolate, tryFirst = true): void {
+  if (tryFirst && sendFrame([message])) return;
+  const instead = standIn(message);
+  if (instead !== undefined && !sendFrame([instead])) {
+    // A stand-in is small; one that still does not go is a fault of this isolate's own.
+    process.exit(1);
+  }
+}
+
+/**
+ * What is sent in place of a message too large for a frame, or that JSON cannot carry: the call
+ * or question it was about is still settled, with why.
+ */
+function standIn(message: FromIsolate): FromIsolate | undefined {
+  switch (message.t) {
+    case 'done': {
+      const { answer } = message;
+      // JSON text whose escapes made it too long: as base64, which fits any answer within the limit.
+      if (typeof answer.json === 'string') {
+        const jsonBytes: FromIsolate = { t: 'done', id: message.id, answer: { status: answer.status, headers: answer.headers, bytes: Buffer.from(answer.json).toString('base64'), jsonBytes: true } };
+        if (sendFrame([jsonBytes])) return undefined;
+      }
+      return { t: 'failed', id: message.id, error: errorToWire(new BcmsHttpError('EXTENSION_ANSWER_TOO_LARGE')) };
+    }
+    case 'failed':
+      return { t: 'failed', id: message.id, error: { name: 'Error', message: '(an error too large to be sent from the isolate)' } };
+    case 'ask': {
+      const waiting = asking.get(message.id);
+      asking.delete(message.id);
+      waiting?.reject(new Error(`a ${message.ask.op} too large to be sent to the service (or with a value JSON cannot carry): the most an isolate sends at once is ${frameLimit} bytes`));
+      return undefined;
+    }
+    case 'log':
+      return { ...message, object: { fields: '(could not be sent from the isolate)' }, message: typeof message.message === 'string' ? message.message.slice(0, LOG_MESSAGE_MAX) : undefined };
+    case 'loaded':
+      return { t: 'load-failed', message: "the extension's description (its routes, schemas and policies) is too large to be sent to the service" };
+    case 'load-failed':
+      return { t: 'load-failed', message: message.message.slice(0, LOG_MESSAGE_MAX) };
+    case 'event':
+      return { t: 'log', level: 'warn', object: { event: message.name }, message: 'bcms-extensions: an event too large to be sent from the isolate was dropped' };
+  }
+}
+
+/** The longest log message sent, in characters (as the service keeps an output line). */
+const LOG_MESSAGE_MAX = 10_000;
 
 function send(message: FromIsolate): void {
   outbox.send(message);
 }
-
-// The service's end of the channel is gone (it stopped, or ended this isolate): so is the isolate.
-process.on('disconnect', () => process.exit(0));
 
 let nextAsk = 0;
 
@@ -91,10 +162,13 @@ function log(level: 'info' | 'warn' | 'error' | 'debug', object: object, message
   let wired: unknown;
   try {
     wired = toWire(fields);
+    // Fields past the service's cap would be replaced there: replaced here, unsent.
+    const size = Buffer.byteLength(JSON.stringify(wired) ?? '');
+    if (size > LOG_OBJECT_MAX_BYTES) wired = logObjectNote(size);
   } catch {
     wired = { fields: '(could not be sent from the isolate)' };
   }
-  send({ t: 'log', level, object: wired, message });
+  send({ t: 'log', level, object: wired, message: typeof message === 'string' && message.length > LOG_MESSAGE_MAX ? message.slice(0, LOG_MESSAGE_MAX) : message });
 }
 
 // Its Knex is made at the first query: an extension that never queries never loads Knex.
@@ -164,6 +238,8 @@ async function servePlugin(message: Extract<ToIsolate, { t: 'plugin' }>): Promis
   if (route === undefined || plugin === undefined) throw new Error(`no method ${message.route} in this isolate`);
   const { key, method } = route;
   const request = makeRequest(message.request);
+  // The header stayed in the service: a guard that takes a token or a signature reads this instead.
+  (request as GuardedRequest)[REQUEST_BEARER] = message.request.bearer === true;
   const response = new IsolateResponse();
   const context: Record<string, unknown> = { name: key, request, response, logger: bcmsLogger, errorHandler, repo };
   if (message.accessToken !== undefined) context.accessToken = message.accessToken;
@@ -171,14 +247,16 @@ async function servePlugin(message: Extract<ToIsolate, { t: 'plugin' }>): Promis
   if (message.runGuard && method.preRequestHandler !== undefined) {
     // A guard the author's own pre-request handler calls finds the service's verdicts on the request.
     const verifyAccessToken = (): Promise<JWT> => ask({ op: 'token', call: message.id }) as Promise<JWT>;
-    markGuardedRequest(request, verifyAccessToken, () => ask({ op: 'key', call: message.id }) as never, plugin.name);
+    // The service answers null for a request no key signed; a guard reads undefined as "not signed".
+    const verifyPluginKey = (): Promise<never> => ask({ op: 'key', call: message.id }).then((key) => (key ?? undefined) as never);
+    markGuardedRequest(request, verifyAccessToken, verifyPluginKey, plugin.name);
     result = await runGuarded(method.preRequestHandler as never, method.handler as never, context, verifyAccessToken);
   } else {
     result = await method.handler(context as never);
   }
   // A handler that began its own answer and returned: its answer is what it ends.
   if (response.started && !response.finished) await response.done;
-  send({ t: 'done', id: message.id, answer: response.answer(result) });
+  send({ t: 'done', id: message.id, answer: response.answer(result, answerLimit) });
 }
 
 async function serveFunction(message: Extract<ToIsolate, { t: 'function' }>): Promise<void> {
@@ -187,12 +265,10 @@ async function serveFunction(message: Extract<ToIsolate, { t: 'function' }>): Pr
   request.body = await checkedFunctionBody(extension.definition, request.body);
   const context = { request: request as never, logger: bcmsLogger, errorHandler, repo, auth: message.auth };
   const value = await extension.definition.handler(message.idempotencyKey === undefined ? context : { ...context, idempotencyKey: message.idempotencyKey });
-  send({ t: 'done', id: message.id, answer: { status: 200, headers: [], json: JSON.stringify(value) ?? 'null' } });
+  const answer = { status: 200, headers: [], json: JSON.stringify(value) ?? 'null' };
+  if (answerOverLimit(answer, answerLimit)) throw new BcmsHttpError('EXTENSION_ANSWER_TOO_LARGE');
+  send({ t: 'done', id: message.id, answer });
 }
-
-process.on('message', (batch: ToIsolate[]) => {
-  if (Array.isArray(batch)) for (const message of batch) receive(message);
-});
 
 function receive(message: ToIsolate): void {
   switch (message.t) {
@@ -208,6 +284,10 @@ function receive(message: ToIsolate): void {
       (message.t === 'plugin' ? servePlugin(message) : serveFunction(message)).catch((error: unknown) => send({ t: 'failed', id: message.id, error: errorToWire(error) }));
       return;
     case 'load':
+      if (typeof message.answerLimit === 'number') {
+        answerLimit = message.answerLimit;
+        frameLimit = isolateFrameLimit(answerLimit);
+      }
       load(message.kind, message.name, message.source).then(
         (loaded) => send({ t: 'loaded', extension: loaded }),
         (error: unknown) => send({ t: 'load-failed', message: firstLine(error) }),

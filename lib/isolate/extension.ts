@@ -4,18 +4,21 @@
  * reads bodies and checks the package's own JWT guard itself, as for any plugin; the code of the
  * extension runs only in its isolates.
  */
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Request } from 'express';
 import type { DeploymentKind, LoadedExtension } from '../deploy/load';
 import type { ExtensionHealth } from '../deploy/deployed';
-import type { BcmsFunction, BcmsFunctionContext } from '../function/types';
+import type { BcmsFunction, BcmsFunctionAuth, BcmsFunctionContext } from '../function/types';
 import { hasBody, readRawBody } from '../http/body';
 import { BcmsHttpError } from '../http/errors';
 import { createJwtGuard } from '../plugin/guard';
+import { hasBearerToken } from '../security/jwt';
 import type { BcmsController, BcmsControllerMethod, BcmsPlugin, BcmsPluginContext, HttpVerb } from '../plugin/types';
 import type { JWT, JWTPermissionName, JWTRoleName } from '../security/token';
 import { ISOLATED, type IsolateAnswer } from './answer';
 import { IsolatePool, type IsolateServices, type NewCall } from './host';
 import type { ExtensionSource, WireExtension, WireRequest, WireRoute } from './protocol';
+import { unsignedToken } from './wire';
 import { DESCRIBED, type OperationSecurity, trustedFunction, trustedOperation } from '../openapi/describe';
 
 export interface IsolatedCallSettings {
@@ -54,7 +57,12 @@ export async function startIsolated(
   }
 }
 
-/** A request as plain data: what an isolate's handler reads of it. */
+/**
+ * A request as plain data: what an isolate's handler reads of it. Its credentials stay here: an
+ * isolate is not trusted with the caller's bearer token, signature or cookies (it could replay
+ * them against the service: mint an API key with an admin's token, say). What the service's
+ * guards decided of them crosses instead (`accessToken`, and a custom guard's asks).
+ */
 export function toWireRequest(req: Request, raw?: Buffer): WireRequest {
   const url = req.url;
   const query = url.indexOf('?');
@@ -66,16 +74,24 @@ export function toWireRequest(req: Request, raw?: Buffer): WireRequest {
     path: query === -1 ? url : url.slice(0, query),
     params: (req.params ?? {}) as Record<string, string>,
     query: query === -1 ? {} : req.query,
-    headers: req.headers,
+    headers: withoutCredentials(req.headers),
     ip: undefined,
     protocol: 'http',
     hostname: undefined,
     secure: false,
   };
   setAddress(wire, req);
+  if (hasBearerToken(req)) wire.bearer = true;
   if (req.body !== undefined) wire.body = req.body;
   if (raw !== undefined) wire.raw = raw.toString('base64');
   return wire;
+}
+
+/** The headers without `Authorization` and `Cookie`; the same object when it has neither (most requests). */
+function withoutCredentials(headers: IncomingHttpHeaders): IncomingHttpHeaders {
+  if (headers.authorization === undefined && headers.cookie === undefined) return headers;
+  const { authorization: _authorization, cookie: _cookie, ...rest } = headers;
+  return rest;
 }
 
 /**
@@ -107,11 +123,18 @@ function hostnameOf(host: string | undefined): string | undefined {
   return colon === -1 ? host : host.slice(0, colon);
 }
 
+/** A function call's caller as it crosses: a token's without its signature (`unsignedToken`), a key's as it is (it holds no secret). */
+function unsignedAuth(auth: BcmsFunctionAuth | null): BcmsFunctionAuth | null {
+  if (auth === null || auth.type !== 'jwt') return auth;
+  const token = unsignedToken(auth.accessToken);
+  return { type: 'jwt', accessToken: token, ...token };
+}
+
 function functionStandIn(pool: IsolatePool, extension: Extract<WireExtension, { kind: 'function' }>, settings: IsolatedCallSettings): BcmsFunction {
   const { name } = extension;
   const timeout = (): BcmsHttpError => new BcmsHttpError('FUNCTION_TIMEOUT', `Function "${name}" ran past its time-out of ${settings.functionTimeoutMs} ms.`);
   const handler = (context: BcmsFunctionContext): Promise<IsolateAnswer> =>
-    pool.call({ t: 'function', request: toWireRequest(context.request), auth: context.auth, idempotencyKey: context.idempotencyKey }, context.request, settings.functionTimeoutMs, timeout);
+    pool.call({ t: 'function', request: toWireRequest(context.request), auth: unsignedAuth(context.auth), idempotencyKey: context.idempotencyKey }, context.request, settings.functionTimeoutMs, timeout);
   const bodyLimit = extension.bodyLimit === undefined ? {} : { bodyLimit: extension.bodyLimit };
   // What the document says of it was made in the isolate, where its schemas are.
   return Object.defineProperty({ config: { name, public: extension.public === true, ...bodyLimit }, handler: Object.defineProperty(handler, ISOLATED, { value: true }) }, DESCRIBED, {
@@ -144,7 +167,7 @@ function methodStandIn(pool: IsolatePool, route: WireRoute, index: number, setti
   const runGuard = route.guard.type === 'custom';
   const call = (req: Request, accessToken: JWT | undefined, raw?: Buffer): Promise<IsolateAnswer> => {
     const message: NewCall = { t: 'plugin', route: index, request: toWireRequest(req, raw), runGuard };
-    if (accessToken !== undefined) message.accessToken = accessToken;
+    if (accessToken !== undefined) message.accessToken = unsignedToken(accessToken);
     return pool.call(message, req, settings.pluginTimeoutMs, timeout);
   };
   const handler = (context: BcmsPluginContext & { accessToken?: JWT }): Promise<IsolateAnswer> => {

@@ -10,19 +10,21 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import type { Readable } from 'node:stream';
+import type { Duplex, Readable } from 'node:stream';
 import type { Request } from 'express';
 import { BcmsHttpError, errorCodes, type ErrorCode } from '../http/errors';
 import type { Logger } from '../logger';
 import type { IdentifyPluginKey } from '../security/caller';
 import type { AccessTokenVerifier } from '../security/jwt';
 import { IsolateAnswer } from './answer';
+import { Channel } from './channel';
 import type { DatabaseBridge } from './database-bridge';
+import type { LogBudget } from './log-budget';
 import type { Ask, ExtensionKind, ExtensionSource, FromIsolate, ToIsolate, WireExtension } from './protocol';
 import { isolateCommand, moduleRoot, packageReadables, permissionsFor, type ResolvedPermissionsOption, type SandboxChoice } from './sandbox';
 import { treeUsage } from './cpu';
 import { Waiting } from './waiting';
-import { fromWire, Outbox, toWire, errorToWire, type WireError } from './wire';
+import { answerBytes, answerOverLimit, fromWire, isolateFrameLimit, LOG_OBJECT_MAX_BYTES, logObjectNote, Outbox, toWire, errorToWire, unsignedToken, type WireError } from './wire';
 
 /** The compiled child (dist/isolate), from dist or lib alike: a child process runs JavaScript only. */
 const PACKAGE_ROOT = path.resolve(__dirname, '..', '..');
@@ -51,6 +53,10 @@ export interface IsolateServices {
   /** The sandbox isolates run in (`sandbox`), and what each extension may do in it (`extensionPermissions`). */
   sandbox: SandboxChoice;
   permissions: ResolvedPermissionsOption;
+  /** The largest answer taken from an isolate, in bytes (`extensionAnswerMb`). */
+  answerLimit: number;
+  /** Each extension's log lines left this second. */
+  logBudget: LogBudget;
 }
 
 /**
@@ -110,6 +116,8 @@ const LEVELS = new Set(['info', 'warn', 'error', 'debug']);
 /** One child process running one extension. */
 class Isolate {
   private readonly child: ChildProcess;
+  /** Its channel (lib/isolate/channel.ts), on the pipe at its fd 3. */
+  private readonly channel: Channel<FromIsolate[], ToIsolate[]>;
   private readonly calls = new Map<number, PendingCall>();
   private nextCall = 0;
   /** One timer for every call's time-out (see `watch`), rather than one a call. */
@@ -148,23 +156,38 @@ class Isolate {
       { readable, writable: cwd, env: services.env },
       permissionsFor(services.permissions, what.name),
     );
+    // No IPC channel (Node's buffers a message until its newline, with no cap): the channel is a
+    // pipe of our own at fd 3, whose frames have a cap (lib/isolate/channel.ts).
     this.child = spawn(command, args, {
       cwd,
       env: { ...services.env },
-      serialization: 'json',
-      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
       // Its own process group (and, sandboxed, its own PID namespace): ending it ends whatever it started.
       detached: true,
     });
     lowerPriority(this.child.pid);
     // Never what keeps the service's process alive: its requests and timers do that.
     this.child.unref();
-    (this.child.channel as { unref?(): void } | undefined)?.unref?.();
+    const pipe = this.child.stdio[3] as Duplex & { unref?(): void };
+    pipe.unref?.();
+    this.channel = new Channel<FromIsolate[], ToIsolate[]>(pipe, {
+      maxFrameBytes: isolateFrameLimit(services.answerLimit),
+      // What it leaves unread piles up here: past this, it is not reading, and it is ended.
+      maxBacklogBytes: MAX_UNREAD_BYTES,
+      // Its messages take at most a fifth of the service's thread: one that sends large frames
+      // back to back waits, and the service's other requests are answered meanwhile.
+      busyMsPerSecond: ISOLATE_BUSY_MS_PER_SECOND,
+      receive: (batch) => {
+        if (Array.isArray(batch)) for (const message of batch) this.receive(message);
+      },
+      fault: (reason) => {
+        this.stderr.push(`the channel was closed: ${reason}`);
+        services.logger.error({ extension: label, reason }, 'bcms-extensions: an isolate broke the channel to the service; it is ended');
+        this.end();
+      },
+    });
     this.forward(this.child.stdout, 'info', false);
     this.forward(this.child.stderr, 'warn', true);
-    this.child.on('message', (batch: FromIsolate[]) => {
-      if (Array.isArray(batch)) for (const message of batch) this.receive(message);
-    });
     this.gone = new Promise((resolve) => {
       this.child.once('error', (error) => {
         this.stderr.push(error.message);
@@ -215,7 +238,7 @@ class Isolate {
         },
         reject: (error) => (clearTimeout(timer), reject(error)),
       };
-      this.post({ t: 'load', kind, name, source });
+      this.post({ t: 'load', kind, name, source, answerLimit: this.services.answerLimit });
     }).catch((error: unknown) => {
       this.end();
       throw error;
@@ -283,7 +306,7 @@ class Isolate {
   private readonly outbox = new Outbox<ToIsolate>((batch) => {
     if (!this.alive) return;
     try {
-      this.child.send(batch);
+      this.channel.send(batch);
     } catch (error) {
       this.stderr.push(`could not send to the isolate: ${(error as Error).message}`);
       this.end();
@@ -292,6 +315,8 @@ class Isolate {
 
   private died(code: number | null, signal: NodeJS.Signals | null): string {
     this.alive = false;
+    // A process it started may still hold its end of the channel: nothing more is read from it.
+    this.channel.close();
     const tail = this.stderr.join('\n');
     const reason = /heap limit|heap out of memory/i.test(tail)
       ? `it passed its heap limit of ${this.services.memoryMb} MB`
@@ -317,7 +342,15 @@ class Isolate {
     switch (message.t) {
       case 'done': {
         const call = this.take(message.id);
-        call?.resolve(new IsolateAnswer(message.answer));
+        if (call === undefined) return;
+        // Checked in the isolate before it sent it, and here again: the isolate's word is not trusted.
+        const answer = message.answer ?? {};
+        if (answerOverLimit(answer, this.services.answerLimit)) {
+          this.services.logger.warn({ extension: this.label, bytes: answerBytes(answer), limit: this.services.answerLimit }, 'bcms-extensions: an answer past extensionAnswerMb was refused');
+          call.reject(new BcmsHttpError('EXTENSION_ANSWER_TOO_LARGE'));
+          return;
+        }
+        call.resolve(new IsolateAnswer(message.answer));
         return;
       }
       case 'failed': {
@@ -329,10 +362,12 @@ class Isolate {
         void this.answer(message.id, message.ask);
         return;
       case 'log': {
-        if (!LEVELS.has(message.level)) return;
-        const fields = fromWire(message.object);
+        if (!LEVELS.has(message.level) || !this.services.logBudget.take(this.label)) return;
+        // Fields past the cap are not logged: the line says how large they were.
+        const size = Buffer.byteLength(JSON.stringify(message.object) ?? '');
+        const fields = size > LOG_OBJECT_MAX_BYTES ? logObjectNote(size) : fromWire(message.object);
         const object = fields !== null && typeof fields === 'object' ? { ...(fields as object), extension: this.label } : { data: fields, extension: this.label };
-        this.services.logger[message.level](object, typeof message.message === 'string' ? message.message : undefined);
+        this.services.logger[message.level](object, typeof message.message === 'string' ? message.message.slice(0, MAX_LINE) : undefined);
         return;
       }
       case 'event':
@@ -387,7 +422,8 @@ class Isolate {
         const call = this.calls.get(ask.call);
         const request = call?.request;
         if (call === undefined || request === undefined) return Promise.reject(new Error('no such request in this isolate'));
-        if (ask.op === 'token') return verifyAccessToken(request).then((token) => toWire(token));
+        // Its signature stays here (see unsignedToken).
+        if (ask.op === 'token') return verifyAccessToken(request).then((token) => toWire(unsignedToken(token)));
         return verifyPluginKey(request, call.plugin as string).then((key) => toWire(key ?? null));
       }
       default:
@@ -405,6 +441,11 @@ class Isolate {
       const lines = (rest + chunk).split('\n');
       rest = lines.pop() ?? '';
       for (const line of lines) this.line(line, level, keep);
+      // A line with no end in sight is logged as far as it is kept, and the rest of it waited for no longer.
+      if (rest.length > MAX_LINE) {
+        this.line(rest, level, keep);
+        rest = '';
+      }
     });
     stream.on('end', () => rest !== '' && this.line(rest, level, keep));
   }
@@ -415,7 +456,8 @@ class Isolate {
       this.stderr.push(line.slice(0, 1000));
       if (this.stderr.length > 40) this.stderr.shift();
     }
-    this.services.logger[level]({ extension: this.label, output: level === 'info' ? 'stdout' : 'stderr' }, line.slice(0, 10_000));
+    if (!this.services.logBudget.take(this.label)) return;
+    this.services.logger[level]({ extension: this.label, output: level === 'info' ? 'stdout' : 'stderr' }, line.slice(0, MAX_LINE));
   }
 }
 
@@ -442,6 +484,21 @@ function lowerPriority(pid: number | undefined): void {
 
 /** How far below the service an isolate's priority is (a nice value). */
 const ISOLATE_NICE = 10;
+
+/** The longest output line or log message logged from an isolate, in characters. */
+const MAX_LINE = 10_000;
+
+/**
+ * The most the service holds written to an isolate and not yet read by it (a query's rows, a
+ * request's body): past it, the isolate is not reading, and it is ended rather than let it grow.
+ */
+const MAX_UNREAD_BYTES = 256 * 1024 * 1024;
+
+/**
+ * The most of each second the service spends parsing and handling one isolate's messages, in ms.
+ * An answer of 16 MB takes about 40 ms (base64 parses fast); 15 MB of log lines about 130 ms.
+ */
+const ISOLATE_BUSY_MS_PER_SECOND = 200;
 
 function crashed(message = 'The extension crashed while answering; it is being restarted.'): BcmsHttpError {
   return new BcmsHttpError('EXTENSION_CRASHED', message);

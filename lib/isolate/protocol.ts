@@ -17,7 +17,11 @@ export type ExtensionSource =
   /** `key`: the export that is the plugin or function module (`''` for `module.exports` itself). */
   | { type: 'module'; file: string; key: string };
 
-/** A request as the isolate sees it (Express's names). */
+/**
+ * A request as the isolate sees it (Express's names), without its `Authorization` and `Cookie`
+ * headers: extension code gets what the service's guards decided of them (`accessToken`, a key),
+ * never a credential it could replay against the service.
+ */
 export interface WireRequest {
   method: string;
   url: string;
@@ -35,6 +39,8 @@ export interface WireRequest {
   protocol: string;
   hostname: string | undefined;
   secure: boolean;
+  /** The request carried a bearer token (which stayed in the service): a guard that takes a token or a signature asks for the one sent. */
+  bearer?: true;
 }
 
 /** What a handler answered: its value as JSON text, or bytes (a Buffer it returned, or what it sent through `response`). */
@@ -46,6 +52,11 @@ export interface WireAnswer {
   bytes?: string;
   /** The handler sent the bytes itself (`send`, `end`): no default content type is added. */
   sent?: boolean;
+  /**
+   * `bytes` holds the handler's JSON text: sent so when the text, escaped as a JSON string, would
+   * not fit a frame (base64 is at most 4/3 of it, whatever the text).
+   */
+  jsonBytes?: true;
 }
 
 /** A plugin method as the service routes it; the isolate runs it. */
@@ -72,7 +83,8 @@ export type WireExtension =
 
 /** The service's messages to an isolate. */
 export type ToIsolate =
-  | { t: 'load'; kind: ExtensionKind; name: string; source: ExtensionSource }
+  /** `answerLimit`: the largest answer the service takes (`extensionAnswerMb`, in bytes). */
+  | { t: 'load'; kind: ExtensionKind; name: string; source: ExtensionSource; answerLimit: number }
   | { t: 'plugin'; id: number; route: number; request: WireRequest; accessToken?: JWT; runGuard: boolean }
   | { t: 'function'; id: number; request: WireRequest; auth: BcmsFunctionAuth | null; idempotencyKey?: string }
   | { t: 'reply'; id: number; value?: unknown; error?: WireError };

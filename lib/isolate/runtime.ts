@@ -11,6 +11,7 @@ import type { BcmsPlugin } from '../plugin/types';
 import type { IdentifyPluginKey } from '../security/caller';
 import type { AccessTokenVerifier } from '../security/jwt';
 import { DatabaseBridge } from './database-bridge';
+import { LogBudget } from './log-budget';
 import { startIsolated, type IsolatedCallSettings } from './extension';
 import type { IsolateServices } from './host';
 import type { ExtensionSource } from './protocol';
@@ -34,10 +35,10 @@ export class Isolation {
   private readonly calls: IsolatedCallSettings;
 
   constructor(
-    settings: Pick<ResolvedOptions, 'logger' | 'extensionMemoryMb' | 'extensionEnv' | 'extensionPermissions' | 'pluginTimeoutMs' | 'functionTimeoutMs' | 'bodyLimit' | 'bodyTimeoutMs' | 'filesDir'>,
+    settings: Pick<ResolvedOptions, 'logger' | 'extensionMemoryMb' | 'extensionAnswerMb' | 'extensionEnv' | 'extensionPermissions' | 'pluginTimeoutMs' | 'functionTimeoutMs' | 'bodyLimit' | 'bodyTimeoutMs' | 'filesDir'>,
     deps: { store: ContentStore; verifyAccessToken: AccessTokenVerifier; verifyPluginKey: IdentifyPluginKey; events: EventEmitter; sandbox: SandboxChoice },
   ) {
-    const { logger, extensionMemoryMb: memoryMb, extensionEnv: env, extensionPermissions: permissions, pluginTimeoutMs, functionTimeoutMs, bodyLimit, bodyTimeoutMs, filesDir } = settings;
+    const { logger, extensionMemoryMb: memoryMb, extensionAnswerMb, extensionEnv: env, extensionPermissions: permissions, pluginTimeoutMs, functionTimeoutMs, bodyLimit, bodyTimeoutMs, filesDir } = settings;
     const { store, verifyAccessToken, verifyPluginKey, events } = deps;
     // An isolate may emit only the events its layers name, checked as they say (never 'error', which would throw here).
     const layers = addedLayers();
@@ -53,7 +54,8 @@ export class Isolation {
         logger.error({ err: error, event: name }, 'bcms-extensions: an event from an isolate could not be handed on');
       }
     };
-    this.services = { logger, bridge: new DatabaseBridge(store), verifyAccessToken, verifyPluginKey, memoryMb, env, loadTimeoutMs: LOAD_TIMEOUT_MS, filesDir, layerModules, publish, sandbox: deps.sandbox, permissions };
+    const answerLimit = extensionAnswerMb * 1024 * 1024;
+    this.services = { logger, bridge: new DatabaseBridge(store), verifyAccessToken, verifyPluginKey, memoryMb, env, loadTimeoutMs: LOAD_TIMEOUT_MS, filesDir, layerModules, publish, answerLimit, logBudget: new LogBudget(logger), sandbox: deps.sandbox, permissions };
     this.calls = { pluginTimeoutMs, functionTimeoutMs, bodyLimit, bodyTimeoutMs };
   }
 

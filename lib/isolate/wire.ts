@@ -1,10 +1,13 @@
 /**
- * What crosses between the service and an isolate. Messages go as JSON (Node's IPC in `json`
- * mode, measured as cheap as a worker's `postMessage` on the service's side), so the few values
+ * What crosses between the service and an isolate. Messages go as JSON (frames of JSON text on a
+ * pipe, lib/isolate/channel.ts, as cheap as Node's IPC in `json` mode, measured as cheap as a
+ * worker's `postMessage` on the service's side), so the few values
  * JSON cannot carry are tagged on the way: a `Date` (rows of timestamp columns), a `Buffer` (bytea,
  * a handler's bytes) and `undefined` inside arrays. Plain objects and arrays are copied only where
  * they hold such a value.
  */
+
+import type { JWT } from '../security/token';
 
 const DATE = '\u0000date';
 const BYTES = '\u0000bytes';
@@ -121,4 +124,73 @@ export class Outbox<M> {
     this.pending = [];
     this.write(batch);
   };
+}
+
+/**
+ * An answer's size as the service would send it: its body (JSON text or bytes) and its headers.
+ * Bytes cross as base64, whose decoded length is read off the text without decoding it.
+ */
+export function answerBytes(answer: { headers?: unknown; json?: unknown; bytes?: unknown }): number {
+  let size = 0;
+  if (typeof answer.json === 'string') size += Buffer.byteLength(answer.json);
+  if (typeof answer.bytes === 'string') size += base64Bytes(answer.bytes);
+  return size + headerBytes(answer.headers);
+}
+
+/** The headers' names and values, in characters. */
+function headerBytes(headers: unknown): number {
+  let size = 0;
+  if (!Array.isArray(headers)) return size;
+  for (const header of headers as unknown[]) {
+    if (!Array.isArray(header)) continue;
+    const [name, value] = header as unknown[];
+    size += String(name).length;
+    if (Array.isArray(value)) for (const each of value as unknown[]) size += String(each).length;
+    else size += String(value).length;
+  }
+  return size;
+}
+
+/**
+ * Whether an answer is larger than `limit` bytes (`answerBytes`): a JSON text short enough that
+ * even three bytes a unit would fit is not measured (most answers).
+ */
+export function answerOverLimit(answer: { headers?: unknown; json?: unknown; bytes?: unknown }, limit: number): boolean {
+  if (typeof answer.json === 'string' && typeof answer.bytes !== 'string' && answer.json.length * 3 + headerBytes(answer.headers) <= limit) return false;
+  return answerBytes(answer) > limit;
+}
+
+/** The length of what a base64 text decodes to. */
+function base64Bytes(text: string): number {
+  const padding = text.endsWith('==') ? 2 : text.endsWith('=') ? 1 : 0;
+  return Math.max(0, Math.floor((text.length * 3) / 4) - padding);
+}
+
+/**
+ * The largest frame an isolate may send (lib/isolate/channel.ts): an answer of `answerLimit`
+ * bytes as base64 (the longest form it takes: see `jsonBytes` in protocol.ts), and a megabyte
+ * for the rest of the message (its status, its headers, the batch around it).
+ */
+export function isolateFrameLimit(answerLimit: number): number {
+  return Math.ceil(answerLimit / 3) * 4 + 1024 * 1024;
+}
+
+/**
+ * The largest object of an extension's log line, as JSON: past it the line keeps its message and
+ * level, and its fields are replaced by a note (`logObjectNote`).
+ */
+export const LOG_OBJECT_MAX_BYTES = 16 * 1024;
+
+/** What a log line's fields become when they are too large to be logged. */
+export function logObjectNote(bytes: number): { fields: string } {
+  return { fields: `(${bytes} bytes of fields, past the cap of ${LOG_OBJECT_MAX_BYTES}: not logged)` };
+}
+
+/**
+ * A verified token as it crosses into an isolate: its header and payload, which the handler reads,
+ * without its signature, from which (with them) the token itself could be written out again and
+ * replayed against the service.
+ */
+export function unsignedToken(token: JWT): JWT {
+  return { header: token.header, payload: token.payload, signature: '' };
 }

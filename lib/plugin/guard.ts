@@ -2,7 +2,7 @@ import type { Request } from 'express';
 import type { BcmsFunctionKeyAuth } from '../function/types';
 import { BcmsHttpError } from '../http/errors';
 import type { IdentifyPluginKey } from '../security/caller';
-import type { AccessTokenVerifier } from '../security/jwt';
+import { type AccessTokenVerifier, hasBearerToken } from '../security/jwt';
 import { type JWT, JWTPermissionName, JWTRoleName, tokenAllows, type JWTPreRequestHandlerResult } from '../security/token';
 import { compileBodyCheck, type BodyCheckResult, type BodySchema } from '../schema/body';
 import type { Guard } from './types';
@@ -81,11 +81,24 @@ export const REQUEST_VERIFIER = Symbol('bcms-extensions.requestVerifier');
 export const REQUEST_KEY_VERIFIER = Symbol('bcms-extensions.requestKeyVerifier');
 export const REQUEST_PLUGIN = Symbol('bcms-extensions.requestPlugin');
 
+/**
+ * In an isolate, whether the request carried a bearer token: its `Authorization` header stays in
+ * the service (lib/isolate/extension.ts), so a guard that takes a token or a signature reads this.
+ */
+export const REQUEST_BEARER = Symbol('bcms-extensions.requestBearer');
+
 /** What the plugin server leaves on a request whose pre-request handler is not the bare JWT guard. */
 export interface GuardedRequest {
   [REQUEST_VERIFIER]?: AccessTokenVerifier;
   [REQUEST_KEY_VERIFIER]?: IdentifyPluginKey;
   [REQUEST_PLUGIN]?: string;
+  [REQUEST_BEARER]?: boolean;
+}
+
+/** Whether the request carried a bearer token: its header, or in an isolate what the service said of it. */
+export function sentBearerToken(request: Request): boolean {
+  const said = (request as GuardedRequest)[REQUEST_BEARER];
+  return said ?? hasBearerToken(request);
 }
 
 const NO_ROUTER_CONTEXT = 'a guard was called with a context that holds no request of a bcms-extensions router: pass it the context your pre-request handler received';

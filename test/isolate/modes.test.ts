@@ -74,6 +74,8 @@ describe.each(backends())('where extension code runs (%s)', (backend) => {
     expect(build({ isolate: 'some' })).toThrow(`option isolate must be 'deployed', 'all' or 'none', got "some"`);
     expect(build({ pluginTimeoutMs: 0 })).toThrow('option pluginTimeoutMs must be a positive integer of milliseconds, got 0');
     expect(build({ extensionMemoryMb: 1.5 })).toThrow('option extensionMemoryMb must be a positive integer of megabytes, got 1.5');
+    expect(build({ extensionAnswerMb: 0 })).toThrow('option extensionAnswerMb must be a positive integer of megabytes, got 0');
+    expect(build({ extensionAnswerMb: 512 })).toThrow('option extensionAnswerMb must be at most 256 (megabytes), got 512');
     expect(build({ extensionEnv: { PATH: 1 } })).toThrow('option extensionEnv must be an object of strings');
     expect(build({ deployments: 'maybe' })).toThrow(`option deployments must be 'on' or 'off', got "maybe"`);
   });

@@ -1,0 +1,313 @@
+import express from 'express';
+import request from 'supertest';
+import { bcmsExtensions, createBcmsPlugin, createController, createControllerMethod, type BcmsExtensionsRouter } from '../../lib';
+import { JWT_SECRET, memoryLogger, role, signToken } from '../support/app';
+import { backends, openTestDatabase, type TestDatabase } from '../support/database';
+import { deploy, functionSource, type DeployKey } from '../support/deploy';
+import { hmacKey } from '../support/signature';
+
+// What an isolate gets of a request and what the service takes of its answers: an isolate is not
+// trusted, so it never sees the caller's credentials, its answers are capped, its channel to the
+// service is capped, its log lines are capped; and every plugin answer, in-process or isolated, is
+// sandboxed on the service's origin. Real HTTP to routers whose deployments run in isolates.
+
+const SANDBOX = 'sandbox';
+const NOSNIFF = 'nosniff';
+
+/** An in-process plugin: the same headers on its answers as on an isolated one's. */
+const host = createBcmsPlugin({
+  name: 'host-plain',
+  controllers: [
+    createController({
+      name: 'Plain',
+      path: '/plain',
+      methods: () => ({
+        ok: createControllerMethod({ path: '/ok', type: 'get', handler: async () => ({ ok: true }) }),
+        teapot: createControllerMethod({ path: '/teapot', type: 'get', handler: async ({ errorHandler }) => { throw errorHandler.occurred(418, 'I am a teapot.'); } }),
+        broken: createControllerMethod({ path: '/broken', type: 'get', handler: async () => { throw new Error('internal'); } }),
+        page: createControllerMethod({ path: '/page', type: 'get', handler: async ({ response }) => { response.type('html').send('<script>localStorage</script>'); } }),
+        // A handler that tries every way to loosen them: set before, removed, and given to writeHead.
+        loosened: createControllerMethod({
+          path: '/loosened',
+          type: 'get',
+          handler: async ({ response }) => {
+            response.setHeader('Content-Security-Policy', 'sandbox allow-scripts allow-same-origin');
+            response.removeHeader('X-Content-Type-Options');
+            response.writeHead(200, { 'content-security-policy': "default-src *", 'X-Content-Type-Options': 'sniff', 'Content-Type': 'text/html' });
+            response.end('<p>hi</p>');
+          },
+        }),
+      }),
+    }),
+  ],
+});
+
+/** A deployed plugin with one GET method per entry of `methods` (JavaScript source of each handler). */
+const pluginSource = (name: string, methods: Record<string, string>, top = ''): string => `"use strict";
+const { createBcmsPlugin, createController, createControllerMethod, createJwtProtectionPreRequestHandler, BCMSRouteProtection, JWTRoleName, JWTPermissionName } = require('bcms-extensions');
+${top}
+module.exports = createBcmsPlugin({ name: ${JSON.stringify(name)}, controllers: [createController({ name: 'Main', path: '/main', methods: () => ({
+${Object.entries(methods)
+  .map(([key, method]) => `  ${JSON.stringify(key)}: createControllerMethod({ path: ${JSON.stringify(`/${key}`)}, type: 'get', ${method} }),`)
+  .join('\n')}
+}) })] });`;
+
+/** Extension code that writes `frames` (Buffers) on the isolate's channel itself, past the isolate's own checks. */
+const WRITE_RAW = `const fs = require('node:fs');
+const frame = (text) => { const body = Buffer.from(text); const head = Buffer.alloc(4); head.writeUInt32BE(body.length); return Buffer.concat([head, body]); };
+const writeAll = (bytes) => { let at = 0; while (at < bytes.length) { try { at += fs.writeSync(3, bytes, at); } catch (error) { if (error.code !== 'EAGAIN') throw error; } } };`;
+
+const admin = (): string => `Bearer ${signToken([role('ADMIN', 'READ', 'EXECUTE')], { payload: { userId: 'admin-1' } })}`;
+const user = (): string => `Bearer ${signToken([role('USER', 'READ')], { payload: { userId: 'user-9' } })}`;
+
+const sandboxed = (res: request.Response): void => {
+  expect([res.headers['content-security-policy'], res.headers['x-content-type-options']]).toEqual([SANDBOX, NOSNIFF]);
+};
+
+const until = async (check: () => boolean, ms = 15_000): Promise<void> => {
+  for (let waited = 0; !check() && waited < ms; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+};
+
+describe.each(backends())('what crosses into an isolate, and what comes back (%s)', (backend) => {
+  let db: TestDatabase;
+  let router: BcmsExtensionsRouter;
+  let app: express.Express;
+  let deployer: DeployKey;
+  let log: ReturnType<typeof memoryLogger>;
+
+  beforeAll(async () => {
+    db = await openTestDatabase(backend);
+    log = memoryLogger();
+    router = bcmsExtensions({ plugins: [host] }, { database: db.knex, jwt: { secret: JWT_SECRET }, logger: log.logger, pluginTimeoutMs: 20_000, functionTimeoutMs: 20_000 });
+    app = express().use(router);
+    await router.ready;
+    deployer = await hmacKey(db.knex, [], { deploy: true, name: 'deployer' });
+  });
+  afterAll(async () => {
+    await router.close();
+    await db.close();
+  });
+
+  test('the isolate sees no Authorization and no Cookie, nor a token it could write out again; the JWT guard, a custom guard and BCMS guards still decide', async () => {
+    const seen = 'handler: async ({ request }) => ({ authorization: request.headers.authorization ?? null, viaGet: request.get("authorization") ?? null, cookie: request.headers.cookie ?? null, other: request.headers["x-other"] ?? null })';
+    await deploy(
+      app,
+      deployer,
+      'plugin',
+      'creds',
+      pluginSource('creds', {
+        seen,
+        jwt: `preRequestHandler: createJwtProtectionPreRequestHandler([JWTRoleName.ADMIN], JWTPermissionName.READ), handler: async ({ accessToken, request }) => ({ userId: accessToken.payload.userId, signature: accessToken.signature, authorization: request.headers.authorization ?? null })`,
+        custom: `preRequestHandler: async (context) => { const { accessToken } = await createJwtProtectionPreRequestHandler([JWTRoleName.USER], JWTPermissionName.READ)(context); return { who: accessToken.payload.userId, signature: accessToken.signature }; }, handler: async ({ who, signature, request }) => ({ who, signature, authorization: request.headers.authorization ?? null })`,
+        either: `preRequestHandler: BCMSRouteProtection.createJwtApiPreRequestHandler({ roleNames: [JWTRoleName.ADMIN], permissionName: JWTPermissionName.READ }), handler: async ({ token, key }) => ({ token: token ? token.payload.userId : null, signature: token ? token.signature : null, key: key ? key.name : null })`,
+      }),
+    );
+    const token = admin();
+    const res = await request(app).get('/api/plugin/creds/main/seen').set('Authorization', token).set('Cookie', 'session=secret').set('X-Other', 'kept');
+    expect(res.body).toEqual({ authorization: null, viaGet: null, cookie: null, other: 'kept' });
+
+    const jwt = await request(app).get('/api/plugin/creds/main/jwt').set('Authorization', token);
+    expect(jwt.body).toEqual({ userId: 'admin-1', signature: '', authorization: null });
+    expect((await request(app).get('/api/plugin/creds/main/jwt')).status).toBe(401);
+    expect((await request(app).get('/api/plugin/creds/main/jwt').set('Authorization', user())).status).toBe(403);
+
+    // A guard the author's own pre-request handler calls asks the service, which has the header.
+    expect((await request(app).get('/api/plugin/creds/main/custom').set('Authorization', user())).body).toEqual({ who: 'user-9', signature: '', authorization: null });
+    const refused = await request(app).get('/api/plugin/creds/main/custom');
+    expect([refused.status, refused.body]).toEqual([401, { message: 'Token is `undefined`.' }]);
+
+    // BCMS's token-or-key guard tells a bearer token from none without the header.
+    expect((await request(app).get('/api/plugin/creds/main/either').set('Authorization', token)).body).toEqual({ token: 'admin-1', signature: '', key: null });
+    const neither = await request(app).get('/api/plugin/creds/main/either');
+    expect([neither.status, neither.body]).toEqual([401, { message: 'Token is `undefined`.' }]);
+
+    // A private function's caller crosses without the token's signature too.
+    await deploy(
+      app,
+      deployer,
+      'function',
+      'private-creds',
+      `"use strict";
+const { createBcmsFunction } = require('bcms-extensions');
+exports.default = createBcmsFunction(async () => ({ config: { name: 'private-creds', public: false }, handler: async ({ auth, request }) => ({ type: auth.type, signature: auth.signature, inner: auth.accessToken.signature, userId: auth.payload.userId, authorization: request.headers.authorization ?? null }) }));`,
+    );
+    const called = await request(app).post('/api/function/private-creds').set('Authorization', token).send({});
+    expect(called.body).toEqual({ success: true, result: { type: 'jwt', signature: '', inner: '', userId: 'admin-1', authorization: null } });
+  });
+
+  test('every plugin answer carries Content-Security-Policy: sandbox and X-Content-Type-Options: nosniff: in-process and deployed, errors too', async () => {
+    for (const path of ['ok', 'teapot', 'broken', 'page', 'loosened']) {
+      const res = await request(app).get(`/api/plugin/host-plain/plain/${path}`);
+      expect(res.status).toBe({ ok: 200, teapot: 418, broken: 500, page: 200, loosened: 200 }[path]);
+      sandboxed(res);
+    }
+    const options = await request(app).options('/api/plugin/host-plain/plain/ok');
+    expect(options.status).toBe(204);
+    sandboxed(options);
+    const wrongVerb = await request(app).post('/api/plugin/host-plain/plain/ok');
+    expect(wrongVerb.status).toBe(405);
+    sandboxed(wrongVerb);
+
+    await deploy(
+      app,
+      deployer,
+      'plugin',
+      'pages',
+      pluginSource('pages', {
+        ok: 'handler: async () => ({ ok: true })',
+        teapot: 'handler: async ({ errorHandler }) => { throw errorHandler.occurred(418, "I am a teapot."); }',
+        broken: 'handler: async () => { throw new Error("internal"); }',
+        guarded: 'preRequestHandler: createJwtProtectionPreRequestHandler([JWTRoleName.ADMIN], JWTPermissionName.READ), handler: async () => ({ ok: true })',
+        page: 'handler: async ({ response }) => { response.send("<script>fetch(\\"/api/extensions/keys\\", { headers: { authorization: localStorage.token } })</script>"); }',
+        loosened: `handler: async ({ response }) => { response.set({ 'Content-Security-Policy': 'default-src *', 'X-Content-Type-Options': 'sniff' }); response.writeHead(200, { 'Content-Security-Policy': 'sandbox allow-same-origin allow-scripts' }); response.end('<p>hi</p>'); }`,
+        exits: 'handler: async () => process.exit(3)',
+      }),
+    );
+    for (const path of ['ok', 'teapot', 'broken', 'guarded', 'page', 'loosened', 'exits']) {
+      const res = await request(app).get(`/api/plugin/pages/main/${path}`);
+      expect([path, res.status]).toEqual([path, { ok: 200, teapot: 418, broken: 500, guarded: 401, page: 200, loosened: 200, exits: 500 }[path]]);
+      sandboxed(res);
+    }
+    // The HTML page of a plugin route is a document of a unique origin: none of the shell's storage.
+    const page = await request(app).get('/api/plugin/pages/main/page');
+    expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(page.text).toContain('<script>');
+    // The service's own routes are not plugin answers.
+    expect((await request(app).get('/api/extensions/openapi.json')).headers['content-security-policy']).toBeUndefined();
+  });
+
+  test('an answer past extensionAnswerMb (16 MB): 502 EXTENSION_ANSWER_TOO_LARGE, the service answering meanwhile; the extension then answers again', async () => {
+    await deploy(
+      app,
+      deployer,
+      'plugin',
+      'huge',
+      pluginSource('huge', {
+        bytes: 'handler: async () => Buffer.alloc(64 * 1024 * 1024, 120)',
+        sent: 'handler: async ({ response }) => { response.type("text/plain"); for (let i = 0; i < 64; i++) response.write(Buffer.alloc(1024 * 1024, 120)); response.end(); }',
+        json: 'handler: async () => ({ text: "x".repeat(17 * 1024 * 1024) })',
+        // 14 MB of JSON, within the limit, but twice that escaped again as a string in a frame: it crosses as base64.
+        escaped: 'handler: async () => ({ text: \'"\'.repeat(7 * 1024 * 1024) })',
+        small: 'handler: async () => ({ small: true })',
+      }),
+    );
+    const big = request(app).get('/api/plugin/huge/main/bytes').then((res) => res);
+    const meanwhile = await Promise.all([request(app).get('/api/plugin/host-plain/plain/ok'), request(app).get('/api/plugin/huge/main/small')]);
+    expect(meanwhile.map((res) => res.status)).toEqual([200, 200]);
+    const res = await big;
+    expect([res.status, res.body]).toEqual([502, { message: "The extension's answer is larger than this service takes (extensionAnswerMb)." }]);
+    sandboxed(res);
+    for (const path of ['sent', 'json']) {
+      const other = await request(app).get(`/api/plugin/huge/main/${path}`);
+      expect([path, other.status]).toEqual([path, 502]);
+    }
+    const escaped = await request(app).get('/api/plugin/huge/main/escaped');
+    expect(escaped.status).toBe(200);
+    expect(escaped.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect((escaped.body as { text: string }).text).toBe('"'.repeat(7 * 1024 * 1024));
+    expect((await request(app).get('/api/plugin/huge/main/small')).body).toEqual({ small: true });
+
+    await deploy(app, deployer, 'function', 'huge-result', functionSource('huge-result', 'async () => "x".repeat(20 * 1024 * 1024)'));
+    const fn = await request(app).post('/api/function/huge-result').send({});
+    expect([fn.status, fn.body]).toEqual([502, { success: false, error: { code: 'EXTENSION_ANSWER_TOO_LARGE', message: "The extension's answer is larger than this service takes (extensionAnswerMb)." } }]);
+  }, 60_000);
+
+  test('an isolate that writes on its channel past the rules is ended (500 EXTENSION_CRASHED), and the service lives; one that forges an answer past the limit is refused (502)', async () => {
+    // A router of its own with a 1 MB answer limit: a forged answer past it still fits a frame.
+    const rogueLog = memoryLogger();
+    const small = bcmsExtensions({ plugins: [host] }, { database: db.knex, logger: rogueLog.logger, extensionAnswerMb: 1, pluginTimeoutMs: 20_000 });
+    try {
+      const smallApp = express().use(small);
+      await small.ready;
+      await deploy(
+        smallApp,
+        deployer,
+        'plugin',
+        'rogue',
+        pluginSource(
+          'rogue',
+          {
+            // A header that says 2 GB: refused on its four bytes.
+            huge: 'handler: async () => { writeAll(Buffer.from([0x7f, 0xff, 0xff, 0xff, 1, 2, 3])); return new Promise(() => {}); }',
+            garbage: 'handler: async () => { writeAll(frame("this is not JSON")); return new Promise(() => {}); }',
+            // An answer for the calls it may be answering (the first calls of a new isolate), past 1 MB.
+            forged: 'handler: async () => { for (let id = 1; id <= 3; id++) writeAll(frame(JSON.stringify([{ t: "done", id, answer: { status: 200, headers: [], json: JSON.stringify("x".repeat(1536 * 1024)) } }]))); return new Promise(() => {}); }',
+            // A log line whose fields are past the cap, sent past the isolate's own check.
+            fields: 'handler: async () => { writeAll(frame(JSON.stringify([{ t: "log", level: "info", object: { big: "y".repeat(100000) }, message: "forged fields" }]))); return { ok: true }; }',
+            // Which isolate answered: an id of its own (in the sandbox, every isolate is pid 2 of its namespace).
+            ok: 'handler: async () => ({ ok: true, pid: ISOLATE_ID })',
+          },
+          `${WRITE_RAW}\nconst ISOLATE_ID = require('node:crypto').randomUUID();`,
+        ),
+      );
+      for (const path of ['huge', 'garbage']) {
+        const pid = (await request(smallApp).get('/api/plugin/rogue/main/ok')).body.pid as string;
+        const res = await request(smallApp).get(`/api/plugin/rogue/main/${path}`);
+        expect([path, res.status, res.body]).toEqual([path, 500, { message: 'The extension crashed while answering; it is being restarted.' }]);
+        expect((await request(smallApp).get('/api/plugin/host-plain/plain/ok')).status).toBe(200);
+        // Replaced: served again, by another process.
+        const again = await request(smallApp).get('/api/plugin/rogue/main/ok');
+        expect(again.status).toBe(200);
+        expect(again.body.pid).not.toBe(pid);
+      }
+      expect(rogueLog.lines.filter((line) => line.msg === 'bcms-extensions: an isolate broke the channel to the service; it is ended').map((line) => line.reason)).toEqual([
+        `it sent a message of ${0x7fffffff} bytes, past the cap of ${Math.ceil((1024 * 1024) / 3) * 4 + 1024 * 1024}`,
+        'it sent a message that is not JSON',
+      ]);
+
+      // A fresh isolate (the last one was ended by `garbage`, and replaced): its first calls are 1, 2, 3.
+      await deploy(smallApp, deployer, 'plugin', 'forger', pluginSource('forger', { forged: 'handler: async () => { for (let id = 1; id <= 3; id++) writeAll(frame(JSON.stringify([{ t: "done", id, answer: { status: 200, headers: [], json: JSON.stringify("x".repeat(1536 * 1024)) } }]))); return new Promise(() => {}); }' }, WRITE_RAW));
+      const forged = await request(smallApp).get('/api/plugin/forger/main/forged');
+      expect([forged.status, forged.body]).toEqual([502, { message: "The extension's answer is larger than this service takes (extensionAnswerMb)." }]);
+
+      expect((await request(smallApp).get('/api/plugin/rogue/main/fields')).body).toEqual({ ok: true });
+      await until(() => rogueLog.lines.some((line) => line.msg === 'forged fields'));
+      const line = rogueLog.lines.find((each) => each.msg === 'forged fields');
+      expect(line).toMatchObject({ extension: 'plugin rogue@1.0.0', fields: '(100010 bytes of fields, past the cap of 16384: not logged)' });
+      expect(line?.big).toBeUndefined();
+    } finally {
+      await small.close();
+    }
+  }, 60_000);
+
+  test('log lines past 1,000 a second per extension (its logger and its output alike) are dropped and counted; a line with fields past 16 KB keeps its message', async () => {
+    await deploy(
+      app,
+      deployer,
+      'function',
+      'chatty',
+      functionSource('chatty', 'async ({ logger }) => { for (let i = 0; i < 3000; i++) logger.info({ i }, "flood line"); for (let i = 0; i < 2000; i++) console.log("flood output " + i); logger.info({ big: "z".repeat(50000) }, "large fields"); return "said"; }'),
+    );
+    expect((await request(app).post('/api/function/chatty').send({})).body.result).toBe('said');
+    const extension = 'function chatty@1.0.0';
+    const counted = (): { kept: number; dropped: number } => {
+      let kept = 0;
+      let dropped = 0;
+      for (const line of log.lines) {
+        if (line.extension !== extension) continue;
+        if (line.msg === 'flood line' || line.msg === 'large fields' || String(line.msg).startsWith('flood output ')) kept++;
+        if (typeof line.dropped === 'number') dropped += line.dropped;
+      }
+      return { kept, dropped };
+    };
+    // Every line is either logged or counted in a report, once its second is over.
+    await until(() => {
+      const { kept, dropped } = counted();
+      return kept + dropped === 5001;
+    });
+    const { kept, dropped } = counted();
+    expect(kept + dropped).toBe(5001);
+    expect(dropped).toBeGreaterThan(0);
+    const report = log.lines.find((line) => line.extension === extension && typeof line.dropped === 'number');
+    expect(report).toMatchObject({ level: 40, linesPerSecond: 1000 });
+    expect(String(report?.msg)).toMatch(/^bcms-extensions: \d+ log lines of function chatty@1\.0\.0 were dropped \(past 1000 a second\)$/);
+    // A second later the extension logs again, its line with fields past the cap kept with a note.
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    await deploy(app, deployer, 'function', 'chatty', functionSource('chatty', 'async ({ logger }) => { logger.info({ big: "z".repeat(50000) }, "large fields"); return "said"; }'), { version: '2.0.0' });
+    expect((await request(app).post('/api/function/chatty').send({})).body.result).toBe('said');
+    await until(() => log.lines.some((line) => line.extension === 'function chatty@2.0.0' && line.msg === 'large fields'));
+    const large = log.lines.find((line) => line.extension === 'function chatty@2.0.0' && line.msg === 'large fields');
+    expect(large).toMatchObject({ fields: expect.stringMatching(/^\(\d+ bytes of fields, past the cap of 16384: not logged\)$/) });
+    expect(large?.big).toBeUndefined();
+  }, 60_000);
+});
