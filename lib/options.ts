@@ -35,6 +35,11 @@ export interface BcmsExtensionsOptions {
   extensionMemoryMb?: number;
   /** The whole environment extension code sees in an isolate (`process.env`). Default `{}`: none of the host's. */
   extensionEnv?: Record<string, string>;
+  /**
+   * Extension queries' own connections (never the service's): at most `max` per instance, logged
+   * in as a role with rights on the content tables only. Default `{ max: 4 }`.
+   */
+  extensionPool?: { max?: number };
   /** `'off'`: run no deployment (to recover from a bad one); also `BCMS_DEPLOYMENTS=off`. Default `'on'`. */
   deployments?: 'on' | 'off';
   /**
@@ -87,6 +92,7 @@ export interface ResolvedOptions {
   readonly isolate: 'deployed' | 'all' | 'none';
   readonly extensionMemoryMb: number;
   readonly extensionEnv: Readonly<Record<string, string>>;
+  readonly extensionPool: Readonly<{ max: number }>;
   readonly deployments: 'on' | 'off';
   readonly openapi: 'public' | 'token' | 'off';
   /** `files.dir`, absolute. */
@@ -109,13 +115,14 @@ export const defaultOptions = Object.freeze({
   pluginTimeoutMs: 30_000,
   isolate: 'deployed',
   extensionMemoryMb: 256,
+  extensionPool: Object.freeze({ max: 4 }),
   admin: Object.freeze({ path: '/bcms', loginUrl: '/api/auth/login', title: 'BCMS' }),
   keys: Object.freeze({ deployOverHttp: false }),
 });
 
 const KNOWN = new Set([
   'jwt', 'database', 'signature', 'bodyLimit', 'bodyTimeoutMs', 'functionTimeoutMs', 'pluginTimeoutMs', 'logger', 'admin',
-  'isolate', 'extensionMemoryMb', 'extensionEnv', 'deployments', 'files', 'secretsKey', 'deploy', 'keys', 'openapi',
+  'isolate', 'extensionMemoryMb', 'extensionEnv', 'extensionPool', 'deployments', 'files', 'secretsKey', 'deploy', 'keys', 'openapi',
 ]);
 
 /** A nested option is an object of known keys: a typo such as `jwt.secert` must not pass silently. */
@@ -136,7 +143,9 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined, env: 
   for (const key of Object.keys(options)) {
     if (!KNOWN.has(key)) throw new TypeError(`unknown option "${key}" (known: ${[...KNOWN].join(', ')})`);
   }
-  const { jwt = {}, signature = {}, files = {}, deploy = {}, keys = {} } = options;
+  const { jwt = {}, signature = {}, files = {}, deploy = {}, keys = {}, extensionPool = {} } = options;
+  checkKeys(extensionPool, 'extensionPool', ['max']);
+  const extensionPoolMax = positiveInteger(extensionPool.max ?? defaultOptions.extensionPool.max, 'extensionPool.max', 'connections');
   checkKeys(deploy, 'deploy', ['trustedKeys']);
   checkKeys(jwt, 'jwt', ['secret', 'algorithms', 'issuer', 'audience']);
   checkKeys(files, 'files', ['dir']);
@@ -183,6 +192,7 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined, env: 
     isolate,
     extensionMemoryMb,
     extensionEnv: Object.freeze({ ...extensionEnv }),
+    extensionPool: Object.freeze({ max: extensionPoolMax }),
     deployments,
     openapi,
     filesDir: path.resolve(files.dir ?? path.join('.bcms', 'files')),

@@ -33,7 +33,7 @@ export class Isolation {
   private readonly calls: IsolatedCallSettings;
 
   constructor(
-    settings: Pick<ResolvedOptions, 'logger' | 'extensionMemoryMb' | 'extensionEnv' | 'pluginTimeoutMs' | 'functionTimeoutMs' | 'bodyLimit' | 'bodyTimeoutMs' | 'filesDir'>,
+    settings: Pick<ResolvedOptions, 'logger' | 'extensionMemoryMb' | 'extensionEnv' | 'extensionPool' | 'pluginTimeoutMs' | 'functionTimeoutMs' | 'bodyLimit' | 'bodyTimeoutMs' | 'filesDir'>,
     deps: { store: ContentStore; verifyAccessToken: AccessTokenVerifier; verifyPluginKey: IdentifyPluginKey; events: EventEmitter },
   ) {
     const { logger, extensionMemoryMb: memoryMb, extensionEnv: env, pluginTimeoutMs, functionTimeoutMs, bodyLimit, bodyTimeoutMs, filesDir } = settings;
@@ -52,7 +52,9 @@ export class Isolation {
         logger.error({ err: error, event: name }, 'bcms-extensions: an event from an isolate could not be handed on');
       }
     };
-    this.services = { logger, bridge: new DatabaseBridge(store), verifyAccessToken, verifyPluginKey, memoryMb, env, loadTimeoutMs: LOAD_TIMEOUT_MS, filesDir, layerModules, publish };
+    // Extension sessions are bounded by the longest call: a statement, or a transaction left idle, cannot be a live call's past it.
+    const bridge = new DatabaseBridge(store, { max: settings.extensionPool.max, timeoutMs: Math.max(functionTimeoutMs, pluginTimeoutMs) }, logger);
+    this.services = { logger, bridge, verifyAccessToken, verifyPluginKey, memoryMb, env, loadTimeoutMs: LOAD_TIMEOUT_MS, filesDir, layerModules, publish };
     this.calls = { pluginTimeoutMs, functionTimeoutMs, bodyLimit, bodyTimeoutMs };
   }
 
@@ -98,6 +100,7 @@ export class Isolation {
   async close(): Promise<void> {
     this.closed = true;
     await Promise.all(this.registry.map((extension) => extension.close?.()));
+    await this.services.bridge.close();
   }
 
   private async registryEntry(kind: DeploymentKind, name: string, source: ExtensionSource): Promise<RunningExtension> {
