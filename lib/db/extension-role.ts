@@ -170,11 +170,27 @@ export async function prepareExtensionRole(
   const grants = contentGrants(role);
   const usage = (await knex.raw('select has_schema_privilege(?, ?, ?) as usage', [role, schema, 'USAGE'])) as { rows: { usage: boolean }[] };
   if (usage.rows[0]?.usage !== true) grants.unshift(`grant usage on schema ${quote(schema)} to ${quote(role)}`);
-  for (const sql of grants) await knex.raw(sql);
+  for (const sql of grants) await granting(knex, sql);
   if (options.embedded) for (const sql of [...EMBEDDED_REVOKES, `revoke temporary on database ${quote(facts.database)} from public`]) await knex.raw(sql);
   const refusal = await rightsRefusal(knex, role, facts.schemas);
   if (refusal !== undefined) return { ok: false, reason: refusal };
   return { ok: true, role, password, schemas: facts.schemas, canRepair: mayMakeRoles && options.extensionUser === undefined, restoreUser: facts.user, database: facts.database };
+}
+
+/**
+ * Two instances starting at once grant the same objects at once, and Postgres may answer one "tuple
+ * concurrently updated" (XX000): the other's grant is the same, and this one is tried again.
+ */
+async function granting(knex: Knex, sql: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await knex.raw(sql);
+      return;
+    } catch (error) {
+      if (attempt >= 5 || !/concurrently updated/i.test(String((error as Error).message))) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+    }
+  }
 }
 
 /**
@@ -205,7 +221,8 @@ export async function rightsRefusal(knex: Knex, role: string, schemas: string[])
   return undefined;
 }
 
-async function storedPassword(knex: Knex, role: string): Promise<string | undefined> {
+/** The password the service keeps for `role` (another instance may have renewed it). */
+export async function storedPassword(knex: Knex, role: string): Promise<string | undefined> {
   const row = (await knex(EXTENSION_ROLE_TABLE).where({ role }).first('password')) as { password: string | null } | undefined;
   return row?.password ?? undefined;
 }

@@ -13,7 +13,7 @@
  */
 import knexFactory, { type Knex } from 'knex';
 import type { Database } from '../db/connection';
-import { prepareExtensionRole, renewPassword, repairRoleSettings, ROLE_SETTINGS } from '../db/extension-role';
+import { prepareExtensionRole, renewPassword, repairRoleSettings, ROLE_SETTINGS, storedPassword } from '../db/extension-role';
 import type { Logger } from '../logger';
 
 export interface ExtensionSessions {
@@ -119,7 +119,8 @@ class ServerSessions implements ExtensionSessions {
   private readonly knex: Knex;
   private readonly turns = new Turns();
   private password: string | undefined;
-  private renewed = false;
+  /** When the service last renewed the role's password (ms, performance.now()). */
+  private renewedAt = -Infinity;
   private configExpired = false;
 
   constructor(
@@ -143,7 +144,8 @@ class ServerSessions implements ExtensionSessions {
         max: limits.max,
         idleTimeoutMillis: 10_000,
         afterCreate: (connection: object, done: (error: Error | null, connection: object) => void) => {
-          this.checkNew(connection).then(
+          // A role of the operator's (database.extensionUrl) keeps the defaults the operator gives it.
+          (ours ? this.checkNew(connection) : Promise.resolve()).then(
             () => done(null, connection),
             (error: Error) => done(error, connection),
           );
@@ -224,15 +226,21 @@ class ServerSessions implements ExtensionSessions {
     } catch (error) {
       if (error instanceof RoleRepaired || (error as { cause?: unknown }).cause instanceof RoleRepaired) return client.acquireConnection();
       const code = (error as { code?: unknown }).code;
-      // Extension code may change its own role's password; the service made the role, and renews it (once a start).
-      if ((code === '28P01' || code === '28000') && this.ours && this.role.canRepair && !this.renewed) {
-        this.renewed = true;
-        this.password = await renewPassword(this.service, this.role.role);
+      if ((code !== '28P01' && code !== '28000') || !this.ours) throw error;
+      // Another instance on this schema renewed the password: it is in the service's table.
+      const stored = await storedPassword(this.service, this.role.role);
+      if (stored !== undefined && stored !== this.password) {
+        this.password = stored;
         this.configExpired = true;
-        this.logger.warn({ role: this.role.role }, "bcms-extensions: the extension role's password did not work; it was renewed");
         return client.acquireConnection();
       }
-      throw error;
+      // Extension code may change its own role's password; the service made the role, and renews it (at most once a minute).
+      if (!this.role.canRepair || performance.now() - this.renewedAt < 60_000) throw error;
+      this.renewedAt = performance.now();
+      this.password = await renewPassword(this.service, this.role.role);
+      this.configExpired = true;
+      this.logger.warn({ role: this.role.role }, "bcms-extensions: the extension role's password did not work; it was renewed");
+      return client.acquireConnection();
     }
   }
 

@@ -189,6 +189,14 @@ describe.each(backends())('the database session is the service\'s alone (%s)', (
       expect(errorsOf((await run({ steps: [{ sql: 'set default_transaction_read_only = on; begin; set statement_timeout = 0' }] })).body.result)).toEqual(['ok']);
       expect(errorsOf((await run({ steps: [{ sql: "select set_config('default_transaction_read_only', 'on', false)" }] })).body.result)).toEqual(['ok']);
     }
+    if (backend === 'pglite') {
+      // The service's LISTEN on its one connection (deployments, socket events) outlives extension code's UNLISTEN.
+      const listening = async (): Promise<string[]> => ((await db.knex.raw('select pg_listening_channels() as channel')).rows as { channel: string }[]).map((row) => row.channel);
+      const before = await listening();
+      expect(before).toContain('bcms_deployments');
+      expect(errorsOf((await run({ steps: [{ sql: 'unlisten *' }, { sql: 'BEGIN' }, { sql: 'unlisten *' }, { sql: 'COMMIT' }] })).body.result)).toEqual(['ok', 'ok', 'ok', 'ok']);
+      expect(await listening()).toEqual(before);
+    }
     for (let i = 0; i < 20; i++) await serviceAnswers();
     await deploy(app, deployer, 'function', 'after-poison', functionSource('after-poison', 'async () => 2'));
     const next = await run({ steps: [{ sql: 'show default_transaction_read_only' }, { sql: 'show statement_timeout' }, { sql: 'show transaction_read_only' }, { sql: "insert into bcms_documents (collection, id, doc) values ('after', '1', '{}')" }] });
@@ -202,6 +210,21 @@ describe.each(backends())('the database session is the service\'s alone (%s)', (
     const [own] = (await db.knex.raw('select current_user as who, current_setting($$default_transaction_read_only$$) as ro')).rows as { who: string; ro: string }[];
     expect(own).toEqual({ who: backend === 'postgres' ? expect.any(String) : 'postgres', ro: 'off' });
   }, 180_000);
+
+  if (backend === 'postgres') {
+    test("a role's own session defaults (alter role current_user set ...) do not reach the next extension session", async () => {
+      const set = await run({ steps: [{ sql: 'alter role current_user set default_transaction_read_only = on' }] });
+      expect(errorsOf(set.body.result)).toEqual(['ok']);
+      // The extension pool's sessions end (a server restart, say): the next ones are made under the role's defaults.
+      await db.knex.raw(`select pg_terminate_backend(pid) from pg_stat_activity where usename = 'bcms_extension' and datname = current_database()`);
+      const next = await run({ steps: [{ sql: 'show default_transaction_read_only' }, { sql: "insert into bcms_documents (collection, id, doc) values ('after-alter', '1', '{}')" }] });
+      const [readOnly, write] = next.body.result as { rows?: Record<string, string>[]; error?: string }[];
+      expect([readOnly?.rows, write?.error]).toEqual([[{ default_transaction_read_only: 'off' }], undefined]);
+      const settings = await db.knex.raw(`select coalesce(array_to_string(array(select unnest(setconfig) from pg_db_role_setting where setrole = (select oid from pg_roles where rolname = 'bcms_extension')), ','), '') as s`);
+      expect(settings.rows[0].s).not.toContain('default_transaction_read_only');
+      expect(log.lines.some((line) => String(line.msg).startsWith("bcms-extensions: the extension role carried session defaults that were not the service's"))).toBe(true);
+    }, 120_000);
+  }
 
   test('select * from bcms_api_keys is refused, also after RESET ROLE, SET ROLE postgres and SET SESSION AUTHORIZATION postgres', async () => {
     const secretTables = ['bcms_api_keys', 'bcms_signature_replays', 'bcms_deployments', 'bcms_idempotency_keys', 'bcms_migrations', 'bcms_extension_role'];
