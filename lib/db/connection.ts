@@ -47,7 +47,7 @@ export function openDatabase(option: DatabaseOption | undefined, env: NodeJS.Pro
     return openServerWithExtensionRole(chosen, log);
   }
   throw new TypeError(
-    'option database must be a Knex instance, a Postgres URL, { pglite: DIR } ("memory://" for in memory), or { url | knex, extensionUrl } (a Postgres server, and how extension code connects)',
+    'option database must be a Knex instance, a Postgres URL, or { pglite: DIR } ("memory://" for in memory); with a login of extension code\'s own: { url | knex, extensionUrl }',
   );
 }
 

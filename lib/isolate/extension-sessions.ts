@@ -225,6 +225,8 @@ class ServerSessions implements ExtensionSessions {
       return await client.acquireConnection();
     } catch (error) {
       if (error instanceof RoleRepaired || (error as { cause?: unknown }).cause instanceof RoleRepaired) return client.acquireConnection();
+      // Its own pool, all taken by extension code: not the database going away (which the service would log as an outage).
+      if ((error as { name?: unknown }).name === 'KnexTimeoutError') throw new Error(`No extension database connection was free within ${this.limits.timeoutMs} ms (extensionPool.max is ${this.limits.max}).`);
       const code = (error as { code?: unknown }).code;
       if ((code !== '28P01' && code !== '28000') || !this.ours) throw error;
       // Another instance on this schema renewed the password: it is in the service's table.

@@ -310,6 +310,12 @@ describe('how extension code connects', () => {
       'option database.extensionUrl needs a Postgres server (database.url or database.knex): the embedded database has no other login',
     );
     expect(() => bcmsExtensions({}, { extensionPool: { max: 0 } })).toThrow('option extensionPool.max must be a positive integer of connections, got 0');
+    expect(() => bcmsExtensions({}, { extensionPool: { min: 1 } as never })).toThrow('unknown option "extensionPool.min" (known: extensionPool.max)');
+    expect(() => bcmsExtensions({}, { database: { url: 'postgres://a@b/c', extensionUrl: 'mysql://x@y/z' } })).toThrow(
+      'option database.extensionUrl must be a Postgres URL that connects as the role extension queries run as',
+    );
+    expect(() => bcmsExtensions({}, { database: { extensionUrl: 'postgres://x@y/z' } as never })).toThrow('option database: give one of database.url (a Postgres URL) and database.knex (a Knex instance)');
+    expect(() => bcmsExtensions({}, { database: { url: 'postgres://a@b/c', extensionURL: 'postgres://x@y/z' } as never })).toThrow('unknown option "database.extensionURL"');
   });
 
   test('bcms-ext db extension-role prints the role, its limits, its grants and its password for the service', async () => {
