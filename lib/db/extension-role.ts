@@ -131,10 +131,13 @@ export type ExtensionRoleOutcome =
  */
 export async function prepareExtensionRole(
   knex: Knex,
-  options: { embedded: boolean; extensionUser?: string; timeoutMs: number },
+  options: { embedded: boolean; extensionUser?: string; timeoutMs: number; role?: string },
 ): Promise<ExtensionRoleOutcome> {
-  const role = options.extensionUser ?? EXTENSION_ROLE;
+  const role = options.extensionUser ?? options.role ?? EXTENSION_ROLE;
   const facts = await serviceFacts(knex, role);
+  if (options.extensionUser !== undefined && !facts.roleExists) {
+    return { ok: false, reason: `the role "${role}" of database.extensionUrl does not exist: make it (\`bcms-ext db extension-role --role ${role}\` prints the SQL)` };
+  }
   const mayMakeRoles = facts.superuser || facts.createRole;
   const schema = facts.schemas[0];
   if (schema === undefined) return { ok: false, reason: 'the service has no schema in its search path' };

@@ -4,6 +4,8 @@ import knexFactory from 'knex';
 import request from 'supertest';
 import { bcmsExtensions, createBcmsFunction, type BcmsExtensionsRouter } from '../../lib';
 import { main } from '../../lib/cli/main';
+import { prepareExtensionRole } from '../../lib/db/extension-role';
+import { migrate } from '../../lib/db/migrate';
 import { memoryLogger } from '../support/app';
 import { backends, openTestDatabase, serverSchema, type Backend, type TestDatabase } from '../support/database';
 import { deploy, functionSource, signed, type DeployKey } from '../support/deploy';
@@ -333,6 +335,54 @@ describe('how extension code connects', () => {
   });
 
   if (process.env.DATABASE_URL) {
+    test("a service whose user may not make roles, where there is no role: refused, saying what to do", async () => {
+      const { schema, admin, drop } = await serverSchema('bcms_norole');
+      const user = `bcms_svc_${randomBytes(4).toString('hex')}`;
+      await admin.raw(`create role "${user}" login nosuperuser nocreaterole`);
+      await admin.raw(`alter schema "${schema}" owner to "${user}"`);
+      const base = new URL(process.env.DATABASE_URL as string);
+      base.username = user;
+      base.searchParams.set('options', `-c search_path=${schema}`);
+      const service = knexFactory({ client: 'pg', connection: base.toString(), pool: { min: 0, max: 2 } });
+      try {
+        await migrate(service);
+        const outcome = await prepareExtensionRole(service, { embedded: false, timeoutMs: 1000, role: `bcms_absent_${randomBytes(4).toString('hex')}` });
+        expect(outcome).toEqual({
+          ok: false,
+          reason: expect.stringMatching(
+            new RegExp(`^there is no role "bcms_absent_\\w+" for extension queries, and the service's database user "${user}" may not make one\\. Give the option database\\.extensionUrl .*\\bbcms-ext db extension-role\\b`),
+          ),
+        });
+        const absent = await prepareExtensionRole(service, { embedded: false, timeoutMs: 1000, extensionUser: 'bcms_nobody_here' });
+        expect(absent).toEqual({ ok: false, reason: expect.stringContaining('the role "bcms_nobody_here" of database.extensionUrl does not exist') });
+      } finally {
+        await service.destroy();
+        await drop();
+        const cleanup = knexFactory({ client: 'pg', connection: process.env.DATABASE_URL, pool: { min: 0, max: 1 } });
+        await cleanup.raw(`drop role if exists "${user}"`).catch(() => {});
+        await cleanup.destroy();
+      }
+    }, 60_000);
+
+    test("a Knex instance's searchPath is the extension sessions' schema too", async () => {
+      const { schema, drop } = await serverSchema('bcms_searchpath');
+      const service = knexFactory({ client: 'pg', connection: process.env.DATABASE_URL, searchPath: [schema], pool: { min: 0, max: 3 } });
+      const router = bcmsExtensions({}, { database: service, logger: memoryLogger().logger, functionTimeoutMs: 20_000 });
+      try {
+        const app = express().use(router);
+        await router.ready;
+        const deployer = await hmacKey(service, [], { deploy: true });
+        await deploy(app, deployer, 'function', 'where', functionSource('where', RUNNER, HOSTILE));
+        const res = await request(app).post('/api/function/where').send({ steps: [{ sql: 'select current_schema() as s' }, { sql: 'select count(*)::int as n from bcms_templates' }] });
+        const [where, templates] = res.body.result as { rows?: { s?: string; n?: number }[] }[];
+        expect([where?.rows, templates?.rows]).toEqual([[{ s: schema }], [{ n: 0 }]]);
+      } finally {
+        await router.close();
+        await service.destroy();
+        await drop();
+      }
+    }, 60_000);
+
     test('database.extensionUrl: a role made with the printed SQL is used; the service\'s own user is refused, with what to do', async () => {
       const { url, admin, schema, drop } = await serverSchema('bcms_extrole');
       const role = `bcms_ext_${randomBytes(4).toString('hex')}`;
