@@ -102,12 +102,14 @@ export class DatabaseBridge {
       } finally {
         running.delete(connection);
         if (running.size === 0) this.running.delete(owner);
+        // Given back after the answer: the reset (a round trip on a server) is not the caller's wait,
+        // and the pool hands the connection out again only once it is done.
         if (held !== undefined) {
           held.running--;
           held.lastUsed = now();
-          if (ENDS.test(sql)) await this.giveBack(owner, conn, false);
+          if (ENDS.test(sql)) void this.giveBack(owner, conn, false);
         } else {
-          await sessions.giveBack(connection, false);
+          void sessions.giveBack(connection, false).catch((error: unknown) => this.logger.warn({ err: error }, 'bcms-extensions: an extension connection could not be given back'));
         }
       }
     });
