@@ -149,7 +149,7 @@ export async function prepareExtensionRole(
           ok: false,
           reason:
             `there is no role "${role}" for extension queries, and the service's database user "${facts.user}" may not make one. ` +
-            'Give the option database.extensionUrl (a login role with rights on the content tables only), or run as a superuser the SQL that `bcms-ext db extension-role` prints, then restart',
+            'Give the option database.extensionUrl (a login role with rights on the content tables only), or run as a superuser the SQL that `bcms-ext db extension-role` prints',
         };
       }
       password = options.embedded ? undefined : randomPassword();

@@ -20,6 +20,9 @@ interface Held {
   running: number;
 }
 
+/** How long a refusal of extension queries stands before the next query checks the role again. */
+const REFUSAL_STANDS_MS = 60_000;
+
 const BEGINS = /^\s*(BEGIN|START\s+TRANSACTION)\b/i;
 const ENDS = /^\s*(COMMIT|END|ROLLBACK(?!\s+TO\b)|ABORT)\b/i;
 
@@ -49,11 +52,18 @@ export class DatabaseBridge {
     private readonly logger: Logger,
   ) {}
 
-  /** Extension code's connections, opened at its first query; a refusal is logged once, with what to do. */
+  /**
+   * Extension code's connections, opened at its first query. A refusal is logged, with what to do,
+   * and stands for a minute: then the next query tries again (the operator may have made the role).
+   */
   private sessions(): Promise<ExtensionSessions> {
     this.opening ??= openExtensionSessions(this.store.database, this.limits, this.logger).catch((error: unknown) => {
       if (error instanceof ExtensionQueriesRefused) {
         this.logger.error({ reason: error.reason }, `bcms-extensions: extension queries are refused (never run as the service): ${error.reason}`);
+        const refused = this.opening;
+        setTimeout(() => {
+          if (this.opening === refused) this.opening = undefined;
+        }, REFUSAL_STANDS_MS).unref();
       } else {
         // Not a refusal (the database unreachable, say): tried again at the next query.
         this.opening = undefined;
