@@ -52,6 +52,11 @@ export interface BcmsExtensionsOptions {
    * for every extension, and per name under `byName`.
    */
   extensionPermissions?: ExtensionPermissionsOption;
+  /**
+   * Extension queries' own connections (never the service's): at most `max` per instance, logged
+   * in as a role with rights on the content tables only. Default `{ max: 4 }`.
+   */
+  extensionPool?: { max?: number };
   /** `'off'`: run no deployment (to recover from a bad one); also `BCMS_DEPLOYMENTS=off`. Default `'on'`. */
   deployments?: 'on' | 'off';
   /**
@@ -119,6 +124,7 @@ export interface ResolvedOptions {
   readonly extensionPermissions: ResolvedPermissionsOption;
   /** `NODE_ENV` is `production`: deployments without a sandbox are refused unless `sandbox: 'none'` was chosen. */
   readonly production: boolean;
+  readonly extensionPool: Readonly<{ max: number }>;
   readonly deployments: 'on' | 'off';
   readonly openapi: 'public' | 'token' | 'off';
   /** `files.dir`, absolute. */
@@ -144,13 +150,14 @@ export const defaultOptions = Object.freeze({
   isolate: 'deployed',
   extensionMemoryMb: 256,
   extensionAnswerMb: 16,
+  extensionPool: Object.freeze({ max: 4 }),
   admin: Object.freeze({ path: '/bcms', loginUrl: '/api/auth/login', title: 'BCMS' }),
   keys: Object.freeze({ deployOverHttp: false }),
 });
 
 const KNOWN = new Set([
   'jwt', 'database', 'signature', 'bodyLimit', 'bodyTimeoutMs', 'functionTimeoutMs', 'pluginTimeoutMs', 'logger', 'admin',
-  'isolate', 'extensionMemoryMb', 'extensionAnswerMb', 'extensionEnv', 'sandbox', 'extensionPermissions', 'deployments', 'files', 'secretsKey', 'deploy', 'keys', 'openapi', 'rateLimit',
+  'isolate', 'extensionMemoryMb', 'extensionAnswerMb', 'extensionEnv', 'sandbox', 'extensionPermissions', 'extensionPool', 'deployments', 'files', 'secretsKey', 'deploy', 'keys', 'openapi', 'rateLimit',
 ]);
 
 /** A nested option is an object of known keys: a typo such as `jwt.secert` must not pass silently. */
@@ -171,7 +178,9 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined, env: 
   for (const key of Object.keys(options)) {
     if (!KNOWN.has(key)) throw new TypeError(`unknown option "${key}" (known: ${[...KNOWN].join(', ')})`);
   }
-  const { jwt = {}, signature = {}, files = {}, deploy = {}, keys = {} } = options;
+  const { jwt = {}, signature = {}, files = {}, deploy = {}, keys = {}, extensionPool = {} } = options;
+  checkKeys(extensionPool, 'extensionPool', ['max']);
+  const extensionPoolMax = positiveInteger(extensionPool.max ?? defaultOptions.extensionPool.max, 'extensionPool.max', 'connections');
   checkKeys(deploy, 'deploy', ['trustedKeys']);
   checkKeys(jwt, 'jwt', ['secret', 'algorithms', 'issuer', 'audience']);
   checkKeys(files, 'files', ['dir']);
@@ -229,6 +238,7 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined, env: 
     sandbox,
     extensionPermissions,
     production: env.NODE_ENV === 'production',
+    extensionPool: Object.freeze({ max: extensionPoolMax }),
     deployments,
     openapi,
     filesDir: path.resolve(files.dir ?? path.join('.bcms', 'files')),

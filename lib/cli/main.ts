@@ -6,6 +6,7 @@ import { defaultIo, parseArgs, UsageError, type Io } from './_io';
 import { CALL_USAGE, runCall } from './call';
 import { BUNDLE_USAGE, runBundle } from './bundle';
 import { CREATE_USAGE, runCreate } from './create';
+import { DB_USAGE, runDb } from './db';
 import { DEPLOY_USAGE, runDeploy, runList, runRollback, runUndeploy } from './deploy';
 import { readDotEnv } from './dotenv';
 import { DEV_USAGE, runDev } from './dev';
@@ -23,7 +24,7 @@ export interface CliCommand {
 
 const added = new Map<string, CliCommand>();
 
-const BUILT_IN = new Set(['migrate', 'keys', 'call', 'create', 'bundle', 'dev', 'deploy', 'list', 'rollback', 'undeploy', 'signing-key', 'openapi', 'help']);
+const BUILT_IN = new Set(['migrate', 'db', 'keys', 'call', 'create', 'bundle', 'dev', 'deploy', 'list', 'rollback', 'undeploy', 'signing-key', 'openapi', 'help']);
 
 export function addCommand(command: CliCommand): void {
   if (BUILT_IN.has(command.name)) throw new Error(`bcms-ext: a layer cannot replace the command "${command.name}"`);
@@ -38,7 +39,7 @@ Commands:
                                             the lock a crashed migration left taken.
                                             Default database: DATABASE_URL, else PGlite in .bcms/data.
                                             With BCMS_SECRETS_KEY, seals the API key secrets in clear.
-${CREATE_USAGE}${[...added.values()].map((command) => command.usage).join('')}${BUNDLE_USAGE}${DEPLOY_USAGE}${DEV_USAGE}${KEYS_USAGE}${SIGNING_KEY_USAGE}${CALL_USAGE}${OPENAPI_USAGE}  help                                      Show this text.
+${DB_USAGE}${CREATE_USAGE}${[...added.values()].map((command) => command.usage).join('')}${BUNDLE_USAGE}${DEPLOY_USAGE}${DEV_USAGE}${KEYS_USAGE}${SIGNING_KEY_USAGE}${CALL_USAGE}${OPENAPI_USAGE}  help                                      Show this text.
 `;
 
 /** The CLI, with argv and output injectable so that tests run it without spawning. Resolves to the exit code. */
@@ -50,6 +51,7 @@ export async function main(argv: readonly string[], io: Io = defaultIo()): Promi
   }
   try {
     if (command === 'migrate') return await runMigrate(rest, io);
+    if (command === 'db') return await runDb(rest, io);
     if (command === 'keys') return await runKeys(rest, io);
     if (command === 'call') return await runCall(rest, io);
     if (command === 'create') return await runCreate(rest, io, io.cwd);

@@ -6,13 +6,24 @@ import type { Logger } from '../logger';
 import { LOCK_FILE, lockDataDirectory } from './pglite-lock';
 import { COMPLETE_MARK, extractTemplate, loadPgliteTemplate, readTar, topLevelNames, type TarEntry } from './pglite-template';
 
-/** The `database` option: a Knex instance, a Postgres URL, or an embedded PGlite directory. */
-export type DatabaseOption = Knex | string | { pglite: string };
+/**
+ * The `database` option: a Knex instance, a Postgres URL, or an embedded PGlite directory; or, to
+ * say how extension code connects, `{ url, extensionUrl }` or `{ knex, extensionUrl }`.
+ */
+export type DatabaseOption = Knex | string | { pglite: string } | ServerWithExtensionRole;
+
+/**
+ * A Postgres server (`url` or `knex`) and `extensionUrl`: a URL that connects as the login role
+ * extension queries run as (rights on the content tables only; see `bcms-ext db extension-role`).
+ */
+export type ServerWithExtensionRole = { url: string; knex?: never; extensionUrl?: string } | { knex: Knex; url?: never; extensionUrl?: string };
 
 export interface Database {
   readonly knex: Knex;
   /** For logs: `postgres://host:port/db` (no password), `pglite:DIR`, or `knex instance`. */
   readonly description: string;
+  /** `database.extensionUrl`: how extension queries connect (else as the role the service makes). */
+  readonly extensionUrl?: string;
   /** Closes what this router opened; a Knex instance the host passed in stays open. */
   close(): Promise<void>;
 }
@@ -28,10 +39,45 @@ export function openDatabase(option: DatabaseOption | undefined, env: NodeJS.Pro
     return { knex: chosen, description: 'knex instance', close: async () => {} };
   }
   if (typeof chosen === 'string') return openPostgres(chosen, log);
-  if (chosen !== null && typeof chosen === 'object' && typeof chosen.pglite === 'string' && chosen.pglite !== '') {
-    return openPglite(chosen.pglite, log, logger);
+  if (chosen !== null && typeof chosen === 'object' && 'pglite' in chosen) {
+    // The embedded database has one connection, and no login: extension statements run there under SET ROLE.
+    if ('extensionUrl' in chosen) throw new TypeError('option database.extensionUrl needs a Postgres server (database.url or database.knex): the embedded database has no other login');
+    if (typeof chosen.pglite === 'string' && chosen.pglite !== '') return openPglite(chosen.pglite, log, logger);
+  } else if (chosen !== null && typeof chosen === 'object') {
+    return openServerWithExtensionRole(chosen, log);
   }
-  throw new TypeError('option database must be a Knex instance, a Postgres URL, or { pglite: DIR } ("memory://" for in memory)');
+  throw new TypeError(
+    'option database must be a Knex instance, a Postgres URL, or { pglite: DIR } ("memory://" for in memory); with a login of extension code\'s own: { url | knex, extensionUrl }',
+  );
+}
+
+function openServerWithExtensionRole(option: ServerWithExtensionRole, log: Knex.Config['log']): Database {
+  for (const key of Object.keys(option)) {
+    if (key !== 'url' && key !== 'knex' && key !== 'extensionUrl') throw new TypeError(`unknown option "database.${key}" (known: database.url, database.knex, database.extensionUrl)`);
+  }
+  const { url, knex, extensionUrl } = option as { url?: unknown; knex?: unknown; extensionUrl?: unknown };
+  if ((url === undefined) === (knex === undefined)) throw new TypeError('option database: give one of database.url (a Postgres URL) and database.knex (a Knex instance), with database.extensionUrl');
+  if (extensionUrl !== undefined && (typeof extensionUrl !== 'string' || !isPostgresUrl(extensionUrl))) {
+    throw new TypeError('option database.extensionUrl must be a Postgres URL that connects as the role extension queries run as (postgres://bcms_extension:PASSWORD@host:5432/db)');
+  }
+  let database: Database;
+  if (knex !== undefined) {
+    if (!isKnex(knex)) throw new TypeError('option database.knex must be a Knex instance');
+    database = { knex, description: 'knex instance', close: async () => {} };
+  } else {
+    if (typeof url !== 'string') throw new TypeError('option database.url must be a Postgres URL (postgres://user@host:5432/db)');
+    database = openPostgres(url, log);
+  }
+  return extensionUrl === undefined ? database : { ...database, extensionUrl };
+}
+
+function isPostgresUrl(value: string): boolean {
+  try {
+    const { protocol } = new URL(value);
+    return protocol === 'postgres:' || protocol === 'postgresql:';
+  } catch {
+    return false;
+  }
 }
 
 function isKnex(value: unknown): value is Knex {
@@ -175,6 +221,7 @@ async function startNewPglite(PGlite: typeof import('@electric-sql/pglite').PGli
 
 interface PgliteQueries {
   query: PGlite['query'];
+  exec: PGlite['exec'];
   listen: PGlite['listen'];
 }
 
@@ -200,6 +247,9 @@ class EmbeddedPglite implements PgliteQueries {
   }
 
   query: PGlite['query'] = async (...args) => (await this.open()).query(...args);
+
+  /** Several statements in one text (the extension bridge resets the session with one). */
+  exec: PGlite['exec'] = async (...args) => (await this.open()).exec(...args);
 
   listen: PGlite['listen'] = async (...args) => (await this.open()).listen(...args);
 

@@ -395,6 +395,7 @@ class Isolate {
       clearTimeout(this.watching);
       this.watching = undefined;
     }
+    if (this.calls.size === 0) void this.services.bridge.idle(this);
     return call;
   }
 

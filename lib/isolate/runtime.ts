@@ -35,7 +35,7 @@ export class Isolation {
   private readonly calls: IsolatedCallSettings;
 
   constructor(
-    settings: Pick<ResolvedOptions, 'logger' | 'extensionMemoryMb' | 'extensionAnswerMb' | 'extensionEnv' | 'extensionPermissions' | 'pluginTimeoutMs' | 'functionTimeoutMs' | 'bodyLimit' | 'bodyTimeoutMs' | 'filesDir'>,
+    settings: Pick<ResolvedOptions, 'logger' | 'extensionMemoryMb' | 'extensionAnswerMb' | 'extensionEnv' | 'extensionPermissions' | 'extensionPool' | 'pluginTimeoutMs' | 'functionTimeoutMs' | 'bodyLimit' | 'bodyTimeoutMs' | 'filesDir'>,
     deps: { store: ContentStore; verifyAccessToken: AccessTokenVerifier; verifyPluginKey: IdentifyPluginKey; events: EventEmitter; sandbox: SandboxChoice },
   ) {
     const { logger, extensionMemoryMb: memoryMb, extensionAnswerMb, extensionEnv: env, extensionPermissions: permissions, pluginTimeoutMs, functionTimeoutMs, bodyLimit, bodyTimeoutMs, filesDir } = settings;
@@ -55,7 +55,9 @@ export class Isolation {
       }
     };
     const answerLimit = extensionAnswerMb * 1024 * 1024;
-    this.services = { logger, bridge: new DatabaseBridge(store), verifyAccessToken, verifyPluginKey, memoryMb, env, loadTimeoutMs: LOAD_TIMEOUT_MS, filesDir, layerModules, publish, answerLimit, logBudget: new LogBudget(logger), sandbox: deps.sandbox, permissions };
+    // Extension sessions are bounded by the longest call: a statement, or a transaction left idle, cannot be a live call's past it.
+    const bridge = new DatabaseBridge(store, { max: settings.extensionPool.max, timeoutMs: Math.max(functionTimeoutMs, pluginTimeoutMs) }, logger);
+    this.services = { logger, bridge, verifyAccessToken, verifyPluginKey, memoryMb, env, loadTimeoutMs: LOAD_TIMEOUT_MS, filesDir, layerModules, publish, answerLimit, logBudget: new LogBudget(logger), sandbox: deps.sandbox, permissions };
     this.calls = { pluginTimeoutMs, functionTimeoutMs, bodyLimit, bodyTimeoutMs };
   }
 
@@ -101,6 +103,7 @@ export class Isolation {
   async close(): Promise<void> {
     this.closed = true;
     await Promise.all(this.registry.map((extension) => extension.close?.()));
+    await this.services.bridge.close();
   }
 
   private async registryEntry(kind: DeploymentKind, name: string, source: ExtensionSource): Promise<RunningExtension> {

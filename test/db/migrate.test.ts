@@ -49,6 +49,7 @@ describe.each(backends())('migrations on %s', (backend) => {
       '20261127000000_deployment_signatures.js',
       '20261128000000_idempotency_keys.js',
       '20261129000000_rate_limits.js',
+      '20261129010000_extension_role.js',
     ];
     expect(applied).toEqual(ours);
     expect((await knex('bcms_migrations').select('name').orderBy('id')).map((row) => row.name)).toEqual(ours);
