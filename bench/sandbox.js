@@ -10,7 +10,7 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const { performance } = require('node:perf_hooks');
-const { IsolatePool } = require('../dist/isolate/host');
+const { IsolatePool } = require('../dist/isolate/pool');
 const { chooseSandbox, resolvePermissions } = require('../dist/isolate/sandbox');
 const { positiveInteger } = require('./env');
 
