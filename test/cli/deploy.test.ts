@@ -62,7 +62,7 @@ describe('bcms-ext deploy, list, rollback, undeploy', () => {
     expect((await request(t.app).post('/api/function/cli-fn')).body.result).toBe('two');
 
     const list = await run(['list'], {}, project);
-    expect(list.out).toMatch(/^\s+KIND\s+NAME\s+VERSION\s+HASH\s+DEPLOYED\s+BY\n\s+function\s+cli-fn\s+1\.0\.0\s+[0-9a-f]{12}\s+\S+\s+cli deployer \(/);
+    expect(list.out).toMatch(/^\s+KIND\s+NAME\s+VERSION\s+HASH\s+STATE\s+DEPLOYED\s+BY\n\s+function\s+cli-fn\s+1\.0\.0\s+[0-9a-f]{12}\s+\S+\s+cli deployer \(/);
     expect(list.out).toMatch(/\n\*\s+function\s+cli-fn\s+2\.0\.0/);
     expect(await run(['rollback', 'cli-fn'], {}, project)).toMatchObject({ status: 0, out: expect.stringMatching(/^Rolled back: function cli-fn 1\.0\.0 \([0-9a-f]{12}\) is live again\.\n$/) });
     expect((await request(t.app).post('/api/function/cli-fn')).body.result).toBe('one');
@@ -117,11 +117,29 @@ describe('bcms-ext deploy, list, rollback, undeploy', () => {
     expect((await run(['undeploy'], {}, project)).err).toBe('bcms-ext undeploy: undeploy takes one name: bcms-ext undeploy NAME [--kind plugin|function]\n');
   });
 
+  test('list shows a version whose isolates keep ending as failing, with why', async () => {
+    const project = await deployProject();
+    writeBundle(project, 'brief', '1.0.0', 'cli-crashing', 'setTimeout(() => process.exit(3), 100);');
+    expect((await run(['deploy'], {}, project)).status).toBe(0);
+    let list = '';
+    for (let waited = 0; !/failing: it exited with code 3/.test(list) && waited < 15_000; waited += 500) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      list = (await run(['list'], {}, project)).out;
+    }
+    expect(list).toMatch(/\n\*\s+function\s+cli-crashing\s+1\.0\.0\s+[0-9a-f]{12}\s+failing\s+.*\n {3}failing: it exited with code 3\n/);
+    const listed = JSON.parse((await run(['list', '--json'], {}, project)).out) as { name: string; state?: string; lastError?: string }[];
+    expect(listed.find((d) => d.name === 'cli-crashing')).toMatchObject({ state: 'failing', lastError: 'it exited with code 3' });
+    expect((await run(['undeploy', 'cli-crashing'], {}, project)).status).toBe(0);
+  }, 60_000);
+
   test('list shows why a version failed to load', async () => {
     const project = await deployProject();
-    const flag = path.join(os.tmpdir(), `bcms-cli-fragile-${process.pid}`);
+    // In the function's own folder of files.dir (its working directory), the one place of the host's its sandbox sees.
+    const folder = path.resolve('.bcms', 'files', '.functions', 'cli-fragile');
+    fs.mkdirSync(folder, { recursive: true });
+    const flag = path.join(folder, `gone-${process.pid}`);
     fs.rmSync(flag, { force: true });
-    writeBundle(project, 'v1', '1.0.0', 'cli-fragile', `if (require('node:fs').existsSync(${JSON.stringify(flag)})) throw new Error('v1 needs what is gone');`);
+    writeBundle(project, 'v1', '1.0.0', 'cli-fragile', `if (require('node:fs').existsSync(${JSON.stringify(path.basename(flag))})) throw new Error('v1 needs what is gone');`);
     expect((await run(['deploy'], {}, project)).status).toBe(0);
     writeBundle(project, 'v2', '2.0.0', 'cli-fragile');
     expect((await run(['deploy'], {}, project)).status).toBe(0);

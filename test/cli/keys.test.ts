@@ -273,7 +273,7 @@ describe('bcms-ext keys create --deploy: a key pair whose private key stays with
     expect((await request(t.app).post('/api/function/pem-fn')).body.result).toBe('one');
     writeBundle(project, 'pem-fn', 'two');
     expect((await inProject(project, ['deploy', 'bcms-bundle/function-pem-fn.json'])).code).toBe(0);
-    expect((await inProject(project, ['list'])).out).toMatch(/\*\s+function\s+pem-fn\s+1\.0\.0\s+\S+\s+\S+\s+deployer/);
+    expect((await inProject(project, ['list'])).out).toMatch(/\*\s+function\s+pem-fn\s+1\.0\.0\s+\S+\s+running\s+\S+\s+deployer/);
     expect((await inProject(project, ['rollback', 'pem-fn'])).code).toBe(0);
     expect((await request(t.app).post('/api/function/pem-fn')).body.result).toBe('one');
     expect(await inProject(project, ['undeploy', 'pem-fn'])).toMatchObject({ code: 0, out: 'Undeployed: function pem-fn 1.0.0 is no longer served.\n' });
