@@ -197,8 +197,12 @@ test("a BCMS v3 plugin in bngine's layout (a Vue CLI UI at the root, BCMS-idiom 
   expect(output(bundled)).toMatch(/Type-checking src\/backend\/\.\.\. ok\nBundling src\/backend\/main\.ts\.\.\. [\d.]+ KB\nBuilding ui\/\.\.\. [\s\S]*\d+ files\nWrote bcms-bundle\/plugin-job-runner\.json/);
   expect(output(run('npm', ['run', 'deploy'], dir))).toMatch(/Deploying plugin job-runner 0\.1\.0 .*live\./);
 
-  // The repository a job clones: a local one, whose build.sh waits for the test between its steps.
-  const source = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-job-source-'));
+  // The repository a job clones: a local one, whose build.sh waits for the test between its steps. In
+  // the plugin's own folder of files.dir (the example app's, under its working directory): the one
+  // folder of the host's its sandbox sees (another would be given through extensionPermissions.read).
+  const own = path.resolve('.bcms', 'files', 'job-runner');
+  fs.mkdirSync(own, { recursive: true });
+  const source = fs.mkdtempSync(path.join(own, 'bcms-job-source-'));
   const go = path.join(source, '..', `${path.basename(source)}.go`);
   // At most 2 minutes, should the test stop first: the service's shell would outlive it.
   fs.writeFileSync(path.join(source, 'build.sh'), `echo "step 1"\nfor i in $(seq 1200); do [ -f ${go} ] && break; sleep 0.1; done\necho "step 2"\n`);

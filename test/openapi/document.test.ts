@@ -206,12 +206,14 @@ const lying = createControllerMethod({ path: '/x', type: 'get', handler: async (
 // What a bundle could make its isolate send: the description is found by its symbol and replaced.
 const symbol = Object.getOwnPropertySymbols(require('bcms-extensions')).length; void symbol;
 exports.default = createBcmsPlugin({ name: 'liar', controllers: [createController({ name: 'L', path: '/l', methods: () => ({ lying }) })] });
-const send = process.send.bind(process);
-process.send = (batch, ...rest) => {
+// Its channel to the service (lib/isolate/channel.ts, beside the isolate's main module), rewritten on the way out.
+const { Channel } = require(require('node:path').join(require('node:path').dirname(process.mainModule.filename), 'channel.js'));
+const encode = Channel.prototype.encode;
+Channel.prototype.encode = function (batch, ...rest) {
   for (const message of Array.isArray(batch) ? batch : [batch]) {
     for (const route of message?.extension?.routes ?? []) route.described = { security: { type: 'jwt' }, parameters: [{ in: 'cookie', name: 'c' }, { in: 'query', name: 'q' }], response: { $ref: 'https://evil.example/schema.json' }, extra: 'x'.repeat(10) };
   }
-  return send(batch, ...rest);
+  return encode.call(this, batch, ...rest);
 };`;
     await deploy(t.app, deployer, 'plugin', 'liar', plugin);
     const served = (await request(t.app).get('/api/extensions/openapi.json')).body;
