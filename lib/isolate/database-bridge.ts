@@ -15,6 +15,8 @@ interface DriverResult {
 /** A real connection an isolate's transaction holds, from BEGIN to its end. */
 interface Held {
   connection: object;
+  /** When its BEGIN ran (ms, performance.now()): no transaction of extension code outlives the longest call. */
+  began: number;
   /** When its last statement ended (ms, performance.now()): past the time-out with none running, it is rolled back. */
   lastUsed: number;
   running: number;
@@ -88,7 +90,7 @@ export class DatabaseBridge {
           await sessions.giveBack(connection, false);
           throw new Error('The call that began this transaction is over.');
         }
-        held = { connection, lastUsed: now(), running: 0 };
+        held = { connection, began: now(), lastUsed: now(), running: 0 };
         let mine = this.held.get(owner);
         if (mine === undefined) this.held.set(owner, (mine = new Map()));
         mine.set(conn, held);
@@ -178,7 +180,8 @@ export class DatabaseBridge {
   /**
    * While a transaction is held: every few seconds, a transaction idle (no statement running) past
    * the time-out is rolled back, as `idle_in_transaction_session_timeout` does on a server (and
-   * PGlite, whose one connection the service shares, has no such timer).
+   * PGlite, whose one connection the service shares, has no such timer); one that began longer ago
+   * than the time-out, however busy, is cancelled and rolled back too.
    */
   private sweep(): void {
     if (this.sweeping !== undefined) return;
@@ -189,6 +192,11 @@ export class DatabaseBridge {
         for (const [conn, held] of mine) {
           if (held.running === 0 && held.lastUsed < limit) {
             this.logger.warn({ idleMs: this.limits.timeoutMs }, 'bcms-extensions: an extension transaction was idle past its time-out; it is rolled back');
+            void this.giveBack(owner, conn, true);
+          } else if (held.began < limit) {
+            // Busy all along (a statement after another, holding its locks): no longer than a call may run.
+            this.logger.warn({ ms: this.limits.timeoutMs }, 'bcms-extensions: an extension transaction ran past its time-out; it is cancelled and rolled back');
+            void this.opening?.then((sessions) => sessions.cancel(held.connection)).catch(() => {});
             void this.giveBack(owner, conn, true);
           }
         }

@@ -15,6 +15,7 @@ import knexFactory, { type Knex } from 'knex';
 import type { Database } from '../db/connection';
 import { prepareExtensionRole, renewPassword, repairRoleSettings, ROLE_SETTINGS, storedPassword } from '../db/extension-role';
 import type { Logger } from '../logger';
+import { EXTENSION_RESULT_MAX_BYTES, runBounded } from './bounded-query';
 
 export interface ExtensionSessions {
   /** A connection for one statement, or for a transaction from BEGIN to its end. */
@@ -246,8 +247,11 @@ class ServerSessions implements ExtensionSessions {
     }
   }
 
+  /** One statement, bounded in time and size whatever the session was told (lib/isolate/bounded-query.ts). */
   run(connection: object, sql: string, bindings: unknown[], options: unknown): Promise<unknown> {
-    return this.turns.take(connection, async () => (await clientOf(this.knex)._query(connection, { sql, bindings, options })).response);
+    const rowMode = (options as { rowMode?: unknown } | undefined)?.rowMode === 'array' ? 'array' : undefined;
+    const limits = { maxBytes: EXTENSION_RESULT_MAX_BYTES, timeoutMs: this.limits.timeoutMs };
+    return this.turns.take(connection, () => runBounded(connection, sql, bindings, rowMode, limits, () => this.cancel(connection)));
   }
 
   giveBack(connection: object, rollBack: boolean): Promise<void> {

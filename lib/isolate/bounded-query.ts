@@ -1,0 +1,86 @@
+/**
+ * One statement of extension code on a server connection, bounded by the service rather than by
+ * what the session was told:
+ * - one statement a text (the extended protocol): `set statement_timeout = 0; select pg_sleep(1e7)`
+ *   sent as one text is refused, so a SET can only take effect from the next statement on;
+ * - at most `timeoutMs`, then cancelled on the server, whatever `statement_timeout` the session
+ *   was given since (a SET is extension code's to make);
+ * - a result of at most `maxBytes` as the database sends it: the service holds a statement's rows
+ *   while it hands them to the isolate, so a result past the cap is dropped as it arrives and the
+ *   statement cancelled (400 TOO_LARGE), rather than grow the service's heap until it dies.
+ */
+import pg from 'pg';
+import { BcmsHttpError } from '../http/errors';
+
+/** The most of one statement's result that extension code gets, as the database sends it (its fields' text). */
+export const EXTENSION_RESULT_MAX_BYTES = 32 * 1024 * 1024;
+
+export interface StatementLimits {
+  maxBytes: number;
+  timeoutMs: number;
+}
+
+interface Submitted {
+  query(query: unknown): unknown;
+}
+
+interface DataRow {
+  fields: (string | Buffer | null)[];
+}
+
+/** pg's Query, counting the bytes of each row as it arrives and taking none past the cap. */
+class BoundedQuery extends (pg.Query as unknown as new (config: pg.QueryConfig, callback: (error: Error | null, result: pg.QueryResult) => void) => object) {
+  bytes = 0;
+  over = false;
+
+  constructor(
+    config: pg.QueryConfig,
+    callback: (error: Error | null, result: pg.QueryResult) => void,
+    private readonly maxBytes: number,
+    private readonly onOver: () => void,
+  ) {
+    super(config, callback);
+  }
+
+  handleDataRow(message: DataRow): void {
+    if (this.over) return;
+    for (const field of message.fields) if (field !== null) this.bytes += field.length;
+    if (this.bytes > this.maxBytes) {
+      this.over = true;
+      // What it took so far goes now, not when the statement ends.
+      (this as unknown as { _result: { rows: unknown[] } })._result.rows = [];
+      this.onOver();
+      return;
+    }
+    (pg.Query.prototype as unknown as { handleDataRow(this: BoundedQuery, message: DataRow): void }).handleDataRow.call(this, message);
+  }
+}
+
+/**
+ * Runs `sql` on `connection` (a pg client of the extension pool) within `limits`; `cancel` stops
+ * the statement on the server (pg_cancel_backend from another session).
+ */
+export function runBounded(connection: object, sql: string, values: unknown[], rowMode: 'array' | undefined, limits: StatementLimits, cancel: () => Promise<void>): Promise<pg.QueryResult> {
+  return new Promise((resolve, reject) => {
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      void cancel();
+    }, limits.timeoutMs);
+    timer.unref();
+    const config: pg.QueryConfig & { queryMode: 'extended'; rowMode?: 'array' } = { text: sql, values, queryMode: 'extended', ...(rowMode === undefined ? {} : { rowMode }) };
+    const query = new BoundedQuery(
+      config,
+      (error, result) => {
+        clearTimeout(timer);
+        if (query.over) return reject(new BcmsHttpError('TOO_LARGE', `The query's result is larger than the ${Math.round(limits.maxBytes / 1024 / 1024)} MB an extension may read at once: select fewer rows or columns (a limit, a page).`));
+        if (error !== null && timedOut) return reject(new Error(`The statement ran past its time-out of ${limits.timeoutMs} ms and was cancelled.`));
+        if (error !== null) return reject(error);
+        resolve(result);
+      },
+      limits.maxBytes,
+      () => void cancel(),
+    );
+    (connection as Submitted).query(query);
+  });
+}
