@@ -19,6 +19,8 @@ export const MAX_FRAME_BYTES = 0xffff_ffff;
 
 /** The file descriptor of the channel in an isolate (stdio: stdin, stdout, stderr, then it). */
 export const CHANNEL_FD = 3;
+/** The isolate's argument that names the service's descriptors it inherited, to close (`--close-fds=5,100`). */
+export const CLOSE_FDS = '--close-fds=';
 
 export interface ChannelOptions<In> {
   /** The largest frame taken; the header of a longer one is a fault. */

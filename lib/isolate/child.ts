@@ -5,6 +5,7 @@
  * database, its logger, its verdict on a token or a signature. Its environment is what the host
  * put in `extensionEnv`, nothing more.
  */
+import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import type { Knex } from 'knex';
@@ -24,7 +25,7 @@ import type { BcmsControllerMethod, BcmsPlugin } from '../plugin/types';
 import type { JWT } from '../security/token';
 import { createBridgeKnex } from './bridge-knex';
 import { IsolateResponse, makeRequest } from './child-http';
-import { Channel, CHANNEL_FD, MAX_FRAME_BYTES } from './channel';
+import { Channel, CHANNEL_FD, CLOSE_FDS, MAX_FRAME_BYTES } from './channel';
 import type { Ask, ExtensionKind, ExtensionSource, FromIsolate, ToIsolate, WireExtension, WireRoute } from './protocol';
 import { answerOverLimit, errorFromWire, errorToWire, isolateFrameLimit, LOG_OBJECT_MAX_BYTES, logObjectNote, Outbox, toWire, type WireError } from './wire';
 import { Waiting } from './waiting';
@@ -39,6 +40,23 @@ const API = path.resolve(__dirname, '..', 'api');
  */
 let answerLimit = Infinity;
 let frameLimit = MAX_FRAME_BYTES;
+
+/**
+ * The service's own descriptors that crossed into this process (those it holds without
+ * close-on-exec: a pipe or a file its own parent left open, a socket it was handed), which the host
+ * names: closed before extension code runs, which would otherwise read or listen on them.
+ */
+for (const arg of process.argv.slice(2)) {
+  if (!arg.startsWith(CLOSE_FDS)) continue;
+  for (const fd of arg.slice(CLOSE_FDS.length).split(',').map(Number)) {
+    if (!Number.isInteger(fd) || fd <= CHANNEL_FD) continue;
+    try {
+      fs.closeSync(fd);
+    } catch {
+      // closed already
+    }
+  }
+}
 
 /** The channel to the service (lib/isolate/channel.ts), on the pipe the service made at fd 3. */
 const channel = new Channel<ToIsolate[], FromIsolate[]>(new net.Socket({ fd: CHANNEL_FD, readable: true, writable: true }), {
@@ -184,7 +202,7 @@ const store = new ContentStore(database, logger, { migratedElsewhere: true });
 const repo = createRepository(store);
 // The layers' parts in an isolate (lib/layer.ts), which the host names as this process's arguments.
 const layerServices: IsolateServices = { store, logger, emit: (name, data) => send({ t: 'event', name, data: toWire(data) }) };
-for (const file of process.argv.slice(2)) {
+for (const file of process.argv.slice(2).filter((arg) => !arg.startsWith(CLOSE_FDS))) {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   (require(file) as { bindIsolate(services: IsolateServices): void }).bindIsolate(layerServices);
 }

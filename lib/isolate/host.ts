@@ -17,7 +17,7 @@ import type { Logger } from '../logger';
 import type { IdentifyPluginKey } from '../security/caller';
 import type { AccessTokenVerifier } from '../security/jwt';
 import { IsolateAnswer } from './answer';
-import { Channel } from './channel';
+import { Channel, CHANNEL_FD, CLOSE_FDS } from './channel';
 import type { DatabaseBridge } from './database-bridge';
 import type { LogBudget } from './log-budget';
 import type { Ask, ExtensionKind, ExtensionSource, FromIsolate, ToIsolate, WireExtension } from './protocol';
@@ -152,7 +152,7 @@ export class Isolate {
     const readable = what.source.type === 'module' ? [...packageFiles, moduleRoot(what.source.file)] : packageFiles;
     const { command, args } = isolateCommand(
       services.sandbox,
-      { execArgv: [`--max-old-space-size=${services.memoryMb}`], script: CHILD, scriptArgs: services.layerModules },
+      { execArgv: [`--max-old-space-size=${services.memoryMb}`], script: CHILD, scriptArgs: [...inheritedFds(), ...services.layerModules] },
       { readable, writable: cwd, env: services.env },
       permissionsFor(services.permissions, what.name),
     );
@@ -482,6 +482,35 @@ function lowerPriority(pid: number | undefined): void {
     // Not Linux, or no autogroups: the process's nice is what counts.
   }
 }
+
+/**
+ * The service's descriptors above the channel's that a child inherits (held without close-on-exec:
+ * Node sets it on its own, not on those its parent left open), as the isolate's `--close-fds=`
+ * argument; none where /proc cannot tell. Neither spawn nor bubblewrap closes them.
+ */
+function inheritedFds(): string[] {
+  let entries: string[];
+  try {
+    entries = fs.readdirSync('/proc/self/fdinfo');
+  } catch {
+    return [];
+  }
+  const inherited: number[] = [];
+  for (const entry of entries) {
+    const fd = Number(entry);
+    if (!Number.isInteger(fd) || fd <= CHANNEL_FD) continue;
+    try {
+      const flags = /^flags:\s+([0-7]+)/m.exec(fs.readFileSync(`/proc/self/fdinfo/${fd}`, 'latin1'))?.[1];
+      if (flags !== undefined && (parseInt(flags, 8) & O_CLOEXEC) === 0) inherited.push(fd);
+    } catch {
+      // closed meanwhile
+    }
+  }
+  return inherited.length === 0 ? [] : [`${CLOSE_FDS}${inherited.join(',')}`];
+}
+
+/** O_CLOEXEC as /proc's fdinfo writes open flags (octal, Linux). */
+const O_CLOEXEC = 0o2000000;
 
 /** How far below the service an isolate's priority is (a nice value). */
 const ISOLATE_NICE = 10;

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -329,4 +330,61 @@ describe('where no sandbox runs', () => {
       process.env.PATH = savedPath;
     }
   });
+});
+
+describe("the service's inherited descriptors", () => {
+  test('a descriptor the service inherited without close-on-exec (a secret file its parent left open) is closed before extension code runs', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-fds-'));
+    const secretFile = path.join(dir, '.env');
+    fs.writeFileSync(secretFile, 'JWT_SECRET=inherited-secret\n');
+    const dist = path.resolve(__dirname, '..', '..', 'dist');
+    // A service whose fd 60 is that file, as a launcher's leaked descriptor would be (Node marks
+    // close-on-exec only the run of descriptors from 3 up it starts with, not one past a gap): it
+    // deploys a function that looks at fd 60 and prints what the function found.
+    const service = `
+      const crypto = require('node:crypto');
+      const express = require(${JSON.stringify(require.resolve('express'))});
+      const { bcmsExtensions, createApiKey } = require(${JSON.stringify(dist)});
+      const { signRequest } = require(${JSON.stringify(path.join(dist, 'client'))});
+      const logger = { info() {}, warn() {}, error() {}, debug() {} };
+      const router = bcmsExtensions({}, { database: { pglite: 'memory://' }, logger, files: { dir: ${JSON.stringify(path.join(dir, 'files'))} } });
+      const app = express().use(router);
+      const alive = setInterval(() => {}, 1000);
+      router.ready.then(async () => {
+        const key = await createApiKey(router.db, { name: 'd', functions: [], deploy: true });
+        const server = app.listen(0, async () => {
+          const base = 'http://127.0.0.1:' + server.address().port;
+          const code = "const { createBcmsFunction } = require('bcms-extensions'); exports.default = createBcmsFunction(async () => ({ config: { name: 'fd', public: true }, handler: async () => { try { return require('node:fs').fstatSync(60).ino; } catch (error) { return error.code; } } }));";
+          const body = JSON.stringify({ manifest: { kind: 'function', name: 'fd', version: '1.0.0', sha256: crypto.createHash('sha256').update(code).digest('hex') }, code });
+          const headers = signRequest({ keyId: key.id, secret: key.secret, method: 'POST', url: '/api/extensions/deployments', body });
+          const deployed = await fetch(base + '/api/extensions/deployments', { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body });
+          const called = await fetch(base + '/api/function/fd', { method: 'POST' });
+          process.stdout.write(JSON.stringify({ deployed: deployed.status, result: (await called.json()).result }));
+          server.close();
+          clearInterval(alive);
+          await router.close();
+        });
+      });`;
+    const fd = fs.openSync(secretFile, 'r');
+    try {
+      const stdio: ('ignore' | 'pipe' | number)[] = ['ignore', 'pipe', 'pipe'];
+      while (stdio.length < 60) stdio.push('ignore');
+      stdio.push(fd);
+      const child = spawn(process.execPath, ['-e', service], { cwd: dir, stdio });
+      let out = '';
+      let err = '';
+      child.stdout?.on('data', (chunk: Buffer) => (out += chunk));
+      child.stderr?.on('data', (chunk: Buffer) => (err += chunk));
+      const code = await new Promise((resolve) => child.on('exit', resolve));
+      expect([code, err.includes('Error') ? err : '']).toEqual([0, '']);
+      // Closed: fd 60 is nothing now, or a descriptor of the isolate's own Node, never that file.
+      const { deployed, result } = JSON.parse(out) as { deployed: number; result: number | string };
+      expect(deployed).toBe(201);
+      expect(result).not.toBe(fs.statSync(secretFile).ino);
+      expect(result === 'EBADF' || typeof result === 'number').toBe(true);
+    } finally {
+      fs.closeSync(fd);
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
