@@ -21,7 +21,7 @@ import { Channel, CHANNEL_FD, CLOSE_FDS } from './channel';
 import type { DatabaseBridge } from './database-bridge';
 import type { LogBudget } from './log-budget';
 import type { Ask, ExtensionKind, ExtensionSource, FromIsolate, ToIsolate, WireExtension } from './protocol';
-import { isolateCommand, moduleRoot, packageReadables, permissionsFor, type ResolvedPermissionsOption, type SandboxChoice } from './sandbox';
+import { isolateCommand, moduleRoot, packageReadables, permissionsFor, stripSetIdBits, type ResolvedPermissionsOption, type SandboxChoice } from './sandbox';
 import { treeUsage } from './cpu';
 import { Waiting } from './waiting';
 import { answerBytes, answerOverLimit, fromWire, isolateFrameLimit, LOG_OBJECT_MAX_BYTES, logObjectNote, Outbox, toWire, errorToWire, unsignedToken, type WireError } from './wire';
@@ -136,6 +136,8 @@ export class Isolate {
   private readonly stderr: string[] = [];
   /** Settles once the process is gone. */
   readonly gone: Promise<string>;
+  /** Its folder of files.dir, the one it may write. */
+  private readonly folder: string;
 
   constructor(
     private readonly label: string,
@@ -146,7 +148,12 @@ export class Isolate {
   ) {
     // Its working directory, and the one folder it may write: the extension's own of the files directory.
     const cwd = extensionFolder(services.filesDir, what.kind, what.name);
-    fs.mkdirSync(cwd, { recursive: true });
+    // Owner only, files.dir too where it is made here: a file an isolate marks setuid (it owns its
+    // folder's files, as the service's user) is out of other local users' reach, and its marks are
+    // taken off when it ends (lib/isolate/sandbox.ts stripSetIdBits).
+    fs.mkdirSync(cwd, { recursive: true, mode: 0o700 });
+    fs.chmodSync(cwd, 0o700);
+    this.folder = cwd;
     packageFiles ??= packageReadables(PACKAGE_ROOT);
     // A registry module (isolate: 'all') is read from its package's folder, with what it requires.
     const readable = what.source.type === 'module' ? [...packageFiles, moduleRoot(what.source.file)] : packageFiles;
@@ -315,6 +322,7 @@ export class Isolate {
 
   private died(code: number | null, signal: NodeJS.Signals | null): string {
     this.alive = false;
+    stripSetIdBits(this.folder);
     // A process it started may still hold its end of the channel: nothing more is read from it.
     this.channel.close();
     const tail = this.stderr.join('\n');

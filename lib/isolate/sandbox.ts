@@ -293,3 +293,37 @@ export function moduleRoot(file: string): string {
     dir = parent;
   }
 }
+
+/** How many entries of an extension's folder `stripSetIdBits` looks at, at most. */
+const STRIP_AT_MOST = 20_000;
+
+/**
+ * Takes the setuid and setgid marks off what an extension left in its folder: inside its sandbox
+ * it owns its files as the service's user (mounted nosuid there, but not on the host), so a copy
+ * of a program marked setuid would run as the service for whoever reaches it. Run as its isolate
+ * ends; bounded to STRIP_AT_MOST entries, links not followed.
+ */
+export function stripSetIdBits(folder: string): void {
+  let seen = 0;
+  const visit = (dir: string): void => {
+    let entries: fs.Dirent[];
+    try {
+      entries = fs.readdirSync(dir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const entry of entries) {
+      if (++seen > STRIP_AT_MOST) return;
+      const file = path.join(dir, entry.name);
+      if (entry.isDirectory()) visit(file);
+      else if (!entry.isFile()) continue;
+      try {
+        const mode = fs.lstatSync(file).mode;
+        if ((mode & 0o6000) !== 0) fs.chmodSync(file, mode & 0o1777);
+      } catch {
+        // gone meanwhile
+      }
+    }
+  };
+  visit(folder);
+}

@@ -206,6 +206,23 @@ describeSandboxed.each(backends())('isolates in bubblewrap (%s)', (backend) => {
     expect(fs.readFileSync(path.join(own, 'note.txt'), 'utf8')).toBe('kept');
   });
 
+  test('a program it marks setuid in its folder loses the mark when its isolate ends; its folder is its owner\'s alone', async () => {
+    await deploy(
+      app,
+      deployer,
+      'function',
+      'setuid',
+      functionSource('setuid', `async () => { const fs = require('node:fs'); fs.copyFileSync('/bin/true', 'planted'); fs.chmodSync('planted', 0o4755); fs.mkdirSync('sub', { recursive: true }); fs.copyFileSync('/bin/true', 'sub/planted'); fs.chmodSync('sub/planted', 0o2755); return (fs.statSync('planted').mode & 0o7777).toString(8); }`),
+    );
+    // Inside, the mark is made (and means nothing there: its mounts are nosuid).
+    expect((await call(app, 'setuid')).body.result).toBe('4755');
+    const own = path.join(filesDir, '.functions', 'setuid');
+    expect((fs.statSync(own).mode & 0o777).toString(8)).toBe('700');
+    expect((await signed(app, 'DELETE', '/api/extensions/deployments/function/setuid', deployer)).status).toBe(200);
+    const marks = (): string[] => [path.join(own, 'planted'), path.join(own, 'sub', 'planted')].map((file) => (fs.statSync(file).mode & 0o7777).toString(8));
+    expect(await until(() => marks().every((mode) => mode === '755'))).toBe(true);
+  });
+
   test('undeploy ends the isolate and everything it started, detached grandchildren included', async () => {
     const marker = String(40_000 + (process.pid % 10_000));
     const code = functionSource(
