@@ -12,6 +12,8 @@ const path = require('node:path');
 const { performance } = require('node:perf_hooks');
 const { IsolatePool } = require('../dist/isolate/pool');
 const { chooseSandbox, resolvePermissions } = require('../dist/isolate/sandbox');
+const { LogBudget } = require('../dist/isolate/log-budget');
+const { AnswerHeaderCheck } = require('../dist/isolate/answer-headers');
 const { positiveInteger } = require('./env');
 
 const ROUNDS = positiveInteger('BENCH_SANDBOX_ROUNDS', 15);
@@ -37,6 +39,9 @@ function services(sandbox) {
     filesDir,
     layerModules: [],
     publish() {},
+    answerLimit: 16 * 1024 * 1024,
+    logBudget: new LogBudget(quiet),
+    answerHeaders: new AnswerHeaderCheck(quiet),
     sandbox,
     permissions: resolvePermissions(undefined),
   };

@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { writeBytes, writeJson } from '../http/respond';
+import type { AnswerHeaderCheck } from './answer-headers';
 import type { WireAnswer } from './protocol';
 
 /** Marks a stand-in of an isolated extension: its pool enforces its time-out (and ends the isolate), not the router's servers. */
@@ -19,14 +20,21 @@ const SERVICE_HEADERS = new Set(['content-length', 'transfer-encoding', 'connect
  * the service's thread only copies it out.
  */
 export class IsolateAnswer {
-  constructor(private readonly answer: WireAnswer) {}
+  constructor(
+    private readonly answer: WireAnswer,
+    /** Its extension (the label of its log lines), and the check of the headers it set. */
+    private readonly extension: string,
+    private readonly headerCheck: AnswerHeaderCheck,
+  ) {}
 
-  /** A plugin method's answer: its status, the headers it set, then its JSON or bytes. */
+  /** A plugin method's answer: its status, the headers it set (those the check allows), then its JSON or bytes. */
   write(res: ServerResponse): void {
     if (res.headersSent) return;
     const { status, headers, bytes, sent } = this.answer;
     if (Array.isArray(headers)) {
-      for (const [name, value] of headers) if (!SERVICE_HEADERS.has(String(name).toLowerCase())) res.setHeader(name, value);
+      for (const [name, value] of headers) {
+        if (!SERVICE_HEADERS.has(String(name).toLowerCase()) && this.headerCheck.allows(this.extension, name, value, res.req)) res.setHeader(name, value);
+      }
     }
     const json = this.json();
     if (json !== undefined) return writeJson(res, status, json);

@@ -4,7 +4,6 @@
  * reads bodies and checks the package's own JWT guard itself, as for any plugin; the code of the
  * extension runs only in its isolates.
  */
-import type { IncomingHttpHeaders } from 'node:http';
 import type { Request } from 'express';
 import type { DeploymentKind, LoadedExtension } from '../deploy/load';
 import type { ExtensionHealth } from '../deploy/deployed';
@@ -16,6 +15,7 @@ import { hasBearerToken } from '../security/jwt';
 import type { BcmsController, BcmsControllerMethod, BcmsPlugin, BcmsPluginContext, HttpVerb } from '../plugin/types';
 import type { JWT, JWTPermissionName, JWTRoleName } from '../security/token';
 import { ISOLATED, type IsolateAnswer } from './answer';
+import { withoutCredentials } from './answer-headers';
 import type { IsolateServices, NewCall } from './host';
 import { IsolatePool } from './pool';
 import type { ExtensionSource, WireExtension, WireRequest, WireRoute } from './protocol';
@@ -60,8 +60,8 @@ export async function startIsolated(
 
 /**
  * A request as plain data: what an isolate's handler reads of it. Its credentials stay here: an
- * isolate is not trusted with the caller's bearer token, signature or cookies (it could replay
- * them against the service: mint an API key with an admin's token, say). What the service's
+ * isolate is not trusted with the caller's bearer token, signature, cookies or keys (it could replay
+ * them against the service: mint an API key with an admin's token, say; see `withoutCredentials`). What the service's
  * guards decided of them crosses instead (`accessToken`, and a custom guard's asks).
  */
 export function toWireRequest(req: Request, raw?: Buffer): WireRequest {
@@ -86,13 +86,6 @@ export function toWireRequest(req: Request, raw?: Buffer): WireRequest {
   if (req.body !== undefined) wire.body = req.body;
   if (raw !== undefined) wire.raw = raw.toString('base64');
   return wire;
-}
-
-/** The headers without `Authorization` and `Cookie`; the same object when it has neither (most requests). */
-function withoutCredentials(headers: IncomingHttpHeaders): IncomingHttpHeaders {
-  if (headers.authorization === undefined && headers.cookie === undefined) return headers;
-  const { authorization: _authorization, cookie: _cookie, ...rest } = headers;
-  return rest;
 }
 
 /**

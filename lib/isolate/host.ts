@@ -17,6 +17,7 @@ import type { Logger } from '../logger';
 import type { IdentifyPluginKey } from '../security/caller';
 import type { AccessTokenVerifier } from '../security/jwt';
 import { IsolateAnswer } from './answer';
+import type { AnswerHeaderCheck } from './answer-headers';
 import { Channel, CHANNEL_FD, CLOSE_FDS } from './channel';
 import type { DatabaseBridge } from './database-bridge';
 import type { LogBudget } from './log-budget';
@@ -57,6 +58,8 @@ export interface IsolateServices {
   answerLimit: number;
   /** Each extension's log lines left this second. */
   logBudget: LogBudget;
+  /** What an isolate's answers (and errors) may not set: headers that act on the service's whole origin. */
+  answerHeaders: AnswerHeaderCheck;
 }
 
 /**
@@ -358,12 +361,12 @@ export class Isolate {
           call.reject(new BcmsHttpError('EXTENSION_ANSWER_TOO_LARGE'));
           return;
         }
-        call.resolve(new IsolateAnswer(message.answer));
+        call.resolve(new IsolateAnswer(message.answer, this.label, this.services.answerHeaders));
         return;
       }
       case 'failed': {
         const call = this.take(message.id);
-        call?.reject(fromIsolate(message.error, this.label));
+        call?.reject(fromIsolate(message.error, this.label, (name, value) => this.services.answerHeaders.allows(this.label, name, value, call?.request)));
         return;
       }
       case 'ask':
@@ -547,11 +550,11 @@ export function crashed(message = 'The extension crashed while answering; it is 
  * 401), checked, since an isolate's word is not trusted; anything else is an unexpected error,
  * logged and answered 500 without its message.
  */
-function fromIsolate(wired: WireError, label: string): Error {
+function fromIsolate(wired: WireError, label: string, allowed: (name: string, value: string) => boolean): Error {
   if (wired?.http !== undefined && typeof wired.code === 'string' && wired.code in errorCodes) {
     const { status, headers, body } = wired.http;
     if (Number.isInteger(status) && status >= 400 && status <= 599) {
-      const safeHeaders = headers !== null && typeof headers === 'object' ? Object.fromEntries(Object.entries(headers).filter(([, value]) => typeof value === 'string')) : undefined;
+      const safeHeaders = headers !== null && typeof headers === 'object' ? Object.fromEntries(Object.entries(headers).filter(([name, value]) => typeof value === 'string' && allowed(name, value))) : undefined;
       const safeBody = body !== null && typeof body === 'object' ? (fromWire(body) as object) : undefined;
       return new BcmsHttpError(wired.code as ErrorCode, String(wired.message), safeHeaders, status, safeBody);
     }

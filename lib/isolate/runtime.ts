@@ -10,6 +10,7 @@ import type { ResolvedOptions } from '../options';
 import type { BcmsPlugin } from '../plugin/types';
 import type { IdentifyPluginKey } from '../security/caller';
 import type { AccessTokenVerifier } from '../security/jwt';
+import { AnswerHeaderCheck } from './answer-headers';
 import { DatabaseBridge } from './database-bridge';
 import { LogBudget } from './log-budget';
 import { startIsolated, type IsolatedCallSettings } from './extension';
@@ -57,7 +58,7 @@ export class Isolation {
     const answerLimit = extensionAnswerMb * 1024 * 1024;
     // Extension sessions are bounded by the longest call: a statement, or a transaction left idle, cannot be a live call's past it.
     const bridge = new DatabaseBridge(store, { max: settings.extensionPool.max, timeoutMs: Math.max(functionTimeoutMs, pluginTimeoutMs) }, logger);
-    this.services = { logger, bridge, verifyAccessToken, verifyPluginKey, memoryMb, env, loadTimeoutMs: LOAD_TIMEOUT_MS, filesDir, layerModules, publish, answerLimit, logBudget: new LogBudget(logger), sandbox: deps.sandbox, permissions };
+    this.services = { logger, bridge, verifyAccessToken, verifyPluginKey, memoryMb, env, loadTimeoutMs: LOAD_TIMEOUT_MS, filesDir, layerModules, publish, answerLimit, logBudget: new LogBudget(logger), answerHeaders: new AnswerHeaderCheck(logger), sandbox: deps.sandbox, permissions };
     this.calls = { pluginTimeoutMs, functionTimeoutMs, bodyLimit, bodyTimeoutMs };
   }
 

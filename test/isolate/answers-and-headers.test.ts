@@ -1,6 +1,8 @@
+import { Module } from 'node:module';
+import path from 'node:path';
 import express from 'express';
 import request from 'supertest';
-import { bcmsExtensions, createBcmsPlugin, createController, createControllerMethod, type BcmsExtensionsRouter } from '../../lib';
+import { bcmsExtensions, createBcmsPlugin, createController, createControllerMethod, type BcmsExtensionsRouter, type BcmsPlugin } from '../../lib';
 import { JWT_SECRET, memoryLogger, role, signToken } from '../support/app';
 import { backends, openTestDatabase, type TestDatabase } from '../support/database';
 import { deploy, functionSource, type DeployKey } from '../support/deploy';
@@ -26,6 +28,17 @@ const host = createBcmsPlugin({
         teapot: createControllerMethod({ path: '/teapot', type: 'get', handler: async ({ errorHandler }) => { throw errorHandler.occurred(418, 'I am a teapot.'); } }),
         broken: createControllerMethod({ path: '/broken', type: 'get', handler: async () => { throw new Error('internal'); } }),
         page: createControllerMethod({ path: '/page', type: 'get', handler: async ({ response }) => { response.type('html').send('<script>localStorage</script>'); } }),
+        // The host's own code: its cookies and redirects are its business.
+        login: createControllerMethod({
+          path: '/login',
+          type: 'get',
+          handler: async ({ response }) => {
+            response.setHeader('Set-Cookie', 'session=host; Path=/; HttpOnly');
+            response.setHeader('Location', 'https://sso.example/return');
+            response.status(302);
+            return {};
+          },
+        }),
         // A handler that tries every way to loosen them: set before, removed, and given to writeHead.
         loosened: createControllerMethod({
           path: '/loosened',
@@ -56,6 +69,9 @@ ${Object.entries(methods)
 const WRITE_RAW = `const fs = require('node:fs');
 const frame = (text) => { const body = Buffer.from(text); const head = Buffer.alloc(4); head.writeUInt32BE(body.length); return Buffer.concat([head, body]); };
 const writeAll = (bytes) => { let at = 0; while (at < bytes.length) { try { at += fs.writeSync(3, bytes, at); } catch (error) { if (error.code !== 'EAGAIN') throw error; } } };`;
+
+/** A registry plugin loaded by Node's own loader, as isolate: 'all' needs it (see test/isolate/modes.test.ts). */
+const registryPlugin = (Module as unknown as { _load(request: string): unknown })._load(path.join(__dirname, '..', 'fixtures', 'isolated-registry', 'plugin.js')) as BcmsPlugin;
 
 const admin = (): string => `Bearer ${signToken([role('ADMIN', 'READ', 'EXECUTE')], { payload: { userId: 'admin-1' } })}`;
 const user = (): string => `Bearer ${signToken([role('USER', 'READ')], { payload: { userId: 'user-9' } })}`;
@@ -97,6 +113,7 @@ describe.each(backends())('what crosses into an isolate, and what comes back (%s
       'creds',
       pluginSource('creds', {
         seen,
+        names: 'handler: async ({ request }) => Object.keys(request.headers)',
         jwt: `preRequestHandler: createJwtProtectionPreRequestHandler([JWTRoleName.ADMIN], JWTPermissionName.READ), handler: async ({ accessToken, request }) => ({ userId: accessToken.payload.userId, signature: accessToken.signature, authorization: request.headers.authorization ?? null })`,
         custom: `preRequestHandler: async (context) => { const { accessToken } = await createJwtProtectionPreRequestHandler([JWTRoleName.USER], JWTPermissionName.READ)(context); return { who: accessToken.payload.userId, signature: accessToken.signature }; }, handler: async ({ who, signature, request }) => ({ who, signature, authorization: request.headers.authorization ?? null })`,
         either: `preRequestHandler: BCMSRouteProtection.createJwtApiPreRequestHandler({ roleNames: [JWTRoleName.ADMIN], permissionName: JWTPermissionName.READ }), handler: async ({ token, key }) => ({ token: token ? token.payload.userId : null, signature: token ? token.signature : null, key: key ? key.name : null })`,
@@ -105,6 +122,15 @@ describe.each(backends())('what crosses into an isolate, and what comes back (%s
     const token = admin();
     const res = await request(app).get('/api/plugin/creds/main/seen').set('Authorization', token).set('Cookie', 'session=secret').set('X-Other', 'kept');
     expect(res.body).toEqual({ authorization: null, viaGet: null, cookie: null, other: 'kept' });
+
+    // Other credentials, by name: none crosses; look-alikes that carry none do.
+    const credentials = ['Proxy-Authorization', 'X-Forwarded-Authorization', 'X-Api-Key', 'Api-Key', 'X-Amz-Security-Token', 'X-Csrf-Token', 'X-Client-Secret', 'X-User-Password', 'X-Original-Cookie'];
+    const harmless = ['X-Token-Count', 'X-Api-Key-Id', 'X-Request-Origin'];
+    let sent = request(app).get('/api/plugin/creds/main/names');
+    for (const name of [...credentials, ...harmless]) sent = sent.set(name, 'value');
+    const names = (await sent).body as string[];
+    expect(credentials.filter((name) => names.includes(name.toLowerCase()))).toEqual([]);
+    expect(harmless.filter((name) => names.includes(name.toLowerCase()))).toEqual(harmless);
 
     const jwt = await request(app).get('/api/plugin/creds/main/jwt').set('Authorization', token);
     expect(jwt.body).toEqual({ userId: 'admin-1', signature: '', authorization: null });
@@ -175,6 +201,80 @@ exports.default = createBcmsFunction(async () => ({ config: { name: 'private-cre
     // The service's own routes are not plugin answers.
     expect((await request(app).get('/api/extensions/openapi.json')).headers['content-security-policy']).toBeUndefined();
   });
+
+  test("an isolated plugin's answers and errors carry no header that acts on the whole origin (each logged once); the host's own plugins keep theirs", async () => {
+    const warned = (extension: string): unknown[] => log.lines.filter((line) => line.extension === extension && line.level === 40 && String(line.msg).includes('whole origin')).map((line) => line.header);
+    const tossing = `response.setHeader('Set-Cookie', ['session=attacker; Path=/', 'other=1']); response.setHeader('Clear-Site-Data', '"storage", "cookies"'); response.set('Refresh', '0; url=https://evil.example/');
+      response.set({ 'Access-Control-Allow-Origin': 'https://evil.example', 'Access-Control-Allow-Credentials': 'true', 'X-Kept': 'yes' });`;
+    const redirect = (target: string): string => `handler: async ({ request, response }) => { response.redirect(302, ${target}); }`;
+    await deploy(
+      app,
+      deployer,
+      'plugin',
+      'tosser',
+      pluginSource('tosser', {
+        toss: `handler: async ({ response }) => { ${tossing} return { ok: true }; }`,
+        sent: `handler: async ({ response }) => { ${tossing} response.writeHead(200, { 'Set-Cookie': 'late=1', 'Content-Type': 'text/plain' }); response.end('sent'); }`,
+        // A thrown error with its own headers: those cross, checked alike.
+        thrown: `handler: async ({ errorHandler }) => { const error = errorHandler.occurred(418, 'I am a teapot.'); Object.defineProperty(error, 'headers', { value: { 'Set-Cookie': 'session=attacker; Path=/', 'Access-Control-Allow-Origin': 'https://evil.example', 'X-Kept': 'yes' } }); throw error; }`,
+        away: redirect('"https://evil.example/phish"'),
+        schemeRelative: redirect('"//evil.example/phish"'),
+        backslash: redirect('"/\\\\evil.example/phish"'),
+        otherPort: redirect('"http://" + request.hostname + ":1/x"'),
+        relative: redirect('"toss?x=1"'),
+        rooted: redirect('"/api/plugin/tosser/main/toss"'),
+        absolute: redirect('"http://" + request.headers.host + "/api/plugin/tosser/main/toss"'),
+      }),
+    );
+    for (let i = 0; i < 2; i++) {
+      for (const path of ['toss', 'sent']) {
+        const res = await request(app).get(`/api/plugin/tosser/main/${path}`).set('Origin', 'https://evil.example');
+        expect([path, res.status]).toEqual([path, 200]);
+        expect([path, res.headers['set-cookie'], res.headers['clear-site-data'], res.headers.refresh, res.headers['access-control-allow-credentials']]).toEqual([path, undefined, undefined, undefined, undefined]);
+        // The router's CORS header, as it sets it.
+        expect(res.headers['access-control-allow-origin']).toBe('*');
+        expect(res.headers['x-kept']).toBe('yes');
+        sandboxed(res);
+      }
+      const thrown = await request(app).get('/api/plugin/tosser/main/thrown');
+      expect([thrown.status, thrown.body, thrown.headers['set-cookie'], thrown.headers['access-control-allow-origin'], thrown.headers['x-kept']]).toEqual([418, { message: 'I am a teapot.' }, undefined, '*', 'yes']);
+    }
+    for (const path of ['away', 'schemeRelative', 'backslash', 'otherPort']) {
+      const res = await request(app).get(`/api/plugin/tosser/main/${path}`);
+      expect([path, res.status, res.headers.location]).toEqual([path, 302, undefined]);
+    }
+    const base = '/api/plugin/tosser/main/';
+    for (const [path, location] of [['relative', 'toss?x=1'], ['rooted', `${base}toss`]]) {
+      const res = await request(app).get(`${base}${path}`);
+      expect([path, res.status, res.headers.location]).toEqual([path, 302, location]);
+    }
+    const absolute = await request(app).get(`${base}absolute`);
+    expect(absolute.headers.location).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/plugin\/tosser\/main\/toss$/);
+    // Each kind of header once, named as the extension set it, whatever the number of answers.
+    expect(warned('plugin tosser@1.0.0').sort()).toEqual(['Access-Control-Allow-Origin', 'Clear-Site-Data', 'Location', 'Refresh', 'Set-Cookie']);
+
+    const own = await request(app).get('/api/plugin/host-plain/plain/login');
+    expect([own.status, own.headers['set-cookie'], own.headers.location]).toEqual([302, ['session=host; Path=/; HttpOnly'], 'https://sso.example/return']);
+  }, 60_000);
+
+  test("isolate: 'all': the registry's own plugin, in an isolate, loses its cookie and its redirect elsewhere; in the service's process it keeps them", async () => {
+    for (const isolate of ['deployed', 'all'] as const) {
+      const modeLog = memoryLogger();
+      const registry = bcmsExtensions({ plugins: [registryPlugin] }, { database: db.knex, isolate, logger: modeLog.logger });
+      try {
+        const registryApp = express().use(registry);
+        await registry.ready;
+        const res = await request(registryApp).get('/api/plugin/registry-isolated/where/login');
+        const kept = isolate === 'deployed';
+        expect([isolate, res.status, res.headers['set-cookie'], res.headers.location]).toEqual(
+          kept ? [isolate, 302, ['session=registry; Path=/'], 'https://sso.example/return'] : [isolate, 302, undefined, undefined],
+        );
+        expect(modeLog.lines.filter((line) => String(line.msg).includes('whole origin')).map((line) => line.header).sort()).toEqual(kept ? [] : ['Location', 'Set-Cookie']);
+      } finally {
+        await registry.close();
+      }
+    }
+  }, 60_000);
 
   test('an answer past extensionAnswerMb (16 MB): 502 EXTENSION_ANSWER_TOO_LARGE, the service answering meanwhile; the extension then answers again', async () => {
     await deploy(
