@@ -30,7 +30,7 @@ function services(sandbox) {
   return {
     logger: quiet,
     // The bench's function asks nothing of the service.
-    bridge: { releaseAll: async () => {} },
+    bridge: { releaseAll: async () => {}, idle: async () => {} },
     verifyAccessToken: async () => undefined,
     verifyPluginKey: async () => null,
     memoryMb: 256,
