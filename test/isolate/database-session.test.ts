@@ -239,6 +239,11 @@ describe.each(backends())('the database session is the service\'s alone (%s)', (
       expect(errorsOf(set.body.result)).toEqual(['ok']);
       // The extension pool's sessions end (a server restart, say): the next ones are made under the role's defaults.
       await db.knex.raw(`select pg_terminate_backend(pid) from pg_stat_activity where usename = 'bcms_extension' and datname = current_database()`);
+      // The pool learns of each ended session when it is next used (as after a server restart): until a new one answers.
+      for (let tries = 0; tries < 10; tries++) {
+        const probe = await run({ steps: [{ sql: 'select 1 as one' }] });
+        if ((probe.body.result as { rows?: unknown[] }[])[0]?.rows !== undefined) break;
+      }
       const next = await run({ steps: [{ sql: 'show default_transaction_read_only' }, { sql: "insert into bcms_documents (collection, id, doc) values ('after-alter', '1', '{}')" }] });
       const [readOnly, write] = next.body.result as { rows?: Record<string, string>[]; error?: string }[];
       expect([readOnly?.rows, write?.error]).toEqual([[{ default_transaction_read_only: 'off' }], undefined]);
