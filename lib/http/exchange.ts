@@ -133,5 +133,12 @@ function renderError(
   for (const name of res.getHeaderNames()) {
     if (!hostHeaders.includes(name) && name !== 'access-control-allow-origin' && name !== 'x-request-id') res.removeHeader(name);
   }
-  writeError(res, answer, family, requestId);
+  try {
+    writeError(res, answer, family, requestId);
+  } catch (error) {
+    // Nothing valid can be answered (a header the error carried that HTTP cannot): the connection
+    // goes, the service stays (this runs where a throw would end its process).
+    logger.error({ err: error, requestId }, 'bcms-extensions: an error could not be answered; the connection is closed');
+    res.destroy();
+  }
 }

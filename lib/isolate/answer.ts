@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import { validateHeaderName, validateHeaderValue, type ServerResponse } from 'node:http';
 import { writeBytes, writeJson } from '../http/respond';
 import type { AnswerHeaderCheck } from './answer-headers';
 import type { WireAnswer } from './protocol';
@@ -13,6 +13,26 @@ export function isIsolated(handler: unknown): boolean {
 
 /** Headers the service writes itself (the body's length, the connection): an isolate's are dropped. */
 const SERVICE_HEADERS = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive']);
+
+/**
+ * Whether a header an isolate sent (on an answer, or on an error it threw) may be written: a valid
+ * HTTP name and value (a newline in one would make `setHeader` throw where nothing catches it), and
+ * not one of the service's own.
+ */
+export function writableHeader(name: unknown, value: unknown): name is string {
+  if (typeof name !== 'string' || SERVICE_HEADERS.has(name.toLowerCase())) return false;
+  const values = Array.isArray(value) ? value : [value];
+  try {
+    validateHeaderName(name);
+    for (const each of values) {
+      if (typeof each !== 'string') return false;
+      validateHeaderValue(name, each);
+    }
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /**
  * What an isolated handler answered, as the service writes it: the plugin server and the function
@@ -33,7 +53,7 @@ export class IsolateAnswer {
     const { status, headers, bytes, sent } = this.answer;
     if (Array.isArray(headers)) {
       for (const [name, value] of headers) {
-        if (!SERVICE_HEADERS.has(String(name).toLowerCase()) && this.headerCheck.allows(this.extension, name, value, res.req)) res.setHeader(name, value);
+        if (writableHeader(name, value) && this.headerCheck.allows(this.extension, name, value, res.req)) res.setHeader(name, value);
       }
     }
     const json = this.json();

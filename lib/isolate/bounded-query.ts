@@ -5,7 +5,8 @@
  *   sent as one text is refused, so a SET can only take effect from the next statement on;
  * - at most `timeoutMs`, then cancelled on the server, whatever `statement_timeout` the session
  *   was given since (a SET is extension code's to make);
- * - a result of at most `maxBytes` as the database sends it: the service holds a statement's rows
+ * - a result of at most `maxBytes` as the database sends it (its text, and a cost for each row and
+ *   field, which an empty row still has): the service holds a statement's rows
  *   while it hands them to the isolate, so a result past the cap is dropped as it arrives and the
  *   statement cancelled (400 TOO_LARGE), rather than grow the service's heap until it dies.
  */
@@ -14,6 +15,10 @@ import { BcmsHttpError } from '../http/errors';
 
 /** The most of one statement's result that extension code gets, as the database sends it (its fields' text). */
 export const EXTENSION_RESULT_MAX_BYTES = 32 * 1024 * 1024;
+
+/** What a row and each of its fields cost the service beyond their text, in the cap's bytes (a JS object and its slots). */
+const ROW_COST = 64;
+const FIELD_COST = 16;
 
 export interface StatementLimits {
   maxBytes: number;
@@ -44,6 +49,9 @@ class BoundedQuery extends (pg.Query as unknown as new (config: pg.QueryConfig, 
 
   handleDataRow(message: DataRow): void {
     if (this.over) return;
+    // A row costs the service an object and a slot for each field, even when its fields are empty
+    // or null (`select from generate_series(1, 1e8)` sends no text): counted as ROW_COST and FIELD_COST.
+    this.bytes += ROW_COST + FIELD_COST * message.fields.length;
     for (const field of message.fields) if (field !== null) this.bytes += field.length;
     if (this.bytes > this.maxBytes) {
       this.over = true;

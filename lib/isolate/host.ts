@@ -16,7 +16,7 @@ import { BcmsHttpError, errorCodes, type ErrorCode } from '../http/errors';
 import type { Logger } from '../logger';
 import type { IdentifyPluginKey } from '../security/caller';
 import type { AccessTokenVerifier } from '../security/jwt';
-import { IsolateAnswer } from './answer';
+import { IsolateAnswer, writableHeader } from './answer';
 import type { AnswerHeaderCheck } from './answer-headers';
 import { Channel, CHANNEL_FD, CLOSE_FDS } from './channel';
 import type { DatabaseBridge } from './database-bridge';
@@ -130,6 +130,8 @@ export class Isolate {
   endedByService = false;
   /** When it finished loading (ms, performance.now()); undefined while loading. */
   loadedAt: number | undefined;
+  /** Its questions the service is answering now. */
+  private asking = 0;
   /** Whether it died with calls in flight: a handler's crash, rather than the extension's own. */
   diedAnswering = false;
   /** When it last took or answered a call (ms, performance.now()). */
@@ -190,18 +192,16 @@ export class Isolate {
       receive: (batch) => {
         if (Array.isArray(batch)) for (const message of batch) this.receive(message);
       },
-      fault: (reason) => {
-        this.stderr.push(`the channel was closed: ${reason}`);
-        services.logger.error({ extension: label, reason }, 'bcms-extensions: an isolate broke the channel to the service; it is ended');
-        this.end();
-      },
+      fault: (reason) => this.broke(reason),
     });
     this.forward(this.child.stdout, 'info', false);
     this.forward(this.child.stderr, 'warn', true);
     this.gone = new Promise((resolve) => {
       this.child.once('error', (error) => {
         this.stderr.push(error.message);
-        this.end();
+        // Never started (no bubblewrap or Node where it was, no process left): no exit will come.
+        if (this.child.pid === undefined) resolve(this.died(null, null));
+        else this.end(false);
       });
       this.child.once('exit', (code, signal) => {
         // stderr may still hold the last words: a moment for them.
@@ -296,16 +296,26 @@ export class Isolate {
     else if (next !== Infinity) this.watching = setTimeout(this.watch, Math.max(1, Math.ceil(next - now)));
   };
 
-  /** Ends the process and everything it started. */
-  end(): void {
+  /**
+   * Ends the process and everything it started. `byService` false: for something the extension
+   * did (it broke its channel's rules), which counts toward a crash loop as its own end would.
+   */
+  end(byService = true): void {
     if (!this.alive) return;
     this.alive = false;
-    this.endedByService = true;
+    this.endedByService = byService;
     try {
       process.kill(-(this.child.pid as number), 'SIGKILL');
     } catch {
       this.child.kill('SIGKILL');
     }
+  }
+
+  /** It broke the rules of its channel (a frame past the cap, not JSON, too many questions): it is ended. */
+  private broke(reason: string): void {
+    this.stderr.push(`the channel was closed: ${reason}`);
+    this.services.logger.error({ extension: this.label, reason }, 'bcms-extensions: an isolate broke the channel to the service; it is ended');
+    this.end(false);
   }
 
   private post(message: ToIsolate): void {
@@ -325,7 +335,7 @@ export class Isolate {
 
   private died(code: number | null, signal: NodeJS.Signals | null): string {
     this.alive = false;
-    stripSetIdBits(this.folder);
+    stripSetIdBits(this.services.sandbox, this.folder);
     // A process it started may still hold its end of the channel: nothing more is read from it.
     this.channel.close();
     const tail = this.stderr.join('\n');
@@ -370,7 +380,10 @@ export class Isolate {
         return;
       }
       case 'ask':
-        void this.answer(message.id, message.ask);
+        // A bounded number at once: each waits for a connection, or a verdict, on the service.
+        if (this.asking >= MAX_OUTSTANDING_ASKS) return this.broke(`it asked more than ${MAX_OUTSTANDING_ASKS} questions at once`);
+        this.asking++;
+        void this.answer(message.id, message.ask).finally(() => this.asking--);
         return;
       case 'log': {
         if (!LEVELS.has(message.level) || !this.services.logBudget.take(this.label)) return;
@@ -554,7 +567,7 @@ function fromIsolate(wired: WireError, label: string, allowed: (name: string, va
   if (wired?.http !== undefined && typeof wired.code === 'string' && wired.code in errorCodes) {
     const { status, headers, body } = wired.http;
     if (Number.isInteger(status) && status >= 400 && status <= 599) {
-      const safeHeaders = headers !== null && typeof headers === 'object' ? Object.fromEntries(Object.entries(headers).filter(([name, value]) => typeof value === 'string' && allowed(name, value))) : undefined;
+      const safeHeaders = headers !== null && typeof headers === 'object' ? Object.fromEntries(Object.entries(headers).filter(([name, value]) => typeof value === 'string' && writableHeader(name, value) && allowed(name, value))) : undefined;
       const safeBody = body !== null && typeof body === 'object' ? (fromWire(body) as object) : undefined;
       return new BcmsHttpError(wired.code as ErrorCode, String(wired.message), safeHeaders, status, safeBody);
     }
@@ -564,6 +577,9 @@ function fromIsolate(wired: WireError, label: string, allowed: (name: string, va
   if (typeof wired?.stack === 'string') error.stack = `${error.name}: ${error.message}\n${wired.stack.split('\n').slice(1).join('\n')}`;
   return error;
 }
+
+/** How many questions an isolate may have the service answer at once (its Knex pool asks at most 20 queries). */
+const MAX_OUTSTANDING_ASKS = 256;
 
 /** A load that wants CPU a busy machine does not give it waits at most this many times its limit in wall time. */
 const LOAD_WALL_FACTOR = 6;

@@ -11,7 +11,7 @@
  * What bubblewrap cannot say (no child processes), Node's permission model says: it is the
  * isolate's own Node that refuses, whatever the sandbox.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../logger';
@@ -202,6 +202,28 @@ const SYSTEM_FILES = ['/etc/passwd', '/etc/group', '/etc/resolv.conf', '/etc/hos
 /** Folders of libraries and programs: bound read-only, or linked as they are here (merged /usr). */
 const SYSTEM_DIRS = ['/usr', '/lib', '/lib64', '/lib32', '/libx32', '/bin', '/sbin'];
 
+/** bubblewrap's arguments for the system's folders: bound read-only, or linked as they are here. */
+function systemBinds(): string[] {
+  const args: string[] = [];
+  for (const dir of SYSTEM_DIRS) {
+    let stat: fs.Stats;
+    try {
+      stat = fs.lstatSync(dir);
+    } catch {
+      continue;
+    }
+    if (stat.isSymbolicLink()) args.push('--symlink', fs.readlinkSync(dir), dir);
+    else args.push('--ro-bind', dir, dir);
+  }
+  return args;
+}
+
+/** Node's warning that the permission model is experimental, silenced: `--disable-warning` came in Node 20.11; before it, every warning. */
+const QUIET_PERMISSION_WARNING = (() => {
+  const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
+  return major > 20 || (major === 20 && minor >= 11) ? '--disable-warning=ExperimentalWarning' : '--no-warnings';
+})();
+
 /** What an isolate's process is started as. */
 export interface IsolateCommand {
   command: string;
@@ -223,23 +245,14 @@ export function isolateCommand(
   if (!permissions.childProcess) {
     // Node's permission model: no child_process (nor workers, addons or WASI, which it refuses
     // alongside); the filesystem is left to the sandbox, so reads and writes are allowed here.
-    execArgv.push('--experimental-permission', '--allow-fs-read=*', '--allow-fs-write=*', '--disable-warning=ExperimentalWarning');
+    execArgv.push('--experimental-permission', '--allow-fs-read=*', '--allow-fs-write=*', QUIET_PERMISSION_WARNING);
   }
   const nodeArgs = [...execArgv, node.script, ...node.scriptArgs];
   if (choice.kind === 'none') return { command: process.execPath, args: nodeArgs };
 
   const args = [...NAMESPACES];
   if (!permissions.network) args.push('--unshare-net');
-  for (const dir of SYSTEM_DIRS) {
-    let stat: fs.Stats;
-    try {
-      stat = fs.lstatSync(dir);
-    } catch {
-      continue;
-    }
-    if (stat.isSymbolicLink()) args.push('--symlink', fs.readlinkSync(dir), dir);
-    else args.push('--ro-bind', dir, dir);
-  }
+  args.push(...systemBinds());
   for (const file of SYSTEM_FILES) args.push('--ro-bind-try', file, file);
   args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp');
   // Node itself, where it is not under /usr (nvm, a tarball in /opt).
@@ -294,36 +307,22 @@ export function moduleRoot(file: string): string {
   }
 }
 
-/** How many entries of an extension's folder `stripSetIdBits` looks at, at most. */
-const STRIP_AT_MOST = 20_000;
-
 /**
- * Takes the setuid and setgid marks off what an extension left in its folder: inside its sandbox
- * it owns its files as the service's user (mounted nosuid there, but not on the host), so a copy
- * of a program marked setuid would run as the service for whoever reaches it. Run as its isolate
- * ends; bounded to STRIP_AT_MOST entries, links not followed.
+ * Takes the setuid and setgid marks off what an extension left in its folder, as its isolate ends:
+ * inside its sandbox it owns its files as the service's user (mounted nosuid there, but not on the
+ * host), so a copy of a program marked setuid would run as the service for whoever reaches it. Done
+ * by `find` in a sandbox of its own that holds that folder alone, apart from the service's thread:
+ * a file another isolate swaps for a link meanwhile leads nowhere of the host's. Without a sandbox
+ * there is nothing to take back (the isolate runs as the service's user anyway).
  */
-export function stripSetIdBits(folder: string): void {
-  let seen = 0;
-  const visit = (dir: string): void => {
-    let entries: fs.Dirent[];
-    try {
-      entries = fs.readdirSync(dir, { withFileTypes: true });
-    } catch {
-      return;
-    }
-    for (const entry of entries) {
-      if (++seen > STRIP_AT_MOST) return;
-      const file = path.join(dir, entry.name);
-      if (entry.isDirectory()) visit(file);
-      else if (!entry.isFile()) continue;
-      try {
-        const mode = fs.lstatSync(file).mode;
-        if ((mode & 0o6000) !== 0) fs.chmodSync(file, mode & 0o1777);
-      } catch {
-        // gone meanwhile
-      }
-    }
-  };
-  visit(folder);
+export function stripSetIdBits(choice: SandboxChoice, folder: string): void {
+  if (choice.kind !== 'bubblewrap') return;
+  const args = [...NAMESPACES];
+  args.push(...systemBinds());
+  args.push('--bind', folder, folder, '--', 'find', folder, '-xdev', '-perm', '/6000', '-exec', 'chmod', 'ug-s', '{}', '+');
+  try {
+    spawn(choice.bwrap as string, args, { stdio: 'ignore' }).on('error', () => {}).unref();
+  } catch {
+    // Not started (no process left): the marks stay until its next end.
+  }
 }

@@ -276,6 +276,34 @@ exports.default = createBcmsFunction(async () => ({ config: { name: 'private-cre
     }
   }, 60_000);
 
+  test('an error forged with a header HTTP cannot carry (a newline, a bad name) is answered without it, and the service lives; so is one asking too many questions at once', async () => {
+    const forge = (headers: Record<string, string>): string =>
+      `handler: async () => { const headers = JSON.parse(${JSON.stringify(JSON.stringify(headers))}); for (let id = 1; id <= 4; id++) writeAll(frame(JSON.stringify([{ t: "failed", id, error: { name: "BcmsHttpError", code: "TOKEN_INVALID", message: "Invalid token.", http: { status: 401, headers, body: { message: "forged" } } } }]))); return new Promise(() => {}); }`;
+    await deploy(
+      app,
+      deployer,
+      'plugin',
+      'badheaders',
+      pluginSource(
+        'badheaders',
+        {
+          newline: forge({ 'X-Split': 'a\nb', 'X-Kept': 'yes' }),
+          name: forge({ 'Bad Name': 'x', 'Content-Length': '1' }),
+          asks: 'handler: async () => { const asks = []; for (let id = 1; id <= 300; id++) asks.push({ t: "ask", id: 1e9 + id, ask: { op: "token", call: 1 } }); writeAll(frame(JSON.stringify(asks))); return new Promise(() => {}); }',
+        },
+        WRITE_RAW,
+      ),
+    );
+    const split = await request(app).get('/api/plugin/badheaders/main/newline');
+    expect([split.status, split.headers['x-split'], split.headers['x-kept']]).toEqual([401, undefined, 'yes']);
+    const named = await request(app).get('/api/plugin/badheaders/main/name');
+    expect(named.status).toBe(401);
+    const asked = await request(app).get('/api/plugin/badheaders/main/asks');
+    expect([asked.status, asked.body]).toEqual([500, { message: 'The extension crashed while answering; it is being restarted.' }]);
+    expect(log.lines.some((line) => line.reason === 'it asked more than 256 questions at once')).toBe(true);
+    expect((await request(app).get('/api/plugin/host-plain/plain/login')).status).toBe(302);
+  }, 60_000);
+
   test('an answer past extensionAnswerMb (16 MB): 502 EXTENSION_ANSWER_TOO_LARGE, the service answering meanwhile; the extension then answers again', async () => {
     await deploy(
       app,

@@ -482,6 +482,9 @@ describe('how extension code connects', () => {
     expect([large?.code, large?.error]).toEqual(['TOO_LARGE', expect.stringMatching(/larger than the 32 MB an extension may read at once/)]);
     expect(small?.rows).toHaveLength(3);
     expect(two?.code).toBe('42601');
+    // Rows of no text still cost the service an object each: counted, and refused past the cap alike.
+    const empty = await request(app).post('/api/function/hostile').send({ steps: [{ sql: 'select from generate_series(1, 2000000)' }, { sql: 'select null as n from generate_series(1, 2000000)' }] });
+    expect((empty.body.result as { code?: string }[]).map((answer) => answer.code)).toEqual(['TOO_LARGE', 'TOO_LARGE']);
     expect((await request(app).post('/api/function/hostile').send({ steps: [{ sql: 'select 1 as one' }] })).body.result).toEqual([{ rows: [{ one: 1 }] }]);
   }, 60_000);
 
