@@ -108,9 +108,13 @@ class PendingCall extends Waiting<IsolateAnswer> {
     super(resolve, reject);
   }
 
+  /** The service's verdicts on its token and its key, once each: an isolate asking again gets the same (and the pool is asked once). */
+  verdicts: { token?: Promise<unknown>; key?: Promise<unknown> } = {};
+
   protected override forget(): void {
     super.forget();
     this.request = undefined;
+    this.verdicts = {};
   }
 }
 
@@ -448,8 +452,8 @@ export class Isolate {
         const request = call?.request;
         if (call === undefined || request === undefined) return Promise.reject(new Error('no such request in this isolate'));
         // Its signature stays here (see unsignedToken).
-        if (ask.op === 'token') return verifyAccessToken(request).then((token) => toWire(unsignedToken(token)));
-        return verifyPluginKey(request, call.plugin as string).then((key) => toWire(key ?? null));
+        if (ask.op === 'token') return (call.verdicts.token ??= verifyAccessToken(request).then((token) => toWire(unsignedToken(token))));
+        return (call.verdicts.key ??= verifyPluginKey(request, call.plugin as string).then((key) => toWire(key ?? null)));
       }
       default:
         return Promise.reject(new Error('unknown capability'));

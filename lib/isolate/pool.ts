@@ -173,7 +173,8 @@ export class IsolatePool {
 
   /**
    * Ends every isolate once its calls are answered (each is bounded by its time-out): nothing the
-   * extension started keeps running. New calls are refused.
+   * extension started keeps running. No isolate is started any more; a request that matched this
+   * version before it was replaced is still answered by an isolate left, until they are ended.
    */
   async close(): Promise<void> {
     this.closed = true;
