@@ -289,16 +289,23 @@ exports.default = createBcmsFunction(async () => ({ config: { name: 'private-cre
         {
           newline: forge({ 'X-Split': 'a\nb', 'X-Kept': 'yes' }),
           name: forge({ 'Bad Name': 'x', 'Content-Length': '1' }),
-          asks: 'handler: async () => { const asks = []; for (let id = 1; id <= 300; id++) asks.push({ t: "ask", id: 1e9 + id, ask: { op: "token", call: 1 } }); writeAll(frame(JSON.stringify(asks))); return new Promise(() => {}); }',
         },
         WRITE_RAW,
       ),
+    );
+    // Apart (an isolate of its own): the forged frames above name calls by number, which its calls would share.
+    await deploy(
+      app,
+      deployer,
+      'plugin',
+      'asker',
+      pluginSource('asker', { asks: 'handler: async () => { const asks = []; for (let id = 1; id <= 300; id++) asks.push({ t: "ask", id: 1e9 + id, ask: { op: "token", call: 1 } }); writeAll(frame(JSON.stringify(asks))); return new Promise(() => {}); }' }, WRITE_RAW),
     );
     const split = await request(app).get('/api/plugin/badheaders/main/newline');
     expect([split.status, split.headers['x-split'], split.headers['x-kept']]).toEqual([401, undefined, 'yes']);
     const named = await request(app).get('/api/plugin/badheaders/main/name');
     expect(named.status).toBe(401);
-    const asked = await request(app).get('/api/plugin/badheaders/main/asks');
+    const asked = await request(app).get('/api/plugin/asker/main/asks');
     expect([asked.status, asked.body]).toEqual([500, { message: 'The extension crashed while answering; it is being restarted.' }]);
     expect(log.lines.some((line) => line.reason === 'it asked more than 256 questions at once')).toBe(true);
     expect((await request(app).get('/api/plugin/host-plain/plain/login')).status).toBe(302);
