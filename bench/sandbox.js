@@ -12,6 +12,7 @@ const path = require('node:path');
 const { performance } = require('node:perf_hooks');
 const { IsolatePool } = require('../dist/isolate/pool');
 const { chooseSandbox, resolvePermissions } = require('../dist/isolate/sandbox');
+const { childrenOf } = require('../dist/isolate/cpu');
 const { LogBudget } = require('../dist/isolate/log-budget');
 const { AnswerHeaderCheck } = require('../dist/isolate/answer-headers');
 const { positiveInteger } = require('./env');
@@ -68,11 +69,7 @@ function treeRssKb(pid) {
     } catch {
       return;
     }
-    for (const task of fs.readdirSync(`/proc/${each}/task`)) {
-      try {
-        for (const child of fs.readFileSync(`/proc/${each}/task/${task}/children`, 'utf8').split(' ').filter(Boolean)) visit(Number(child));
-      } catch {}
-    }
+    for (const child of childrenOf(each)) visit(child);
   };
   visit(pid);
   return total;

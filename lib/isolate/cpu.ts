@@ -41,7 +41,8 @@ export function treeUsage(pid: number | undefined): TreeUsage | undefined {
   return visit(pid) ? usage : undefined;
 }
 
-function childrenOf(pid: number): number[] {
+/** The pids of the children of `pid` (every thread's), from /proc; none where it cannot tell. */
+export function childrenOf(pid: number): number[] {
   let tasks: string[];
   try {
     tasks = fs.readdirSync(`/proc/${pid}/task`);
