@@ -1,0 +1,122 @@
+'use strict';
+// Events and jobs (DESIGN.md "Events and jobs"). Events are an outbox: a write of an entry or a
+// template records its event, and a delivery per matching handler, in the write's own transaction
+// (a trigger, so that every path is covered: the SDK's routes, the host's store, extension code's
+// own session, plain SQL). Instances then claim deliveries with FOR UPDATE SKIP LOCKED, one
+// document's in commit order. Job runs are kept per (job, tick): the instance whose insert of a
+// tick wins runs it; the others find the row and do nothing.
+
+const UNFINISHED = "status in ('pending', 'retrying', 'running')";
+
+/** @param {import('knex').Knex} knex */
+exports.up = async function up(knex) {
+  await knex.schema.createTable('bcms_event_handlers', (table) => {
+    table.text('name').primary();
+    table.text('scope').notNullable();
+    table.text('method').notNullable();
+    table.text('source').notNullable(); // 'registry' | 'deployed'
+    table.boolean('active').notNullable().defaultTo(true);
+    // A registry handler is kept by the instances that serve it; one no instance has named for an hour is given no more deliveries.
+    table.timestamp('seen_at', { useTz: true }).notNullable().defaultTo(knex.raw('clock_timestamp()'));
+  });
+  await knex.schema.createTable('bcms_events', (table) => {
+    table.bigIncrements('id');
+    table.text('scope').notNullable();
+    table.text('method').notNullable();
+    table.text('doc'); // `ENTRY:<id>`, `TEMPLATE:<id>`; null for a custom emit
+    table.jsonb('payload');
+    table.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.raw('clock_timestamp()'));
+  });
+  await knex.schema.createTable('bcms_event_deliveries', (table) => {
+    table.bigIncrements('id');
+    table.bigInteger('event_id').notNullable().references('id').inTable('bcms_events').onDelete('CASCADE');
+    table.text('handler').notNullable();
+    table.text('doc');
+    table.text('status').notNullable().defaultTo('pending'); // pending | running | retrying | delivered | failed
+    table.integer('attempts').notNullable().defaultTo(0);
+    table.timestamp('run_at', { useTz: true }).notNullable().defaultTo(knex.raw('clock_timestamp()'));
+    table.timestamp('lease_until', { useTz: true });
+    table.text('instance');
+    table.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.raw('clock_timestamp()'));
+    table.timestamp('started_at', { useTz: true });
+    table.timestamp('finished_at', { useTz: true });
+    table.integer('duration_ms');
+    table.text('error');
+    table.index(['handler', 'id'], 'bcms_event_deliveries_handler_id');
+    table.index(['event_id'], 'bcms_event_deliveries_event_id');
+  });
+  await knex.raw(`create index bcms_event_deliveries_due on bcms_event_deliveries (run_at, id) where ${UNFINISHED}`);
+  await knex.raw(`create index bcms_event_deliveries_doc on bcms_event_deliveries (handler, doc, id) where ${UNFINISHED}`);
+
+  await knex.schema.createTable('bcms_jobs', (table) => {
+    table.text('name').primary();
+    table.text('cron').notNullable();
+    table.text('source').notNullable();
+    table.boolean('active').notNullable().defaultTo(true);
+    table.timestamp('seen_at', { useTz: true }).notNullable().defaultTo(knex.raw('clock_timestamp()'));
+  });
+  await knex.schema.createTable('bcms_job_runs', (table) => {
+    table.bigIncrements('id');
+    table.text('job').notNullable();
+    table.timestamp('tick_at', { useTz: true }).notNullable();
+    table.text('status').notNullable(); // running | succeeded | failed | timed_out | skipped
+    table.text('instance');
+    table.timestamp('started_at', { useTz: true }).notNullable().defaultTo(knex.raw('clock_timestamp()'));
+    table.timestamp('finished_at', { useTz: true });
+    table.timestamp('lease_until', { useTz: true });
+    table.integer('duration_ms');
+    table.text('error');
+    table.unique(['job', 'tick_at'], { indexName: 'bcms_job_runs_job_tick' });
+  });
+  await knex.raw("create index bcms_job_runs_running on bcms_job_runs (job) where status = 'running'");
+
+  // The schema the tables are in now: the functions run with it, whoever calls them (extension
+  // code's role has no rights on these tables; the functions run as their owner).
+  const [{ schema }] = (await knex.raw('select current_schema() as schema')).rows;
+  const searchPath = `set search_path = "${schema.replace(/"/g, '""')}", pg_temp`;
+  await knex.raw(`
+    create function bcms_emit_event(p_scope text, p_method text, p_doc text, p_payload jsonb) returns void
+    language plpgsql security definer ${searchPath} as $$
+    declare
+      event_id bigint;
+    begin
+      if not exists (
+        select 1 from bcms_event_handlers h
+        where h.active and (h.source = 'deployed' or h.seen_at > clock_timestamp() - interval '1 hour')
+          and (h.scope = 'ALL' or h.scope = p_scope) and (h.method = 'ALL' or h.method = p_method)
+      ) then
+        return;
+      end if;
+      insert into bcms_events (scope, method, doc, payload) values (p_scope, p_method, p_doc, p_payload) returning id into event_id;
+      insert into bcms_event_deliveries (event_id, handler, doc)
+        select event_id, h.name, p_doc from bcms_event_handlers h
+        where h.active and (h.source = 'deployed' or h.seen_at > clock_timestamp() - interval '1 hour')
+          and (h.scope = 'ALL' or h.scope = p_scope) and (h.method = 'ALL' or h.method = p_method);
+      perform pg_notify('bcms_events', '');
+    end $$`);
+  await knex.raw(`
+    create function bcms_record_write() returns trigger
+    language plpgsql security definer ${searchPath} as $$
+    declare
+      row_data jsonb;
+    begin
+      if tg_op = 'DELETE' then row_data := to_jsonb(old); else row_data := to_jsonb(new); end if;
+      perform bcms_emit_event(
+        tg_argv[0],
+        case tg_op when 'INSERT' then 'ADD' when 'UPDATE' then 'UPDATE' else 'DELETE' end,
+        tg_argv[0] || ':' || (row_data ->> 'id'),
+        row_data);
+      return null;
+    end $$`);
+  await knex.raw("create trigger bcms_entries_event after insert or update or delete on bcms_entries for each row execute function bcms_record_write('ENTRY')");
+  await knex.raw("create trigger bcms_templates_event after insert or update or delete on bcms_templates for each row execute function bcms_record_write('TEMPLATE')");
+};
+
+/** @param {import('knex').Knex} knex */
+exports.down = async function down(knex) {
+  await knex.raw('drop trigger if exists bcms_entries_event on bcms_entries');
+  await knex.raw('drop trigger if exists bcms_templates_event on bcms_templates');
+  await knex.raw('drop function if exists bcms_record_write()');
+  await knex.raw('drop function if exists bcms_emit_event(text, text, text, jsonb)');
+  for (const table of ['bcms_job_runs', 'bcms_jobs', 'bcms_event_deliveries', 'bcms_events', 'bcms_event_handlers']) await knex.schema.dropTableIfExists(table);
+};
