@@ -25,6 +25,12 @@ export interface BcmsExtensionsOptions {
   bodyTimeoutMs?: number;
   /** A function that runs longer is answered 504 FUNCTION_TIMEOUT (and its isolate, if it has one, ended). Default 30000. */
   functionTimeoutMs?: number;
+  /**
+   * A job run that lasts longer is ended and recorded `timed_out` (its isolate, if it has one, is
+   * replaced; a job in the service's process cannot be stopped, and its outcome is ignored). An
+   * event handler is held to `functionTimeoutMs`. Default 300000.
+   */
+  jobTimeoutMs?: number;
   /** A plugin handler that runs longer is answered 504 `{ message }` (and its isolate, if it has one, ended). Default 30000. */
   pluginTimeoutMs?: number;
   /**
@@ -115,6 +121,7 @@ export interface ResolvedOptions {
   readonly bodyLimit: number;
   readonly bodyTimeoutMs: number;
   readonly functionTimeoutMs: number;
+  readonly jobTimeoutMs: number;
   readonly pluginTimeoutMs: number;
   readonly isolate: 'deployed' | 'all' | 'none';
   readonly extensionMemoryMb: number;
@@ -146,6 +153,7 @@ export const defaultOptions = Object.freeze({
   bodyLimit: '100kb',
   bodyTimeoutMs: 10_000,
   functionTimeoutMs: 30_000,
+  jobTimeoutMs: 300_000,
   pluginTimeoutMs: 30_000,
   isolate: 'deployed',
   extensionMemoryMb: 256,
@@ -156,7 +164,7 @@ export const defaultOptions = Object.freeze({
 });
 
 const KNOWN = new Set([
-  'jwt', 'database', 'signature', 'bodyLimit', 'bodyTimeoutMs', 'functionTimeoutMs', 'pluginTimeoutMs', 'logger', 'admin',
+  'jwt', 'database', 'signature', 'bodyLimit', 'bodyTimeoutMs', 'functionTimeoutMs', 'jobTimeoutMs', 'pluginTimeoutMs', 'logger', 'admin',
   'isolate', 'extensionMemoryMb', 'extensionAnswerMb', 'extensionEnv', 'sandbox', 'extensionPermissions', 'extensionPool', 'deployments', 'files', 'secretsKey', 'deploy', 'keys', 'openapi', 'rateLimit',
 ]);
 
@@ -197,6 +205,7 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined, env: 
     throw new TypeError(`option signature.clockSkewSeconds must be a number of seconds >= 0, got ${String(clockSkewSeconds)}`);
   }
   const functionTimeoutMs = positiveInteger(options.functionTimeoutMs ?? defaultOptions.functionTimeoutMs, 'functionTimeoutMs', 'milliseconds');
+  const jobTimeoutMs = positiveInteger(options.jobTimeoutMs ?? defaultOptions.jobTimeoutMs, 'jobTimeoutMs', 'milliseconds');
   const bodyTimeoutMs = positiveInteger(options.bodyTimeoutMs ?? defaultOptions.bodyTimeoutMs, 'bodyTimeoutMs', 'milliseconds');
   const pluginTimeoutMs = positiveInteger(options.pluginTimeoutMs ?? defaultOptions.pluginTimeoutMs, 'pluginTimeoutMs', 'milliseconds');
   const extensionMemoryMb = positiveInteger(options.extensionMemoryMb ?? defaultOptions.extensionMemoryMb, 'extensionMemoryMb', 'megabytes');
@@ -230,6 +239,7 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined, env: 
     bodyLimit: parseByteSize(options.bodyLimit ?? defaultOptions.bodyLimit, 'bodyLimit'),
     bodyTimeoutMs,
     functionTimeoutMs,
+    jobTimeoutMs,
     pluginTimeoutMs,
     isolate,
     extensionMemoryMb,
