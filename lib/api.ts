@@ -18,7 +18,7 @@ export type {
 export { createBcmsFunction } from './function/create';
 export { createBcmsEvent, createBcmsJob } from './events/create';
 export { BCMSEventConfigMethod, BCMSEventConfigScope } from './events/types';
-export type { BCMSEvent, BCMSEventConfig, BCMSEventHandler, BCMSEventHandlerData, BCMSEventManager, BCMSJob, BCMSJobCron, BCMSJobHandler, BcmsEventModule, BcmsJobModule } from './events/types';
+export type { BCMSEvent, BCMSEventConfig, BCMSEventHandler, BCMSEventHandlerData, BcmsEventManager, BCMSJob, BCMSJobCron, BCMSJobHandler, BcmsEventModule, BcmsJobModule } from './events/types';
 export type { BcmsFunction, BcmsFunctionAuth, BcmsFunctionConfig, BcmsFunctionContext, BcmsFunctionKeyAuth, BcmsFunctionModule } from './function/types';
 export { createJwtProtectionPreRequestHandler } from './plugin/guard';
 export { JWTPermissionName, JWTRoleName } from './security/token';

@@ -1,8 +1,7 @@
 import { EventEmitter } from 'node:events';
-import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import type { Knex } from 'knex';
+import express, { type NextFunction, type Request, type Response } from 'express';
 import { openDatabase, type DatabaseOption } from './db/connection';
-import { type BcmsRepo, createRepository } from './db/repository';
+import { createRepository } from './db/repository';
 import { ContentStore } from './db/store';
 import { Deployments } from './deploy/deployments';
 import { LiveExtensions } from './deploy/live';
@@ -10,7 +9,6 @@ import { createDeployRoutes, DEPLOYMENTS_PATH } from './deploy/routes';
 import { IdempotencyLedger } from './function/idempotency';
 import { checkFunctionModules } from './function/load';
 import { createFunctionServer, readFunctionBody, writeFunctionResult } from './function/serve';
-import type { BcmsFunctionModule } from './function/types';
 import { createDispatch } from './http/dispatch';
 import { errorHandler } from './http/errors';
 import { Admission } from './http/closing';
@@ -23,37 +21,16 @@ import { createOwnRoutes } from './openapi/route';
 import { type BcmsExtensionsOptions, resolveOptions } from './options';
 import { warnAboutMiddleware, warnWithoutSecret } from './plugin/routes';
 import { createPluginServer, writePluginAnswer } from './plugin/serve';
-import type { BcmsPlugin } from './plugin/types';
 import { createCallerCheck, createPluginKeyCheck } from './security/caller';
 import { createAccessTokenVerifier } from './security/jwt';
 import { SignatureMemory } from './security/replay';
 import { createRateLimits } from './security/rate-limit';
 import { createSignatureVerifier } from './security/signature';
 import { checkPluginUis, UiRoutes } from './ui/assets';
+import type { BcmsExtensionsRouter, BcmsRegistry } from './router-types';
+import { EventsAndJobs } from './events/engine';
 
-export interface BcmsRegistry {
-  plugins?: BcmsPlugin[];
-  functions?: BcmsFunctionModule[];
-}
-
-/** What `bcmsExtensions` returns: an Express router, plus its life cycle. */
-export interface BcmsExtensionsRouter extends Router {
-  /**
-   * Resolves once every function factory has run and the database is migrated (or found
-   * unreachable: requests then retry); rejects with a registry that cannot work.
-   */
-  readonly ready: Promise<void>;
-  /** The Knex instance the router uses (migrated once `ready` resolved). */
-  readonly db: Knex;
-  /** The content repository handlers get as `repo` (templates and entries), for the host's own code. */
-  readonly repo: BcmsRepo;
-  /** `'socket'`: a content change through the SDK's routes, or an event a plugin sent with `useSocket()` (`{ scope, eventName, eventData }`), from this process or an isolate. */
-  readonly events: EventEmitter;
-  /** The OpenAPI 3.1 document of what it serves now (`GET /api/extensions/openapi.json`), once `ready` resolved. */
-  openapi(): Record<string, unknown>;
-  /** Closes what the router opened: its pool, or its embedded database. */
-  close(): Promise<void>;
-}
+export type { BcmsExtensionsRouter, BcmsRegistry } from './router-types';
 
 /**
  * Mounts the extension interface: plugin endpoints under `/api/plugin/`, functions under
@@ -70,7 +47,7 @@ export interface BcmsExtensionsRouter extends Router {
  * await router.ready;
  */
 export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtensionsOptions): BcmsExtensionsRouter {
-  if (registry === null || typeof registry !== 'object') throw new TypeError('argument registry must be an object { plugins?, functions? }');
+  if (registry === null || typeof registry !== 'object') throw new TypeError('argument registry must be an object { plugins?, functions?, events?, jobs? }');
   const settings = resolveOptions(options);
   const { logger, bodyLimit, bodyTimeoutMs } = settings;
 
@@ -89,6 +66,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   // Content, once nothing above refused the options: a refused router leaves no database open.
   const store = new ContentStore(openDatabase(settings.database as DatabaseOption | undefined, process.env, logger), logger, { secrets: settings.secrets });
   const repo = createRepository(store);
+  const eventsAndJobs = new EventsAndJobs(store, logger, settings, registry); // throws on a registry of events or jobs that are not factories
   const { limitKey, limitIp, ...limits } = createRateLimits(store, logger, settings.rateLimit); // counted in the database, for every instance
   // One memory of keys and accepted signatures for both schemes: a signature is accepted once, whichever way it comes.
   const signatures = { memory: new SignatureMemory(store, logger, settings.secrets), clockSkewSeconds: settings.signature.clockSkewSeconds, limitKey };
@@ -110,12 +88,13 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   const deployments = new Deployments({ store, live, ui, logger, start, enabled: settings.deployments === 'on', trusted: settings.trustedKeys, refused: sandbox.refused });
   // Settles only once both are done, so that a refused registry leaves no migration running behind it.
   const started = store.start();
-  const ready = Promise.allSettled(registrySources === undefined ? live.loadRegistry(modules, started) : isolation.loadRegistry(registrySources, live, started))
+  const ready = Promise.allSettled([...(registrySources === undefined ? live.loadRegistry(modules, started) : isolation.loadRegistry(registrySources, live, started)), eventsAndJobs.loadRegistry()])
     .then((outcomes) => outcomes.forEach((outcome) => { if (outcome.status === 'rejected') throw outcome.reason; }))
     .then(() => {
       live.open();
       warnWithoutSecret(live.plugins.jwtGuarded(), settings.jwt.secret, logger);
       deployments.start();
+      return eventsAndJobs.start(); // once its handlers are recorded: a write from then on reaches them
     });
   // The refusal is logged even when the host never awaits `ready`, and is not an unhandled rejection.
   ready.catch((error: unknown) => logger.error({ err: error }, 'bcms-extensions: the router could not start (a registry that cannot work, or a database it cannot migrate)'));
@@ -185,6 +164,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     openapi: own.document,
     close: async () => {
       await admission.close(); // new requests refused (503), those under way answered
+      await eventsAndJobs.close(); // no more deliveries or ticks claimed here
       // Loads under way finish, then every isolate is ended, before the database closes under them.
       await deployments.close();
       await ready.catch(() => {});

@@ -2,6 +2,7 @@
 // here (purple-cheetah's utilities, BCMSRepo, plugin repositories, useLogger, useFS, useSocket,
 // BCMSConfig, BCMSRouteProtection). lib/api.ts re-exports them beside the core's.
 export { BCMSRepo } from './repo';
+export { BCMSEventManager, useBcmsEventManager } from './event-manager';
 export { BCMSRouteProtection } from './route-protection';
 export type {
   BCMSRouteProtectionJwtAndBodyCheckResult,

@@ -52,7 +52,7 @@ const isId = (value: unknown): value is string => typeof value === 'string' && v
 const TEMPLATE_COLUMNS = ['id', 'name', 'label', 'desc', 'single_entry', 'props', 'created_at', 'updated_at'];
 const ENTRY_COLUMNS = ['id', 'template_id', 'user_id', 'status', 'meta', 'content', 'created_at', 'updated_at'];
 
-interface TemplateRow {
+export interface TemplateRow {
   id: string;
   name: string;
   label: string;
@@ -63,7 +63,7 @@ interface TemplateRow {
   updated_at: Date;
 }
 
-interface EntryRow {
+export interface EntryRow {
   id: string;
   template_id: string;
   user_id: string;
@@ -74,7 +74,7 @@ interface EntryRow {
   updated_at: Date;
 }
 
-const toTemplate = (row: TemplateRow): BcmsTemplate => ({
+export const toTemplate = (row: TemplateRow): BcmsTemplate => ({
   _id: row.id,
   name: row.name,
   label: row.label,
@@ -85,7 +85,7 @@ const toTemplate = (row: TemplateRow): BcmsTemplate => ({
   updatedAt: row.updated_at.getTime(),
 });
 
-const toEntry = (row: EntryRow): BcmsEntry => ({
+export const toEntry = (row: EntryRow): BcmsEntry => ({
   _id: row.id,
   templateId: row.template_id,
   userId: row.user_id,

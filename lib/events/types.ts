@@ -69,6 +69,8 @@ export interface BCMSEvent {
 
 /** BCMS's cron fields, each as in a crontab (`*`, `5`, `*\/15`, `1-5`, `MON`). */
 export interface BCMSJobCron {
+  /** Ours, beside BCMS's fields: a seconds field, for jobs that run more often than once a minute. Default: at second 0. */
+  second?: string;
   minute: string;
   hour: string;
   dayOfMonth: string;
@@ -93,7 +95,8 @@ export type BcmsEventModule = () => Promise<BCMSEvent>;
 /** A job as the registry and a bundle hold it: BCMS's factory. */
 export type BcmsJobModule = () => Promise<BCMSJob>;
 
-export interface BCMSEventManager {
+/** What `useBcmsEventManager()` returns (BCMS names the type `BCMSEventManager`, as the object). */
+export interface BcmsEventManager {
   /** Records an event of any scope (committed at once) and delivers it to each matching handler, as writes are. */
   emit(scope: BCMSEventConfigScope | string, method: BCMSEventConfigMethod | string, payload: unknown): Promise<void>;
 }

@@ -1,0 +1,125 @@
+import { randomUUID } from 'node:crypto';
+import os from 'node:os';
+import type { ContentStore } from '../db/store';
+import type { Logger } from '../logger';
+import { checkEvent, checkJob, cronLine } from './check';
+import { EventDeliveries, type ServedEvent } from './deliveries';
+import { JobScheduler, type ServedJob } from './jobs';
+import type { BCMSEvent, BCMSJob, BcmsEventModule, BcmsJobModule } from './types';
+
+/** What is deployed now, by deployment name (a file's name): LiveExtensions gives it after each swap. */
+export interface DeployedHandlers {
+  deployedEvents(): ReadonlyMap<string, BCMSEvent>;
+  deployedJobs(): ReadonlyMap<string, BCMSJob>;
+  onDeployedChange(listener: () => void): void;
+}
+
+/** How often an instance says it still serves its registry's handlers (they get no deliveries an hour after the last). */
+const KEEP_ALIVE_MS = 10 * 60_000;
+
+/**
+ * One router's events and jobs: the registry's (loaded from their factories when the router
+ * starts) and the deployed ones (taken up at each swap), delivered and run by `EventDeliveries`
+ * and `JobScheduler`.
+ */
+export class EventsAndJobs {
+  private readonly deliveries: EventDeliveries;
+  private readonly scheduler: JobScheduler;
+  private registry: { events: ServedEvent[]; jobs: ServedJob[] } = { events: [], jobs: [] };
+  private deployed: DeployedHandlers | undefined;
+  private updating: Promise<void> = Promise.resolve();
+  private keepAlive: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  /** Throws at once on a registry that is not arrays of factories. */
+  constructor(
+    store: ContentStore,
+    private readonly logger: Logger,
+    settings: { functionTimeoutMs: number; jobTimeoutMs: number },
+    private readonly modules: { events?: unknown; jobs?: unknown },
+  ) {
+    for (const [key, maker] of [['events', 'createBcmsEvent'], ['jobs', 'createBcmsJob']] as const) {
+      const list = modules[key];
+      if (list !== undefined && (!Array.isArray(list) || list.some((entry) => typeof entry !== 'function'))) {
+        throw new TypeError(`registry.${key} must be an array of ${maker}(async () => ...) factories`);
+      }
+    }
+    const instance = `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    this.deliveries = new EventDeliveries(store, logger, { instance, timeoutMs: settings.functionTimeoutMs });
+    this.scheduler = new JobScheduler(store, logger, { instance, timeoutMs: settings.jobTimeoutMs });
+  }
+
+  /**
+   * Runs the registry's factories (rejects with one that cannot work) and names each: by its own
+   * `name`, else by its position and config, which every instance with the same registry shares.
+   */
+  async loadRegistry(): Promise<void> {
+    const events = await Promise.all(
+      ((this.modules.events ?? []) as BcmsEventModule[]).map(async (factory, index) => {
+        const event = checkEvent(await factory(), `registry.events[${index}]`);
+        return { name: event.name ?? `event:${index}:${event.config.scope}:${event.config.method}`, source: 'registry' as const, event };
+      }),
+    );
+    const jobs = await Promise.all(
+      ((this.modules.jobs ?? []) as BcmsJobModule[]).map(async (factory, index) => {
+        const job = checkJob(await factory(), `registry.jobs[${index}]`);
+        return { name: job.name ?? `job:${index}:${cronLine(job.cron, `registry.jobs[${index}]`)}`, source: 'registry' as const, job };
+      }),
+    );
+    for (const list of [events, jobs]) {
+      const names = list.map((entry) => entry.name);
+      const twice = names.find((name, index) => names.indexOf(name) !== index);
+      if (twice !== undefined) throw new TypeError(`the registry names two events or two jobs "${twice}": give each its own name`);
+    }
+    this.registry = { events, jobs };
+  }
+
+  /**
+   * Serves the registry's handlers and jobs, and the deployed ones, now and after every deployment
+   * change. Resolves once the registry's are recorded (a write from then on has their deliveries),
+   * or found unrecordable for now (the database is away: tried again).
+   */
+  start(deployed?: DeployedHandlers): Promise<void> {
+    this.deployed = deployed;
+    deployed?.onDeployedChange(() => void this.update());
+    const first = this.update();
+    this.keepAlive = setInterval(() => {
+      this.deliveries.keepAlive().catch((error: unknown) => this.logger.warn({ err: error }, 'bcms-extensions: could not record that this instance serves its event handlers'));
+    }, KEEP_ALIVE_MS);
+    this.keepAlive.unref();
+    return first;
+  }
+
+  /** One update at a time, in order: the last one says what is served. */
+  private update(): Promise<void> {
+    this.updating = this.updating.then(async () => {
+      if (this.closed) return;
+      const events = [...this.registry.events];
+      const jobs = [...this.registry.jobs];
+      const taken = new Set([...events, ...jobs].map((entry) => entry.name));
+      for (const [name, event] of this.deployed?.deployedEvents() ?? []) if (!taken.has(name)) events.push({ name, source: 'deployed', event });
+      for (const [name, job] of this.deployed?.deployedJobs() ?? []) if (!taken.has(name)) jobs.push({ name, source: 'deployed', job });
+      try {
+        await Promise.all([this.deliveries.serve(events), this.scheduler.serve(jobs)]);
+      } catch (error) {
+        // The database is away: the next change, or the keep-alive, tries again.
+        this.logger.error({ err: error }, 'bcms-extensions: could not take up the event handlers and jobs (tried again at the next deployment change)');
+        setTimeout(() => void this.update(), 5000).unref();
+      }
+    });
+    return this.updating;
+  }
+
+  /** Stops claiming deliveries and ticks; waits a moment for those under way to be recorded. */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.keepAlive !== undefined) clearInterval(this.keepAlive);
+    await this.updating;
+    // A run that lasts longer is left to its lease: another instance takes the delivery again.
+    const waited = Promise.all([this.deliveries.close(), this.scheduler.close()]);
+    await Promise.race([waited, new Promise((resolve) => setTimeout(resolve, CLOSE_WAIT_MS).unref())]);
+  }
+}
+
+/** How long close() waits for handlers and jobs under way. */
+const CLOSE_WAIT_MS = 5000;

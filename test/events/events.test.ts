@@ -1,0 +1,176 @@
+import express from 'express';
+import request from 'supertest';
+import {
+  BCMSEventConfigMethod,
+  BCMSEventConfigScope,
+  bcmsExtensions,
+  createBcmsEvent,
+  useBcmsEventManager,
+  type BCMSEventHandlerData,
+  type BcmsExtensionsRouter,
+  type BcmsExtensionsOptions,
+  type BcmsRegistry,
+} from '../../lib';
+import { JWT_SECRET, memoryLogger, role, signToken } from '../support/app';
+import { backends, openTestDatabase, type TestDatabase } from '../support/database';
+
+// DESIGN.md "Events and jobs": every committed write of entries and templates, by any path, and every
+// custom emit, reaches each matching handler once across instances, in commit order per document;
+// a handler that throws is tried again with backoff, five times in all.
+
+jest.setTimeout(60_000);
+
+type Seen = BCMSEventHandlerData & { at: number };
+
+/** Waits until `check` holds (polling): deliveries are asynchronous by design. */
+async function until(check: () => boolean | Promise<boolean>, timeoutMs = 15_000, what = 'the deliveries'): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`waited ${timeoutMs} ms for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+describe.each(backends())('events (%s)', (backend) => {
+  let database: TestDatabase;
+  const routers: BcmsExtensionsRouter[] = [];
+
+  beforeAll(async () => {
+    database = await openTestDatabase(backend);
+  });
+  afterAll(async () => {
+    await Promise.all(routers.map((router) => router.close()));
+    await database.close();
+  });
+
+  async function start(registry: BcmsRegistry, options: BcmsExtensionsOptions = {}): Promise<{ router: BcmsExtensionsRouter; app: express.Express; log: ReturnType<typeof memoryLogger> }> {
+    const log = memoryLogger();
+    const router = bcmsExtensions(registry, { jwt: { secret: JWT_SECRET }, logger: log.logger, database: database.knex, ...options });
+    routers.push(router);
+    await router.ready;
+    return { router, app: express().use(router), log };
+  }
+
+  const recorder = (name: string, scope: string, method: string, seen: Seen[], fail?: (data: BCMSEventHandlerData) => boolean) =>
+    createBcmsEvent(async () => ({
+      name,
+      config: { scope, method },
+      handler: async (data) => {
+        seen.push({ ...data, at: Date.now() });
+        if (fail?.(data)) throw new Error('the handler failed on purpose');
+      },
+    }));
+
+  test('each scope and method BCMS fires for templates and entries, through the SDK routes and the host\'s repo, with BCMS shapes', async () => {
+    const seen: Seen[] = [];
+    const { router, app } = await start({
+      events: [recorder('all-writes', BCMSEventConfigScope.ALL, BCMSEventConfigMethod.ALL, seen), recorder('entry-deletes', BCMSEventConfigScope.ENTRY, BCMSEventConfigMethod.DELETE, seen)],
+    });
+    const admin = `Bearer ${signToken([role('ADMIN', 'READ', 'WRITE', 'DELETE')])}`;
+    // Through the SDK's routes (what plugin UIs call).
+    const template = await request(app).post('/api/extensions/templates').set('Authorization', admin).send({ label: 'Events one' });
+    expect(template.status).toBe(200);
+    const templateId = template.body._id as string;
+    const entry = await request(app).post(`/api/extensions/templates/${templateId}/entries`).set('Authorization', admin).send({ meta: [{ lng: 'en', props: [] }] });
+    expect(entry.status).toBe(200);
+    // Through the host's repo.
+    await router.repo.entry.update({ _id: entry.body._id, status: 'published' });
+    await router.repo.entry.deleteById(entry.body._id);
+    await router.repo.template.update({ _id: templateId, label: 'Renamed' });
+    await until(() => seen.length === 6);
+    expect(seen.map((s) => [s.scope, s.method])).toEqual(
+      expect.arrayContaining([
+        ['TEMPLATE', 'ADD'],
+        ['ENTRY', 'ADD'],
+        ['ENTRY', 'UPDATE'],
+        ['ENTRY', 'DELETE'],
+        ['ENTRY', 'DELETE'],
+        ['TEMPLATE', 'UPDATE'],
+      ]),
+    );
+    // The document as BCMS shapes it: an entry's `_id`, `templateId`, times in ms; a delete's is the entry as deleted.
+    const added = seen.find((s) => s.scope === 'ENTRY' && s.method === 'ADD')!.payload as Record<string, unknown>;
+    expect(added).toEqual(expect.objectContaining({ _id: entry.body._id, templateId, meta: [{ lng: 'en', props: [] }], createdAt: expect.any(Number) }));
+    const deleted = seen.filter((s) => s.method === 'DELETE').map((s) => (s.payload as { status: string }).status);
+    expect(deleted).toEqual(['published', 'published']);
+    const renamed = seen.find((s) => s.scope === 'TEMPLATE' && s.method === 'UPDATE')!.payload as Record<string, unknown>;
+    expect(renamed).toEqual(expect.objectContaining({ _id: templateId, label: 'Renamed', singleEntry: false }));
+    // One document's events reach a handler in commit order.
+    const entryEvents = seen.filter((s) => s.scope === 'ENTRY' && (s.payload as { _id: string })._id === entry.body._id);
+    expect(entryEvents.slice(0, 3).map((s) => s.method)).toEqual(['ADD', 'UPDATE', 'DELETE']);
+  });
+
+  test('a write of plain SQL, and one rolled back: the first is delivered, the second never', async () => {
+    const seen: Seen[] = [];
+    const { router } = await start({ events: [recorder('sql-templates', BCMSEventConfigScope.TEMPLATE, BCMSEventConfigMethod.ADD, seen)] });
+    await router.db.transaction(async (trx) => {
+      await trx('bcms_templates').insert({ name: 'rolled_back' });
+      await trx.rollback();
+    }).catch(() => {});
+    await router.db('bcms_templates').insert({ name: 'plain_sql' });
+    await until(() => seen.some((s) => (s.payload as { name: string }).name === 'plain_sql'));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(seen.map((s) => (s.payload as { name: string }).name)).toEqual(['plain_sql']);
+  });
+
+  test('a custom emit reaches handlers of its scope and method, and of ALL; not others', async () => {
+    const seen: Seen[] = [];
+    await start({
+      events: [
+        recorder('custom-exact', 'NEWSLETTER', 'SENT', seen),
+        recorder('custom-any-method', 'NEWSLETTER', BCMSEventConfigMethod.ALL, seen),
+        recorder('custom-other', 'NEWSLETTER', 'BOUNCED', seen),
+      ],
+    });
+    await useBcmsEventManager().emit('NEWSLETTER', 'SENT', { issue: 7, to: ['a@example.com'] });
+    await until(() => seen.length === 2);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(seen.map((s) => [s.scope, s.method, s.payload])).toEqual([
+      ['NEWSLETTER', 'SENT', { issue: 7, to: ['a@example.com'] }],
+      ['NEWSLETTER', 'SENT', { issue: 7, to: ['a@example.com'] }],
+    ]);
+    await expect(useBcmsEventManager().emit('', 'SENT', {})).rejects.toThrow(/scope and method must be strings/);
+  });
+
+  test('a handler that throws twice is tried again with backoff, then succeeds; one that always throws is failed after 5 tries', async () => {
+    const flaky: Seen[] = [];
+    const broken: Seen[] = [];
+    const { router } = await start({
+      events: [
+        recorder('flaky', 'RETRY', 'FLAKY', flaky, () => flaky.length <= 2),
+        recorder('broken', 'RETRY', 'BROKEN', broken, () => true),
+      ],
+    });
+    await useBcmsEventManager().emit('RETRY', 'FLAKY', { n: 1 });
+    await useBcmsEventManager().emit('RETRY', 'BROKEN', { n: 2 });
+    await until(() => flaky.length === 3, 20_000);
+    // Backoff: 1 s before the second try, 2 s before the third.
+    expect(flaky[1]!.at - flaky[0]!.at).toBeGreaterThanOrEqual(900);
+    expect(flaky[2]!.at - flaky[1]!.at).toBeGreaterThanOrEqual(1900);
+    const rowOf = (handler: string) => router.db('bcms_event_deliveries').where({ handler }).first();
+    await until(async () => (await rowOf('flaky'))?.status === 'delivered');
+    expect(await rowOf('flaky')).toEqual(expect.objectContaining({ status: 'delivered', attempts: 3, error: null }));
+    await until(async () => (await rowOf('broken'))?.status === 'failed', 30_000);
+    expect(await rowOf('broken')).toEqual(expect.objectContaining({ status: 'failed', attempts: 5, error: 'the handler failed on purpose' }));
+    expect(broken).toHaveLength(5);
+  });
+
+  test('two instances with the same handler: each write is handled once; one document\'s in commit order', async () => {
+    const seen: Seen[] = [];
+    const registry = { events: [recorder('shared', 'ENTRY', BCMSEventConfigMethod.ALL, seen)] };
+    const one = await start(registry);
+    await start(registry);
+    const [{ id: templateId }] = await one.router.db('bcms_templates').insert({ name: 'two_instances' }).returning('id');
+    const ids: string[] = [];
+    for (let i = 0; i < 20; i++) ids.push((await one.router.repo.entry.add({ templateId, status: `v0` }))._id);
+    // Each entry is then changed twice, its changes interleaved with the others'.
+    for (const round of [1, 2]) await Promise.all(ids.map((id) => one.router.repo.entry.update({ _id: id, status: `v${round}` })));
+    await until(() => seen.length >= 60);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(seen).toHaveLength(60);
+    for (const id of ids) {
+      const mine = seen.filter((s) => (s.payload as { _id: string })._id === id).map((s) => `${s.method}:${(s.payload as { status: string }).status}`);
+      expect(mine).toEqual(['ADD:v0', 'UPDATE:v1', 'UPDATE:v2']);
+    }
+  });
+});
