@@ -266,3 +266,9 @@ class EmbeddedPglite implements PgliteQueries {
     return this.closing;
   }
 }
+
+/** Whether `knex` is over embedded PGlite (one process: nothing else can be using its database). */
+export function isEmbedded(knex: Knex): boolean {
+  const connection = (knex.client as { config?: { connection?: { pglite?: unknown } } }).config?.connection;
+  return connection !== null && typeof connection === 'object' && connection.pglite !== undefined;
+}

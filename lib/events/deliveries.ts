@@ -17,7 +17,7 @@ const BATCH = 100;
 /** What the next claim waits for at most without a notification: retries that came due, leases that ran out. */
 const POLL_MS = 1000;
 /** Past the handler's time limit, how long a claim is kept before another instance may take the delivery (its instance died). */
-const LEASE_MARGIN_MS = 30_000;
+const LEASE_MARGIN_MS = 10_000;
 
 /** A handler this instance serves, by the name deliveries are kept under. */
 export interface ServedEvent {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
+import { isEmbedded } from '../db/connection';
 import type { ContentStore } from '../db/store';
 import type { Logger } from '../logger';
 import { checkEvent, checkJob, cronLine } from './check';
@@ -33,7 +34,7 @@ export class EventsAndJobs {
 
   /** Throws at once on a registry that is not arrays of factories. */
   constructor(
-    store: ContentStore,
+    private readonly store: ContentStore,
     private readonly logger: Logger,
     settings: { functionTimeoutMs: number; jobTimeoutMs: number },
     private readonly modules: { events?: unknown; jobs?: unknown },
@@ -82,12 +83,26 @@ export class EventsAndJobs {
   start(deployed?: DeployedHandlers): Promise<void> {
     this.deployed = deployed;
     deployed?.onDeployedChange(() => void this.update());
-    const first = this.update();
+    // Embedded PGlite is one process's: what is `running` at its start was left by a process that ended.
+    const first = (isEmbedded(this.store.database.knex) ? this.recoverLeftRunning() : Promise.resolve()).then(() => this.update());
     this.keepAlive = setInterval(() => {
       this.deliveries.keepAlive().catch((error: unknown) => this.logger.warn({ err: error }, 'bcms-extensions: could not record that this instance serves its event handlers'));
     }, KEEP_ALIVE_MS);
     this.keepAlive.unref();
     return first;
+  }
+
+  /** Deliveries and runs the last process left `running`: delivered again now, rather than when their lease runs out. */
+  private async recoverLeftRunning(): Promise<void> {
+    try {
+      await this.store.run(async (db) => {
+        const ended = 'its process ended before it finished';
+        await db('bcms_event_deliveries').where({ status: 'running' }).update({ status: 'retrying', run_at: db.raw('clock_timestamp()'), lease_until: null, error: ended });
+        await db('bcms_job_runs').where({ status: 'running' }).update({ status: 'failed', finished_at: db.raw('clock_timestamp()'), lease_until: null, error: ended });
+      });
+    } catch (error) {
+      this.logger.warn({ err: error }, 'bcms-extensions: could not take up the deliveries and job runs a previous process left running (their leases will)');
+    }
   }
 
   /** One update at a time, in order: the last one says what is served. */
