@@ -29,7 +29,7 @@ exports.up = async function up(knex) {
   });
   await knex.schema.createTable('bcms_event_deliveries', (table) => {
     table.bigIncrements('id');
-    table.bigInteger('event_id').notNullable().references('id').inTable('bcms_events').onDelete('CASCADE');
+    table.bigInteger('event_id').notNullable(); // an event is kept while a delivery of it is (pruned together)
     table.text('handler').notNullable();
     table.text('doc');
     table.text('status').notNullable().defaultTo('pending'); // pending | running | retrying | delivered | failed
@@ -42,8 +42,7 @@ exports.up = async function up(knex) {
     table.timestamp('finished_at', { useTz: true });
     table.integer('duration_ms');
     table.text('error');
-    table.index(['handler', 'id'], 'bcms_event_deliveries_handler_id');
-    table.index(['event_id'], 'bcms_event_deliveries_event_id');
+    // Few indexes: each is written again at every claim and outcome (the listing reads by id, newest first).
   });
   await knex.raw(`create index bcms_event_deliveries_due on bcms_event_deliveries (run_at, id) where ${UNFINISHED}`);
   await knex.raw(`create index bcms_event_deliveries_doc on bcms_event_deliveries (handler, doc, id) where ${UNFINISHED}`);
@@ -92,7 +91,13 @@ exports.up = async function up(knex) {
         select event_id, h.name, p_doc from bcms_event_handlers h
         where h.active and (h.source = 'deployed' or h.seen_at > clock_timestamp() - interval '1 hour')
           and (h.scope = 'ALL' or h.scope = p_scope) and (h.method = 'ALL' or h.method = p_method);
-      perform pg_notify('bcms_events', '');
+      -- NOTIFY serializes the commits of the transactions that send it (Postgres takes one lock
+      -- for them all at commit): one notifying transaction at a time is enough to wake every
+      -- instance, which then claims what is due, this write's included, or finds it at its next
+      -- claim (each finished delivery claims again; a poll every second).
+      if pg_try_advisory_xact_lock(hashtext('bcms_events:' || current_schema())) then
+        perform pg_notify('bcms_events', '');
+      end if;
     end $$`);
   await knex.raw(`
     create function bcms_record_write() returns trigger

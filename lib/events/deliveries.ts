@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { listenOn } from '../deploy/listen';
+import { isEmbedded } from '../db/connection';
 import type { ContentStore } from '../db/store';
 import { withDeadline } from '../http/deadline';
 import type { Logger } from '../logger';
@@ -13,11 +14,24 @@ export const MAX_ATTEMPTS = 5;
 /** The wait before the second try; doubled before each next (1, 2, 4, 8 s). */
 const FIRST_BACKOFF_S = 1;
 /** Deliveries claimed at once: the handlers of one claim run side by side. */
-const BATCH = 100;
+const BATCH = 500;
+/** How long a wake-up waits before it claims: the writes of a busy moment are claimed in one statement. */
+const GATHER_MS = 20;
+/** Empty claims in a row (GATHER_MS apart) after which an instance waits for notifications again. */
+const IDLE_CLAIMS = 10;
 /** What the next claim waits for at most without a notification: retries that came due, leases that ran out. */
 const POLL_MS = 1000;
 /** Past the handler's time limit, how long a claim is kept before another instance may take the delivery (its instance died). */
 const LEASE_MARGIN_MS = 10_000;
+
+/** What is due: a handler's delivery not finished, not claimed (or its lease ran out), and the first of its document's not finished. */
+const DUE = `d.status in ('pending', 'retrying', 'running') and d.run_at <= clock_timestamp()
+  and d.handler = any(?)
+  and (d.status <> 'running' or d.lease_until < clock_timestamp())
+  and not exists (
+    select 1 from bcms_event_deliveries earlier
+    where earlier.handler = d.handler and earlier.doc = d.doc and earlier.id < d.id
+      and earlier.status in ('pending', 'retrying', 'running'))`;
 
 /** A handler this instance serves, by the name deliveries are kept under. */
 export interface ServedEvent {
@@ -47,25 +61,31 @@ interface Outcome {
  * is lost to a process that dies: every instance claims due ones with `FOR UPDATE SKIP LOCKED`
  * (each runs once), one document's only once its earlier ones are finished (commit order),
  * and records the outcome; a handler that throws is tried again after 1, 2, 4 and 8 s, then the
- * delivery is `failed`. A claim that is never answered (its instance died) is taken again once
- * its lease runs out. NOTIFY wakes every instance at once; a poll covers the retries.
+ * delivery is `failed`. A claim whose instance died is taken again at once (a lock: the server)
+ * or once its lease ran out (PGlite). NOTIFY wakes every instance at once; a poll covers the retries.
  */
 export class EventDeliveries {
   private served = new Map<string, ServedEvent>();
   private pumping: Promise<void> | undefined;
+  private gathering: NodeJS.Timeout | undefined;
+  /** Claims in a row that found nothing: past IDLE_CLAIMS, the instance LISTENs rather than looks. */
+  private idleClaims = 0;
   private again = false;
   private stopListening: (() => Promise<void>) | undefined;
   private poll: NodeJS.Timeout | undefined;
-  private readonly running = new Set<Promise<void>>();
-  private readonly finished: Outcome[] = [];
-  private flushing: Promise<void> | undefined;
+  /** Batches under way, and the deliveries in them. */
+  private readonly batches = new Set<Promise<void>>();
+  private inFlight = 0;
+  private readonly embedded: boolean;
   private closed = false;
 
   constructor(
     private readonly store: ContentStore,
     private readonly logger: Logger,
     private readonly options: { instance: string; timeoutMs: number },
-  ) {}
+  ) {
+    this.embedded = isEmbedded(store.database.knex);
+  }
 
   /**
    * The handlers this instance serves from now on. Each is recorded (scope, method) so that
@@ -86,7 +106,7 @@ export class EventDeliveries {
         .whereNotIn('name', db('bcms_deployments').select('name').where({ kind: 'event', active: true }))
         .update({ active: false });
     });
-    if (handlers.length > 0) this.listen();
+    if (handlers.length > 0) this.start();
     this.wake();
   }
 
@@ -97,132 +117,230 @@ export class EventDeliveries {
     await this.store.run((db) => db('bcms_event_handlers').whereIn('name', names).update({ seen_at: db.raw('clock_timestamp()'), active: true }));
   }
 
-  /** Claims and runs what is due, until nothing is; a call while it runs makes it look once more. */
+  /**
+   * Claims and runs what is due, until nothing is; a call while it runs makes it look once more.
+   * It waits a few milliseconds first, so that the writes of a busy moment are claimed together.
+   */
   wake(): void {
     if (this.closed || this.served.size === 0) return;
     if (this.pumping !== undefined) {
       this.again = true;
       return;
     }
-    this.pumping = this.pump()
-      .catch((error: unknown) => this.logger.warn({ err: error }, 'bcms-extensions: could not claim event deliveries (tried again within a second)'))
-      .finally(() => {
-        this.pumping = undefined;
-        if (this.again) {
-          this.again = false;
-          this.wake();
-        }
-      });
+    if (this.gathering !== undefined) return;
+    this.gathering = setTimeout(() => {
+      this.gathering = undefined;
+      this.pumping = this.pump()
+        .then((found) => this.pace(found))
+        .catch((error: unknown) => this.logger.warn({ err: error }, 'bcms-extensions: could not claim event deliveries (tried again within a second)'))
+        .finally(() => {
+          this.pumping = undefined;
+          if (this.again) {
+            this.again = false;
+            this.wake();
+          }
+        });
+    }, GATHER_MS);
   }
 
-  private listen(): void {
-    if (this.stopListening !== undefined || this.closed) return;
-    this.stopListening = listenOn(this.store.database.knex, this.logger, { channel: EVENTS_CHANNEL, what: 'events', onNotify: () => this.wake(), onListening: () => this.wake() });
+  /**
+   * While there is work, look again every few milliseconds and do not LISTEN; once claims come
+   * back empty a few times, LISTEN again. A listening session makes every write that notifies
+   * dearer (Postgres queues each notification for it: a sixth of the writes a second, measured),
+   * and a busy instance would be woken for what it claims anyway.
+   */
+  private pace(found: boolean): void {
+    if (found) {
+      this.idleClaims = 0;
+      this.setListening(false);
+      this.again = true;
+    } else if (++this.idleClaims < IDLE_CLAIMS) {
+      this.again = true;
+    } else {
+      this.setListening(true);
+    }
+  }
+
+  private setListening(on: boolean): void {
+    if (on && this.stopListening === undefined && !this.closed) {
+      this.stopListening = listenOn(this.store.database.knex, this.logger, { channel: EVENTS_CHANNEL, what: 'events', onNotify: () => this.wake(), onListening: () => this.wake() });
+    } else if (!on && this.stopListening !== undefined) {
+      const stop = this.stopListening;
+      this.stopListening = undefined;
+      void stop();
+    }
+  }
+
+  private start(): void {
+    if (this.poll !== undefined || this.closed) return;
+    this.setListening(true);
     this.poll = setInterval(() => this.wake(), POLL_MS);
     this.poll.unref();
   }
 
-  private async pump(): Promise<void> {
+  /** Claims while there is room; whether there was anything to claim (or no room: busy). */
+  private async pump(): Promise<boolean> {
+    let found = false;
     for (;;) {
-      const room = BATCH - this.running.size;
-      if (room <= 0 || this.closed) return;
-      const claimed = await this.claim(room);
-      for (const delivery of claimed) this.start(delivery);
-      if (claimed.length < room) return;
+      const room = BATCH - this.inFlight;
+      if (room <= 0) return true;
+      if (this.closed) return found;
+      const claimed = await this.claimBatch(room);
+      found ||= claimed > 0;
+      if (claimed < room) return found;
     }
   }
 
-  private claim(limit: number): Promise<Claimed[]> {
+  /**
+   * Claims up to `limit` due deliveries and runs them side by side; their outcomes are recorded
+   * together once the last has finished. Resolves to the number claimed, once they are running.
+   */
+  private async claimBatch(limit: number): Promise<number> {
     const names = [...this.served.keys()];
-    const leaseMs = this.options.timeoutMs + LEASE_MARGIN_MS;
-    return this.store.run(async (db) => {
-      const { rows } = (await db.raw(
-        `with next as (
-           select d.id from bcms_event_deliveries d
-           where d.status in ('pending', 'retrying', 'running') and d.run_at <= clock_timestamp()
-             and d.handler = any(?)
-             and (d.status <> 'running' or d.lease_until < clock_timestamp())
-             and not exists (
-               select 1 from bcms_event_deliveries earlier
-               where earlier.handler = d.handler and earlier.doc = d.doc and earlier.id < d.id
-                 and earlier.status in ('pending', 'retrying', 'running'))
-           order by d.run_at, d.id
-           limit ?
-           for update skip locked)
-         update bcms_event_deliveries d
-         set status = 'running', attempts = d.attempts + 1, started_at = clock_timestamp(),
-             lease_until = clock_timestamp() + ? * interval '1 millisecond', instance = ?
-         from next, bcms_events e
-         where d.id = next.id and e.id = d.event_id
-         returning d.id, d.handler, e.scope, e.method, e.doc, e.payload`,
-        [names, limit, leaseMs, this.options.instance],
-      )) as { rows: (Omit<Claimed, 'id'> & { id: string | number })[] };
-      return rows.map((row) => ({ ...row, id: String(row.id) }));
-    });
-  }
-
-  private start(delivery: Claimed): void {
-    const served = this.served.get(delivery.handler);
-    const began = Date.now();
-    const run = (async (): Promise<void> => {
-      let error: string | null = null;
+    // On a server the claim is a row lock held by an open transaction until the outcomes are in:
+    // no write of its own, and a process that dies lets go of its claims at once. Embedded PGlite
+    // has one session for the whole process, which a transaction would take from every other query:
+    // there a claim is written (`running`, with a lease) and committed at once.
+    const trx = this.embedded ? undefined : await this.store.run((db) => db.transaction());
+    let claimed: Claimed[];
+    try {
+      if (trx !== undefined) await trx.raw('set local synchronous_commit = off');
+      claimed = trx !== undefined ? await this.lockDue(trx, names, limit) : await this.bookkeeping((db) => this.leaseDue(db, names, limit));
+    } catch (error) {
+      await trx?.rollback().catch(() => {});
+      throw error;
+    }
+    if (claimed.length === 0) {
+      await trx?.commit();
+      return 0;
+    }
+    this.inFlight += claimed.length;
+    const batch = (async () => {
+      const outcomes = await Promise.all(claimed.map((delivery) => this.deliver(delivery)));
       try {
-        if (served === undefined) throw new Error(`the handler "${delivery.handler}" is no longer served here`);
-        const data = { scope: delivery.scope, method: delivery.method, payload: eventPayload(delivery.scope, delivery.doc, delivery.payload) };
-        const late = (): Error => new Error(`the handler ran past its time-out of ${this.options.timeoutMs} ms`);
-        await withDeadline(Promise.resolve().then(() => served.event.handler(data)), this.options.timeoutMs, late);
-      } catch (thrown) {
-        error = thrown instanceof Error ? thrown.message : String(thrown);
-        this.logger.warn({ handler: delivery.handler, delivery: delivery.id, err: thrown }, 'bcms-extensions: an event handler failed (tried again with backoff)');
-      }
-      this.finished.push({ id: delivery.id, error, durationMs: Date.now() - began });
-      this.flush();
-    })();
-    this.running.add(run);
-    void run.finally(() => this.running.delete(run));
-  }
-
-  /** Outcomes are written together: one statement for those that finished meanwhile. */
-  private flush(): void {
-    if (this.flushing !== undefined) return;
-    this.flushing = (async () => {
-      await new Promise((resolve) => setImmediate(resolve));
-      while (this.finished.length > 0) {
-        const outcomes = this.finished.splice(0);
-        await this.record(outcomes).catch((error: unknown) => {
-          // Left running: its lease runs out and it is delivered again (at least once).
-          this.logger.error({ err: error, deliveries: outcomes.length }, 'bcms-extensions: could not record event deliveries; they will be delivered again');
-        });
+        if (trx !== undefined) {
+          await this.record(trx, outcomes, true);
+          await trx.commit();
+        } else {
+          await this.bookkeeping((db) => this.record(db, outcomes, false));
+        }
+      } catch (error) {
+        await trx?.rollback().catch(() => {});
+        // Not recorded: delivered again (at least once), once the lock or the lease is gone.
+        this.logger.error({ err: error, deliveries: outcomes.length }, 'bcms-extensions: could not record event deliveries; they will be delivered again');
       }
     })().finally(() => {
-      this.flushing = undefined;
-      if (this.finished.length > 0) this.flush();
+      this.inFlight -= claimed.length;
+      this.batches.delete(batch);
       // What finished may have been holding a document's next delivery.
       this.wake();
     });
+    this.batches.add(batch);
+    return claimed.length;
   }
 
-  private record(outcomes: Outcome[]): Promise<void> {
-    return this.store.run(async (db: Knex) => {
-      await db.raw(
-        `update bcms_event_deliveries d
-         set status = case when v.error is null then 'delivered' when d.attempts >= ? then 'failed' else 'retrying' end,
-             run_at = case when v.error is null then d.run_at else clock_timestamp() + ? * power(2, d.attempts - 1) * interval '1 second' end,
-             finished_at = clock_timestamp(), duration_ms = v.duration_ms, error = v.error, lease_until = null
-         from (select unnest(?::bigint[]) as id, unnest(?::text[]) as error, unnest(?::int[]) as duration_ms) v
-         where d.id = v.id and d.status = 'running' and d.instance = ?`,
-        [MAX_ATTEMPTS, FIRST_BACKOFF_S, outcomes.map((o) => o.id), outcomes.map((o) => o.error) as string[], outcomes.map((o) => o.durationMs), this.options.instance],
-      );
-    });
+  /** Due deliveries (one document's only once its earlier ones are finished), locked by `trx` until it ends. */
+  private async lockDue(trx: Knex.Transaction, names: string[], limit: number): Promise<Claimed[]> {
+    const { rows } = (await trx.raw(
+      `select d.id, d.handler, e.scope, e.method, e.doc, e.payload
+       from bcms_event_deliveries d join bcms_events e on e.id = d.event_id
+       where ${DUE}
+       order by d.run_at, d.id
+       limit ?
+       for update of d skip locked`,
+      [names, limit],
+    )) as { rows: (Omit<Claimed, 'id'> & { id: string | number })[] };
+    return rows.map((row) => ({ ...row, id: String(row.id) }));
+  }
+
+  /** Due deliveries, and those whose lease ran out, marked `running` by this instance until the lease ends. */
+  private async leaseDue(db: Knex.Transaction, names: string[], limit: number): Promise<Claimed[]> {
+    const { rows } = (await db.raw(
+      `with next as (
+         select d.id from bcms_event_deliveries d
+         where ${DUE}
+         order by d.run_at, d.id
+         limit ?
+         for update skip locked)
+       update bcms_event_deliveries d
+       set status = 'running', attempts = d.attempts + 1, started_at = clock_timestamp(),
+           lease_until = clock_timestamp() + ? * interval '1 millisecond', instance = ?
+       from next, bcms_events e
+       where d.id = next.id and e.id = d.event_id
+       returning d.id, d.handler, e.scope, e.method, e.doc, e.payload`,
+      [names, limit, this.options.timeoutMs + LEASE_MARGIN_MS, this.options.instance],
+    )) as { rows: (Omit<Claimed, 'id'> & { id: string | number })[] };
+    return rows.map((row) => ({ ...row, id: String(row.id) }));
+  }
+
+  /** Runs a handler within its time limit: what it threw, or null. */
+  private async deliver(delivery: Claimed): Promise<Outcome> {
+    const served = this.served.get(delivery.handler);
+    const began = Date.now();
+    let error: string | null = null;
+    try {
+      if (served === undefined) throw new Error(`the handler "${delivery.handler}" is no longer served here`);
+      const data = { scope: delivery.scope, method: delivery.method, payload: eventPayload(delivery.scope, delivery.doc, delivery.payload) };
+      const late = (): Error => new Error(`the handler ran past its time-out of ${this.options.timeoutMs} ms`);
+      await withDeadline(Promise.resolve().then(() => served.event.handler(data)), this.options.timeoutMs, late);
+    } catch (thrown) {
+      error = thrown instanceof Error ? thrown.message : String(thrown);
+      this.logger.warn({ handler: delivery.handler, delivery: delivery.id, err: thrown }, 'bcms-extensions: an event handler failed (tried again with backoff)');
+    }
+    return { id: delivery.id, error, durationMs: Date.now() - began };
+  }
+
+  /**
+   * `delivered`, or `retrying` after 1, 2, 4, 8 s, or `failed` at the fifth try. A held claim counts
+   * its try now; a leased one counted it when it was claimed, and is recorded only while still its.
+   */
+  private async record(db: Knex.Transaction, outcomes: Outcome[], held: boolean): Promise<void> {
+    const tries = held ? 'd.attempts + 1' : 'd.attempts';
+    await db.raw(
+      `update bcms_event_deliveries d
+       set status = case when v.error is null then 'delivered' when ${tries} >= ? then 'failed' else 'retrying' end,
+           run_at = case when v.error is null then d.run_at else clock_timestamp() + ? * power(2, ${tries} - 1) * interval '1 second' end,
+           attempts = ${tries}, started_at = coalesce(case when ? then v.started_at end, d.started_at),
+           finished_at = clock_timestamp(), duration_ms = v.duration_ms, error = v.error, lease_until = null
+       from (select unnest(?::bigint[]) as id, unnest(?::text[]) as error, unnest(?::int[]) as duration_ms,
+                    clock_timestamp() - unnest(?::int[]) * interval '1 millisecond' as started_at) v
+       where d.id = v.id and (? or (d.status = 'running' and d.instance = ?))`,
+      [
+        MAX_ATTEMPTS,
+        FIRST_BACKOFF_S,
+        held,
+        outcomes.map((o) => o.id),
+        outcomes.map((o) => o.error) as string[],
+        outcomes.map((o) => o.durationMs),
+        outcomes.map((o) => o.durationMs),
+        held,
+        this.options.instance,
+      ],
+    );
+  }
+
+  /**
+   * Leases and outcomes commit without waiting for their WAL to reach the disk (the writes'
+   * commits do): a crash of the database may lose the last of them, and then a delivery is made
+   * again, as at-least-once allows. Waiting would make each claim a disk flush of its own, which
+   * writes wait behind.
+   */
+  private bookkeeping<T>(work: (db: Knex.Transaction) => Promise<T>): Promise<T> {
+    return this.store.run((db) =>
+      db.transaction(async (trx) => {
+        await trx.raw('set local synchronous_commit = off');
+        return work(trx);
+      }),
+    );
   }
 
   /** Stops claiming; waits for the handlers running now and records their outcomes. */
   async close(): Promise<void> {
     this.closed = true;
     if (this.poll !== undefined) clearInterval(this.poll);
+    if (this.gathering !== undefined) clearTimeout(this.gathering);
     await this.stopListening?.();
     await this.pumping;
-    await Promise.allSettled([...this.running]);
-    while (this.flushing !== undefined) await this.flushing;
+    await Promise.allSettled([...this.batches]);
   }
 }
