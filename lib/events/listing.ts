@@ -122,7 +122,7 @@ export async function listEventHandlers(knex: Knex, query: { limit: number; hand
              order by d.id desc limit ?
            ) d
            join bcms_events e on e.id = d.event_id
-           where h.name in (?)
+           where h.name = any(?::text[])
            order by h.name, d.id desc`,
           [...(status === undefined ? [] : [status]), limit, names],
         );
@@ -183,7 +183,7 @@ export async function listJobs(knex: Knex, query: { limit: number; job?: string 
            cross join lateral (
              select * from bcms_job_runs r where r.job = j.name order by r.tick_at desc, r.id desc limit ?
            ) r
-           where j.name in (?)
+           where j.name = any(?::text[])
            order by j.name, r.tick_at desc, r.id desc`,
           [limit, names],
         );
