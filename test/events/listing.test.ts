@@ -283,4 +283,11 @@ describe.each(backends())('the event and job lists over HTTP (%s)', (backend) =>
       }
     });
   });
+
+  test('the OpenAPI document lists both, for a bearer token or a signature', () => {
+    const paths = router.openapi().paths as Record<string, { get?: { security?: unknown; parameters?: { name: string }[] } }>;
+    expect(paths[DELIVERIES]?.get?.security).toEqual([{ bearer: [] }, { httpSignature: [] }]);
+    expect(paths[DELIVERIES]?.get?.parameters?.map((p) => p.name)).toEqual(['limit', 'handler', 'status']);
+    expect(paths[JOBS]?.get?.parameters?.map((p) => p.name)).toEqual(['limit', 'job']);
+  });
 });
