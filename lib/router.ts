@@ -120,7 +120,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     // Always in an isolate, within the load limit; with `isolate: 'none'` the service then loads it itself.
     check: (deployment) => isolation.check(deployment, settings.isolate !== 'none'),
     taken: (kind, name) => live.isRegistryName(kind, name),
-    logger, bodyTimeoutMs,
+    logger, bodyTimeoutMs, verifyAccessToken,
     trusted: settings.trustedKeys,
     sandbox,
   });

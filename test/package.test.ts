@@ -86,7 +86,7 @@ describe('the built package', () => {
   test('bcms-extensions/sdk: the types of window.bcms.sdk, and the browser code the router serves', () => {
     expect(run(['-e', 'console.log(require.resolve("bcms-extensions/sdk"))']).trim()).toBe(path.join(root, 'dist', 'sdk', 'global.js'));
     expect(fs.readFileSync(path.join(root, 'dist', 'sdk', 'global.d.ts'), 'utf8')).toContain('bcms: BcmsGlobal;');
-    for (const file of ['sdk.js', 'shell.js']) expect(fs.existsSync(path.join(root, 'dist', 'browser', 'browser', file))).toBe(true);
+    for (const file of ['sdk.js', 'shell.js', 'activity.js']) expect(fs.existsSync(path.join(root, 'dist', 'browser', 'browser', file))).toBe(true);
     // The shell's API view: Swagger UI copied from swagger-ui-dist (a dev dependency), with its license and notice.
     for (const file of ['api.js', 'api.css', 'swagger-ui-bundle.js', 'swagger-ui.css', 'swagger-ui.LICENSE.txt', 'swagger-ui.NOTICE.txt']) {
       expect([file, fs.existsSync(path.join(root, 'dist', 'browser', 'browser', file))]).toEqual([file, true]);

@@ -2,7 +2,8 @@
 // signed-in user and "Sign out", and a navigation whose "Plugins" section lists every plugin with a
 // UI; choosing one opens its UI in a frame, and the URL (`<admin.path>/plugins/<name>`) says which,
 // so reload and back work. Its "API" link opens `<admin.path>/api`: the service's OpenAPI document,
-// rendered by Swagger UI (api.ts), loaded only then. On a narrow screen the stylesheet folds the navigation (and the user)
+// rendered by Swagger UI (api.ts), loaded only then; its "Events" and "Jobs" links open each event
+// handler's recent deliveries and each job's recent runs (activity.ts). On a narrow screen the stylesheet folds the navigation (and the user)
 // into a menu that the top bar's "Menu" button opens. Plain DOM: the shell must not impose a
 // framework on plugin UIs, which bring their own (Vue 3).
 import type { BcmsGlobal, BcmsSdkPlugin, BcmsUser } from '../sdk/types';
@@ -61,9 +62,18 @@ function apiHref(): string {
   return `${config.shellPath}/api`;
 }
 
-/** The URL names the API view (which a service that does not serve its document has not). */
-function atApi(): boolean {
-  return config.api && (location.pathname === apiHref() || location.pathname === `${apiHref()}/`);
+/** The Developers section's views beside the plugins: each at `<admin.path>/<view>`. */
+type View = 'api' | 'events' | 'jobs';
+const VIEW_LABELS: Readonly<Record<View, string>> = { api: 'API', events: 'Events', jobs: 'Jobs' };
+
+/** The view the URL names, if any (not the API view on a service that does not serve its document). */
+function openView(): View | null {
+  for (const view of Object.keys(VIEW_LABELS) as View[]) {
+    if (view === 'api' && !config.api) continue;
+    const href = `${config.shellPath}/${view}`;
+    if (location.pathname === href || location.pathname === `${href}/`) return view;
+  }
+  return null;
 }
 
 function pluginHref(plugin: BcmsSdkPlugin): string {
@@ -195,9 +205,13 @@ function navigation(): HTMLElement {
     h('h2', { id: 'bcms-plugins-heading', tabindex: '-1' }, 'Plugins'),
     plugins.length > 0 ? list : h('p', {}, 'No plugin has a UI yet.'),
     // After the plugins: the keyboard reaches the plugins first, as before there was an API view.
-    ...(config.api
-      ? [h('h2', { id: 'bcms-developers-heading' }, 'Developers'), h('ul', { 'aria-labelledby': 'bcms-developers-heading' }, h('li', {}, shellLink(apiHref(), 'API', { 'data-view': 'api' })))]
-      : []),
+    h('h2', { id: 'bcms-developers-heading' }, 'Developers'),
+    h(
+      'ul',
+      { 'aria-labelledby': 'bcms-developers-heading' },
+      ...(config.api ? [h('li', {}, shellLink(apiHref(), 'API', { 'data-view': 'api' }))] : []),
+      ...(['events', 'jobs'] as const).map((view) => h('li', {}, shellLink(`${config.shellPath}/${view}`, VIEW_LABELS[view], { 'data-view': view }))),
+    ),
   );
 }
 
@@ -242,14 +256,17 @@ function pluginToShow(): string | null {
 function showPlugin(): void {
   const main = document.getElementById('bcms-main');
   if (main === null) return;
-  const api = atApi();
-  const apiLink = document.querySelector('nav a[data-view="api"]');
-  if (api) apiLink?.setAttribute('aria-current', 'page');
-  else apiLink?.removeAttribute('aria-current');
-  main.classList.toggle('bcms-api-view', api);
-  if (api) {
+  const view = openView();
+  for (const link of document.querySelectorAll('nav a[data-view]')) {
+    if (link.getAttribute('data-view') === view) link.setAttribute('aria-current', 'page');
+    else link.removeAttribute('aria-current');
+  }
+  main.classList.toggle('bcms-api-view', view === 'api');
+  main.classList.toggle('bcms-activity-view', view === 'events' || view === 'jobs');
+  if (view !== null) {
     for (const link of document.querySelectorAll('nav a[data-plugin]')) link.removeAttribute('aria-current');
-    showApi(main);
+    if (view === 'api') showApi(main);
+    else showActivity(main, view);
     return;
   }
   const name = pluginToShow();
@@ -282,6 +299,16 @@ function showApi(main: HTMLElement): void {
   void import('./api.js').then((module) => module.renderApi(container)).catch((error: Error) => {
     // renderApi says what failed in the view; an import that failed says it here.
     if (container.querySelector('[role="alert"]') === null) container.replaceChildren(h('p', { role: 'alert', class: 'bcms-error' }, `The API view could not be loaded: ${error.message}`));
+  });
+}
+
+/** The Events or Jobs view in the main area, read afresh each time it opens (activity.ts, imported on first use). */
+function showActivity(main: HTMLElement, view: 'events' | 'jobs'): void {
+  document.title = `${VIEW_LABELS[view]} · ${config.title}`;
+  const container = h('div', { class: 'bcms-activity', 'data-view': view });
+  main.replaceChildren(container);
+  void import('./activity.js').then((module) => module.renderActivity(container, view)).catch((error: Error) => {
+    if (container.querySelector('[role="alert"]') === null) container.replaceChildren(h('p', { role: 'alert', class: 'bcms-error' }, `The ${VIEW_LABELS[view]} view could not be loaded: ${error.message}`));
   });
 }
 

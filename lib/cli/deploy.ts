@@ -46,7 +46,7 @@ interface DeploymentSummary {
  * (hmac-sha256) or BCMS_PRIVATE_KEY_FILE (a PEM file, relative to here; what keys create --deploy
  * writes), taken from the environment when it sets either, else from .env: never one of each.
  */
-function target(io: Io, cwd: string): { baseUrl: string; key: SigningKey } {
+export function target(io: Io, cwd: string): { baseUrl: string; key: SigningKey } {
   const dotEnv = readDotEnv(cwd);
   const env = { ...dotEnv, ...io.env };
   const baseUrl = (env.BCMS_URL || 'http://localhost:8080').replace(/\/+$/, '');
@@ -72,14 +72,25 @@ function target(io: Io, cwd: string): { baseUrl: string; key: SigningKey } {
  * A signed call to the service's deployments routes; resolves to the answer, or throws with what to
  * do. `hints`: what to do next after a refusal of that status, where the command knows better.
  */
-async function call(
+function call(
   to: ReturnType<typeof target>,
   method: 'GET' | 'POST' | 'DELETE',
   route: string,
   body?: string,
   hints: Readonly<Partial<Record<number, string>>> = {},
 ): Promise<{ status: number; answer: Record<string, unknown> }> {
-  const url = `${to.baseUrl}/api/extensions/deployments${route}`;
+  return callSigned(to, method, `/api/extensions/deployments${route}`, body, hints);
+}
+
+/** A call signed with the deploy key to `path` (and its query) of the service, as `call` makes one: the event and job lists take the same key. */
+export async function callSigned(
+  to: ReturnType<typeof target>,
+  method: 'GET' | 'POST' | 'DELETE',
+  path: string,
+  body?: string,
+  hints: Readonly<Partial<Record<number, string>>> = {},
+): Promise<{ status: number; answer: Record<string, unknown> }> {
+  const url = `${to.baseUrl}${path}`;
   const headers = signRequest({ ...to.key, method, url, body: body ?? '' });
   let response: Response;
   try {

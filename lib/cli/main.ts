@@ -10,6 +10,7 @@ import { DB_USAGE, runDb } from './db';
 import { DEPLOY_USAGE, runDeploy, runList, runRollback, runUndeploy } from './deploy';
 import { readDotEnv } from './dotenv';
 import { DEV_USAGE, runDev } from './dev';
+import { EVENTS_USAGE, runEvents, runJobs } from './events';
 import { KEYS_USAGE, runKeys } from './keys';
 import { OPENAPI_USAGE, runOpenapi } from './openapi';
 import { runSigningKey, SIGNING_KEY_USAGE } from './sign';
@@ -24,7 +25,7 @@ export interface CliCommand {
 
 const added = new Map<string, CliCommand>();
 
-const BUILT_IN = new Set(['migrate', 'db', 'keys', 'call', 'create', 'bundle', 'dev', 'deploy', 'list', 'rollback', 'undeploy', 'signing-key', 'openapi', 'help']);
+const BUILT_IN = new Set(['migrate', 'db', 'keys', 'call', 'create', 'bundle', 'dev', 'deploy', 'list', 'rollback', 'undeploy', 'events', 'jobs', 'signing-key', 'openapi', 'help']);
 
 export function addCommand(command: CliCommand): void {
   if (BUILT_IN.has(command.name)) throw new Error(`bcms-ext: a layer cannot replace the command "${command.name}"`);
@@ -39,7 +40,7 @@ Commands:
                                             the lock a crashed migration left taken.
                                             Default database: DATABASE_URL, else PGlite in .bcms/data.
                                             With BCMS_SECRETS_KEY, seals the API key secrets in clear.
-${DB_USAGE}${CREATE_USAGE}${[...added.values()].map((command) => command.usage).join('')}${BUNDLE_USAGE}${DEPLOY_USAGE}${DEV_USAGE}${KEYS_USAGE}${SIGNING_KEY_USAGE}${CALL_USAGE}${OPENAPI_USAGE}  help                                      Show this text.
+${DB_USAGE}${CREATE_USAGE}${[...added.values()].map((command) => command.usage).join('')}${BUNDLE_USAGE}${DEPLOY_USAGE}${EVENTS_USAGE}${DEV_USAGE}${KEYS_USAGE}${SIGNING_KEY_USAGE}${CALL_USAGE}${OPENAPI_USAGE}  help                                      Show this text.
 `;
 
 /** The CLI, with argv and output injectable so that tests run it without spawning. Resolves to the exit code. */
@@ -63,6 +64,8 @@ export async function main(argv: readonly string[], io: Io = defaultIo()): Promi
     if (command === 'list') return await runList(rest, io, io.cwd);
     if (command === 'rollback') return await runRollback(rest, io, io.cwd);
     if (command === 'undeploy') return await runUndeploy(rest, io, io.cwd);
+    if (command === 'events') return await runEvents(rest, io, io.cwd);
+    if (command === 'jobs') return await runJobs(rest, io, io.cwd);
     if (command === 'signing-key') return await runSigningKey(rest, io, io.cwd);
     if (command === 'openapi') return await runOpenapi(rest, io, io.cwd);
   } catch (error) {

@@ -5,9 +5,11 @@ import type { ContentStore } from '../db/store';
 import { decodeText, parseJsonText, readRawBody } from '../http/body';
 import { BcmsHttpError } from '../http/errors';
 import { writeJson } from '../http/respond';
+import { createEventListRoutes, EVENT_LIST_PATHS } from '../events/routes';
 import type { Logger } from '../logger';
 import { isUrlSafe } from '../names';
 import { sha256Hex } from '../security/digest';
+import type { AccessTokenVerifier } from '../security/jwt';
 import type { VerifySignedRequest } from '../security/signature';
 import { ExtensionLoadError } from '../isolate/host';
 import type { RouterSandbox } from '../isolate/sandbox';
@@ -90,10 +92,14 @@ export function loadRefusal(error: unknown, what = 'The bundle'): BcmsHttpError 
 /**
  * `/api/extensions/deployments`: POST a bundle (deploy), GET the list; POST
  * `/<kind>/<name>/rollback`; DELETE `/<kind>/<name>` (undeploy). Every call is signed with an API
- * key that holds the deploy permission.
+ * key that holds the deploy permission. Beside them, what deployed (and registry) events and jobs
+ * did: `GET /api/extensions/event-deliveries` and `GET /api/extensions/jobs` (lib/events/routes.ts),
+ * for a deploy key or an ADMIN token.
  */
 export function createDeployRoutes(deps: {
   verify: VerifySignedRequest;
+  /** The router's JWT verifier: the event and job lists also take an ADMIN token (the shell's). */
+  verifyAccessToken: AccessTokenVerifier;
   store: ContentStore;
   deployed: DeployedExtensions;
   /**
@@ -113,6 +119,7 @@ export function createDeployRoutes(deps: {
 }): (req: Request, res: ServerResponse, pathname: string) => Promise<void> {
   const { verify, store, deployed, check, taken, logger, trusted, bodyTimeoutMs, sandbox } = deps;
   const knex = store.database.knex;
+  const serveEventLists = createEventListRoutes({ verify, verifyAccessToken: deps.verifyAccessToken, store, ...(bodyTimeoutMs === undefined ? {} : { bodyTimeoutMs }) });
 
   /** Takes up a version that is now active, with what its check loaded. */
   async function goLive(id: string, checked: RunningExtension | undefined): Promise<void> {
@@ -125,6 +132,7 @@ export function createDeployRoutes(deps: {
   }
 
   return async function serveDeployments(req, res, pathname) {
+    if (EVENT_LIST_PATHS.has(pathname)) return serveEventLists(req, res, pathname);
     const item = /^\/api\/extensions\/deployments\/(plugin|function)\/([^/]+)(\/rollback)?$/.exec(pathname);
     const isList = pathname === DEPLOYMENTS_PATH;
     if (!isList && item === null) throw new BcmsHttpError('NOT_FOUND');

@@ -1,4 +1,5 @@
 import type { Request, Response } from 'express';
+import { EVENT_LIST_PATHS } from '../events/routes';
 import { FUNCTION_PREFIX } from '../function/serve';
 import type { PluginMatch, PluginRouteTable } from '../plugin/routes';
 import type { LayerRoute } from '../layer';
@@ -56,7 +57,8 @@ export function createDispatch(parts: {
       exchange(req, res, 'function', path, serveFunction, path, writeFunctionResult);
       return true;
     }
-    if (path.startsWith(deploymentsPath)) {
+    // The event and job lists are authorised as the deployments list is, by the same part.
+    if (path.startsWith(deploymentsPath) || EVENT_LIST_PATHS.has(path)) {
       exchange(req, res, 'plugin', path, serveDeployments, path);
       return true;
     }

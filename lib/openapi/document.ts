@@ -1,3 +1,5 @@
+import { DELIVERY_STATUSES, RUN_STATUSES } from '../events/listing';
+import { EVENT_DELIVERIES_PATH, JOBS_PATH } from '../events/routes';
 import type { BcmsFunction } from '../function/types';
 import { errorCodes, type ErrorCode } from '../http/errors';
 import type { PluginPath, PluginRoute, PluginRouteTable } from '../plugin/routes';
@@ -104,7 +106,7 @@ export function buildOpenApiDocument(sources: OpenApiSources): JsonSchema {
     }
     paths[`/api/function/${name}`] = { post: operation };
   }
-  Object.assign(paths, deploymentPaths(build.uniqueId));
+  Object.assign(paths, deploymentPaths(build.uniqueId), eventListPaths(build.uniqueId));
   return {
     openapi: '3.1.0',
     info: {
@@ -245,6 +247,64 @@ function deploymentPaths(uniqueId: (id: string) => string): Record<string, PathI
     },
     '/api/extensions/deployments/{kind}/{name}': { delete: signed('Undeploy', { parameters: kindAndName }) },
     '/api/extensions/deployments/{kind}/{name}/rollback': { post: signed('Roll back', { parameters: kindAndName }) },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// What events and jobs did (a deploy key or an ADMIN token; lib/events/routes.ts)
+
+function eventListPaths(uniqueId: (id: string) => string): Record<string, PathItem> {
+  const time = { type: 'string', format: 'date-time' };
+  const timeOrNull = { type: ['string', 'null'], format: 'date-time' };
+  const textOrNull = { type: ['string', 'null'] };
+  const msOrNull = { type: ['integer', 'null'] };
+  const object = (properties: Record<string, unknown>) => ({ type: 'object', properties, required: Object.keys(properties) });
+  const limit = { name: 'limit', in: 'query', description: 'Per handler or job: the most recent this many (default 20).', schema: { type: 'integer', minimum: 0, maximum: 200 } };
+  const listed = (summary: string, description: string, parameters: unknown[], answer: JsonSchema): Operation => ({
+    operationId: uniqueId(`extensions.${summary.replace(/\W+/g, '_').toLowerCase()}`),
+    tags: ['extensions'],
+    summary,
+    description: `${description} For a request signed with a deploy key (HTTP Signature), or a token whose SUDO or ADMIN role holds READ.`,
+    security: [{ bearer: [] }, { httpSignature: [] }],
+    parameters,
+    responses: {
+      '200': { description: 'The list.', content: json(answer) },
+      '400': ref('responses', 'BadRequest'),
+      '401': ref('responses', 'Unauthorized'),
+      '403': ref('responses', 'Forbidden'),
+    },
+  });
+  const delivery = object({
+    id: { type: 'string' }, eventId: { type: 'string' }, scope: { type: 'string' }, method: { type: 'string' }, doc: textOrNull,
+    status: { enum: [...DELIVERY_STATUSES] }, attempts: { type: 'integer' }, createdAt: time, startedAt: timeOrNull, finishedAt: timeOrNull,
+    durationMs: msOrNull, runAt: time, error: textOrNull,
+  });
+  const handler = object({
+    name: { type: 'string' }, scope: { type: 'string' }, method: { type: 'string' }, source: { enum: ['registry', 'deployed'] }, active: { type: 'boolean' }, seenAt: time,
+    counts: object(Object.fromEntries(DELIVERY_STATUSES.map((status) => [status, { type: 'integer' }]))),
+    deliveries: { type: 'array', items: delivery },
+  });
+  const run = object({
+    id: { type: 'string' }, tickAt: time, status: { enum: [...RUN_STATUSES] }, instance: textOrNull, startedAt: time, finishedAt: timeOrNull, durationMs: msOrNull, error: textOrNull,
+  });
+  const job = object({
+    name: { type: 'string' }, cron: { type: 'string' }, source: { enum: ['registry', 'deployed'] }, active: { type: 'boolean' }, seenAt: time, nextTickAt: timeOrNull,
+    runs: { type: 'array', items: run },
+  });
+  return {
+    [EVENT_DELIVERIES_PATH]: {
+      get: listed('List event deliveries', "Each event handler with its deliveries' counts by status and its most recent deliveries.", [
+        limit,
+        { name: 'handler', in: 'query', description: 'Only this handler.', schema: { type: 'string' } },
+        { name: 'status', in: 'query', description: 'Only deliveries of this status (the counts stay whole).', schema: { enum: [...DELIVERY_STATUSES] } },
+      ], object({ handlers: { type: 'array', items: handler } })),
+    },
+    [JOBS_PATH]: {
+      get: listed('List jobs', 'Each job with its next tick and its most recent runs.', [
+        limit,
+        { name: 'job', in: 'query', description: 'Only this job.', schema: { type: 'string' } },
+      ], object({ jobs: { type: 'array', items: job } })),
+    },
   };
 }
 

@@ -20,7 +20,7 @@ const BROWSER_PREFIX = '/api/extensions/';
  * their stylesheets; for the shell's API view, its module and Swagger UI's files (copied from
  * swagger-ui-dist by the build: scripts/vendor-swagger-ui.cjs).
  */
-const BROWSER_FILES = new Set(['sdk.js', 'shell.js', 'dialogs.js', 'frame-bridge.js', 'shell.css', 'dialogs.css', 'api.js', 'api.css', 'swagger-ui-bundle.js', 'swagger-ui.css']);
+const BROWSER_FILES = new Set(['sdk.js', 'shell.js', 'dialogs.js', 'frame-bridge.js', 'shell.css', 'dialogs.css', 'api.js', 'api.css', 'activity.js', 'swagger-ui-bundle.js', 'swagger-ui.css']);
 const PLUGIN_UI_PREFIX = '/plugin/';
 
 const HTML = 'text/html; charset=utf-8';
