@@ -1,5 +1,7 @@
 import { createRequire, Module } from 'node:module';
 import path from 'node:path';
+import parser from 'cron-parser';
+import type { BCMSEvent, BCMSJob, BCMSJobCron } from '../events/types';
 import { checkFunctionModules, loadFunctions } from '../function/load';
 import type { BcmsFunction } from '../function/types';
 import { setUpControllers } from '../plugin/mount';
@@ -9,10 +11,21 @@ import type { BcmsPlugin } from '../plugin/types';
 /** This package's entry (dist/index.js, or lib/index.ts under the tests): what `require('bcms-extensions')` gives a bundle. */
 const SELF = path.resolve(__dirname, '..', 'index');
 
-export type DeploymentKind = 'plugin' | 'function';
+/** What a deployment is: a plugin, a function, or (from a functions project's src/events and src/jobs) an event handler or a job. */
+export type DeploymentKind = 'plugin' | 'function' | 'event' | 'job';
 
-/** What a bundle turned out to be, once loaded and checked. */
-export type LoadedExtension = { kind: 'plugin'; name: string; plugin: BcmsPlugin } | { kind: 'function'; name: string; definition: BcmsFunction };
+/** Every kind, in the order the CLI and the errors name them. */
+export const DEPLOYMENT_KINDS: readonly DeploymentKind[] = ['plugin', 'function', 'event', 'job'];
+
+/**
+ * What a bundle turned out to be, once loaded and checked. An event's and a job's `name` is the
+ * deployment's (its file's: `src/jobs/tick.ts` is `tick`), set on the definition too.
+ */
+export type LoadedExtension =
+  | { kind: 'plugin'; name: string; plugin: BcmsPlugin }
+  | { kind: 'function'; name: string; definition: BcmsFunction }
+  | { kind: 'event'; name: string; event: BCMSEvent }
+  | { kind: 'job'; name: string; job: BCMSJob };
 
 /**
  * Runs a bundle's code as a CommonJS module, with `bcms-extensions` resolved to this very package
@@ -50,6 +63,7 @@ export async function loadExtension(kind: DeploymentKind, name: string, code: st
 
 /** Checks what a bundle or module exports against its kind and name; sets up a plugin's controllers. */
 export async function checkExtension(kind: DeploymentKind, name: string, exported: unknown): Promise<LoadedExtension> {
+  if (kind === 'event' || kind === 'job') return checkEventOrJob(kind, name, exported);
   if (kind === 'plugin') {
     const controllers = (exported as BcmsPlugin | null)?.controllers;
     if (exported === null || typeof exported !== 'object' || (controllers !== undefined && !Array.isArray(controllers))) {
@@ -69,4 +83,58 @@ export async function checkExtension(kind: DeploymentKind, name: string, exporte
     throw new Error(`the bundle's function is named "${definition.config.name}", its manifest "${name}": they must agree`);
   }
   return { kind, name, definition };
+}
+
+const CRON_FIELDS: readonly (keyof BCMSJobCron)[] = ['minute', 'hour', 'dayOfMonth', 'month', 'dayOfWeek'];
+
+/**
+ * An event's or a job's factory run and its result checked, as BCMS checks them when it loads
+ * src/events and src/jobs, with what is wrong said plainly (BCMS says which schema key failed).
+ * Named after the deployment; with no name asked for (a registry entry in an isolate), by the
+ * definition's own `name`, if it has one.
+ */
+async function checkEventOrJob(kind: 'event' | 'job', name: string, exported: unknown): Promise<LoadedExtension> {
+  const shape = kind === 'event' ? 'createBcmsEvent(async () => ({ config: { scope, method }, handler }))' : 'createBcmsJob(async () => ({ cron: { minute, hour, dayOfMonth, month, dayOfWeek }, handler }))';
+  if (typeof exported !== 'function') throw new TypeError(`the bundle does not export ${kind === 'event' ? 'an event' : 'a job'}: its default export must be ${shape}`);
+  const made = (await (exported as () => Promise<unknown>)()) as Record<string, unknown> | null;
+  if (made === null || typeof made !== 'object') throw new TypeError(`the ${kind}'s factory must resolve to an object: ${shape}`);
+  if (typeof made.handler !== 'function') throw new TypeError(`the ${kind}'s handler must be a function, got ${describe(made.handler)}`);
+  const own = typeof made.name === 'string' && made.name !== '' ? made.name : undefined;
+  const named = name === '' ? own : name;
+  if (kind === 'event') {
+    const config = made.config as Record<string, unknown> | null | undefined;
+    if (config === null || typeof config !== 'object') throw new TypeError('the event has no config: it must be { scope, method } (BCMSEventConfigScope, BCMSEventConfigMethod)');
+    for (const field of ['scope', 'method'] as const) {
+      if (typeof config[field] !== 'string' || config[field] === '') throw new TypeError(`the event's config.${field} must be a string (a BCMSEventConfig${field === 'scope' ? 'Scope' : 'Method'} or one of your own), got ${describe(config[field])}`);
+    }
+    const event = { ...made, config: { scope: config.scope as string, method: config.method as string }, ...(named === undefined ? {} : { name: named }) } as BCMSEvent;
+    return { kind, name: named ?? '', event };
+  }
+  const cron = made.cron as Record<string, unknown> | null | undefined;
+  if (cron === null || typeof cron !== 'object') throw new TypeError(`the job has no cron: it must be { ${CRON_FIELDS.join(', ')} }, each a crontab field`);
+  for (const field of CRON_FIELDS) {
+    const value = cron[field];
+    // One field each: a space in one would shift the others (or add the seconds field cron-parser knows).
+    if (typeof value !== 'string' || value.trim() === '' || /\s/.test(value.trim())) throw new TypeError(`the job's cron.${field} must be one crontab field ("*", "5", "*/15", "1-5", "MON"), got ${describe(value)}`);
+  }
+  const fields = Object.fromEntries(CRON_FIELDS.map((field) => [field, (cron[field] as string).trim()])) as unknown as BCMSJobCron;
+  const line = CRON_FIELDS.map((field) => fields[field]).join(' ');
+  try {
+    parser.parseExpression(line);
+  } catch (error) {
+    throw new TypeError(`the job's cron "${line}" is not a crontab schedule: ${(error as Error)?.message ?? String(error)}`);
+  }
+  const job = { ...made, cron: fields, ...(named === undefined ? {} : { name: named }) } as BCMSJob;
+  return { kind, name: named ?? '', job };
+}
+
+/** A value as an error message names it: its JSON, or its type. */
+function describe(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  if (typeof value === 'function') return 'a function';
+  try {
+    return JSON.stringify(value) ?? typeof value;
+  } catch {
+    return typeof value;
+  }
 }
