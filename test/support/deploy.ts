@@ -4,11 +4,12 @@ import path from 'node:path';
 import request from 'supertest';
 import type { App } from 'supertest/types';
 import { signRequest } from '../../lib/client';
+import type { DeploymentKind } from '../../lib/deploy/load';
 
 export type DeployKey = { keyId: string; secret: string };
 
 /** A bundle as `bcms-ext bundle` writes one: CommonJS code with bcms-extensions left external. */
-export function bundle(kind: 'plugin' | 'function', name: string, code: string, extra: Record<string, unknown> = {}) {
+export function bundle(kind: DeploymentKind, name: string, code: string, extra: Record<string, unknown> = {}) {
   return { manifest: { kind, name, version: '1.0.0', sha256: createHash('sha256').update(code).digest('hex'), ...extra }, code };
 }
 
@@ -22,7 +23,7 @@ export function signed(app: App, method: 'GET' | 'POST' | 'DELETE', url: string,
 }
 
 /** Deploys a bundle of `code` and expects it live (201). */
-export async function deploy(app: App, key: DeployKey, kind: 'plugin' | 'function', name: string, code: string, extra: Record<string, unknown> = {}): Promise<void> {
+export async function deploy(app: App, key: DeployKey, kind: DeploymentKind, name: string, code: string, extra: Record<string, unknown> = {}): Promise<void> {
   const res = await signed(app, 'POST', '/api/extensions/deployments', key, bundle(kind, name, code, extra));
   if (res.status !== 201) throw new Error(`deploying ${kind} ${name} answered ${res.status}: ${res.text}`);
 }
