@@ -203,7 +203,10 @@ async function kindOf(to: ReturnType<typeof target>, name: string, flag: string 
   const active = named.filter((d) => d.active);
   const kinds = [...new Set((activeFirst && active.length > 0 ? active : named).map((d) => d.kind))];
   if (kinds.length === 0) throw new UsageError(`nothing named "${name}" is deployed (see bcms-ext list)`);
-  if (kinds.length > 1) throw new UsageError(`a ${kinds.slice(0, -1).join(', a ')} and a ${kinds[kinds.length - 1]} are named "${name}": add ${kinds.map((kind) => `--kind ${kind}`).join(' or ')}`);
+  if (kinds.length > 1) {
+    const named = kinds.map((kind) => `${kind === 'event' ? 'an' : 'a'} ${kind}`);
+    throw new UsageError(`${named.slice(0, -1).join(', ')} and ${named[named.length - 1]} are named "${name}": add ${kinds.map((kind) => `--kind ${kind}`).join(' or ')}`);
+  }
   return kinds[0] as DeploymentKind;
 }
 
