@@ -7,6 +7,7 @@ import path from 'node:path';
 import { main } from '../../lib/cli/main';
 import { buildApp, type TestApp } from '../support/app';
 import { sharedTestDatabase } from '../support/database';
+import { linkProjectModules } from '../support/deploy';
 import { hmacKey } from '../support/signature';
 
 // A functions project's events and jobs through the CLI: `create event`, `create job`, `bundle`
@@ -25,16 +26,6 @@ async function run(args: string[], cwd: string) {
   const err: string[] = [];
   const status = await main(args, { out: (t) => void out.push(t), err: (t) => void err.push(t), env: {}, cwd });
   return { status, out: out.join(''), err: err.join('') };
-}
-
-/** node_modules linked to this repository's packages (bcms-extensions itself, typescript, vite, @types/node): what npm install gives a project, without the network. */
-function linkModules(dir: string): void {
-  const modules = path.join(dir, 'node_modules');
-  fs.mkdirSync(path.join(modules, '.bin'), { recursive: true });
-  fs.mkdirSync(path.join(modules, '@types'));
-  fs.symlinkSync(ROOT, path.join(modules, 'bcms-extensions'), 'dir');
-  for (const name of ['typescript', 'vite', '@types/node']) fs.symlinkSync(path.join(ROOT, 'node_modules', name), path.join(modules, name), 'dir');
-  fs.symlinkSync(path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), path.join(modules, '.bin', 'tsc'));
 }
 
 /** `bcms-ext bundle` as a user runs it (the built CLI, in the project). */
@@ -69,7 +60,7 @@ test('create event and create job write src/events/NAME.ts and src/jobs/NAME.ts;
   expect(fs.readFileSync(path.join(dir, 'src', 'events', 'on-entry.ts'), 'utf8')).toContain("config: { scope: BCMSEventConfigScope.ENTRY, method: BCMSEventConfigMethod.ALL },");
   expect(fs.readFileSync(path.join(dir, 'src', 'jobs', 'tick.ts'), 'utf8')).toContain("cron: { minute: '*/15', hour: '*', dayOfMonth: '*', month: '*', dayOfWeek: '*' },");
 
-  linkModules(dir);
+  linkProjectModules(dir);
   const bundled = bundle(dir);
   expect(bundled.all).toMatch(
     /^Type-checking src\/\.\.\. ok\nBundling src\/functions\/hello\.ts\.\.\. [\d.]+ KB\nBundling src\/events\/on-entry\.ts\.\.\. [\d.]+ KB\nBundling src\/jobs\/tick\.ts\.\.\. [\d.]+ KB\n/,

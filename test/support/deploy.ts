@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import fs from 'node:fs';
 import path from 'node:path';
 import request from 'supertest';
 import type { App } from 'supertest/types';
@@ -55,4 +56,18 @@ export function bundleFile(root: string, entry: string): string {
   const result = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
   if (result.status !== 0) throw new Error(`bundling ${entry} failed: ${result.stderr}`);
   return result.stdout;
+}
+
+/**
+ * A project's node_modules linked to this repository's packages (bcms-extensions itself, built;
+ * typescript, vite, @types/node): what npm install gives a project, without the network.
+ */
+export function linkProjectModules(dir: string): void {
+  const root = path.resolve(__dirname, '..', '..');
+  const modules = path.join(dir, 'node_modules');
+  fs.mkdirSync(path.join(modules, '.bin'), { recursive: true });
+  fs.mkdirSync(path.join(modules, '@types'), { recursive: true });
+  fs.symlinkSync(root, path.join(modules, 'bcms-extensions'), 'dir');
+  for (const name of ['typescript', 'vite', '@types/node']) fs.symlinkSync(path.join(root, 'node_modules', name), path.join(modules, name), 'dir');
+  fs.symlinkSync(path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), path.join(modules, '.bin', 'tsc'));
 }
