@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
+import { Module } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import express from 'express';
@@ -9,7 +10,7 @@ import { ContentStore } from '../../lib/db/store';
 import { DeployedExtensions, loadInProcess } from '../../lib/deploy/deployed';
 import { LiveExtensions } from '../../lib/deploy/live';
 import { activeDeployments, recordDeployment, undeployDeployment } from '../../lib/deploy/store';
-import { Isolation } from '../../lib/isolate/runtime';
+import { Isolation, registryModuleSources } from '../../lib/isolate/runtime';
 import { sandboxFor } from '../../lib/isolate/sandbox';
 import { resolveOptions } from '../../lib/options';
 import type { IdentifyPluginKey } from '../../lib/security/caller';
@@ -209,6 +210,7 @@ describe.each(backends())('events and jobs deployed (%s)', (backend) => {
           await undeployDeployment(own.knex, kind, name);
           await deployed.reload();
         },
+        isolation,
         close: async () => {
           await deployed.close();
           await isolation.close();
@@ -294,6 +296,37 @@ describe.each(backends())('events and jobs deployed (%s)', (backend) => {
         await path_.close();
       }
     }, 30_000);
+
+    test("isolate: 'all': the registry's events and jobs load in isolates from the module files that export their factories", async () => {
+      // Loaded by Node's own loader, as a host require()s its registry (Jest's require keeps its modules apart).
+      const registry = (Module as unknown as { _load(request: string): unknown })._load(path.join(__dirname, '..', 'fixtures', 'isolated-registry', 'events.js')) as {
+        audit: () => Promise<BCMSEvent>;
+        tick: () => Promise<BCMSJob>;
+      };
+      const sources = registryModuleSources([], [], [registry.audit], [registry.tick]);
+      expect(sources.events).toEqual([{ type: 'module', file: expect.stringMatching(/events\.js$/), key: 'audit' }]);
+      expect(() => registryModuleSources([], [], [async () => ({ config: { scope: 'ALL', method: 'ALL' }, handler: async () => {} })])).toThrow(
+        /^registry\.events\[0\]: with isolate: 'all' each event and job \(its createBcmsEvent or createBcmsJob\) is loaded again in isolates from the CommonJS file that exports it/,
+      );
+      const path_ = await deployPath('deployed', { functionTimeoutMs: 3_000, jobTimeoutMs: 3_000 });
+      try {
+        const [event] = await path_.isolation.loadRegistryEvents(sources.events);
+        // Its own name, beside BCMS's fields; a job without one is left for the events engine to name.
+        expect(event).toMatchObject({ name: 'registry-audit', config: { scope: 'TEMPLATE', method: 'ADD' } });
+        await event?.handler({ scope: 'TEMPLATE', method: 'ADD', payload: { n: 1 } });
+        const seen = JSON.parse(fs.readFileSync(path.join(filesDir, '.registry', 'registry-audit.json'), 'utf8')) as { payload: unknown; pid: number };
+        expect(seen).toEqual({ payload: { n: 1 }, pid: expect.any(Number) });
+        expect(seen.pid).not.toBe(process.pid);
+        await expect(event?.handler({ scope: 'TEMPLATE', method: 'ADD', payload: { fail: true, n: 2 } })).rejects.toThrow(/^registry handler refused 2 \(in extension registry event /);
+        const [job] = await path_.isolation.loadRegistryJobs(sources.jobs);
+        expect(job?.name).toBeUndefined();
+        expect(job?.cron).toEqual({ minute: '0', hour: '*/6', dayOfMonth: '*', month: '*', dayOfWeek: '*' });
+        await job?.handler();
+        expect(Number(fs.readFileSync(path.join(filesDir, '.registry', 'registry-tick.txt'), 'utf8'))).not.toBe(process.pid);
+      } finally {
+        await path_.close();
+      }
+    });
 
     test("isolate: 'none': deployed events and jobs load in the service's process, their own handlers", async () => {
       const path_ = await deployPath('none', { functionTimeoutMs: 3_000, jobTimeoutMs: 3_000 });
