@@ -149,7 +149,7 @@ function functionStandIn(pool: IsolatePool, extension: Extract<WireExtension, { 
  * handler's message (and the isolate's stack, never the service's).
  */
 function eventStandIn(pool: IsolatePool, extension: Extract<WireExtension, { kind: 'event' }>, label: string, settings: IsolatedCallSettings): BCMSEvent {
-  const timeout = (): Error => new Error(`Event handler ${label} ran past its time-out of ${settings.functionTimeoutMs} ms (functionTimeoutMs); its isolate was ended and is replaced.`);
+  const timeout = (): Error => new Error(`The ${label} ran past its time-out of ${settings.functionTimeoutMs} ms (functionTimeoutMs); its isolate was ended and is replaced.`);
   const handler = async (data: BCMSEventHandlerData): Promise<void> => {
     const { scope, method, payload } = data ?? ({} as BCMSEventHandlerData);
     await pool.call({ t: 'handle-event', scope: String(scope), method: String(method), payload: toWire(payload) }, undefined, settings.functionTimeoutMs, timeout);
@@ -164,7 +164,7 @@ function eventStandIn(pool: IsolatePool, extension: Extract<WireExtension, { kin
  * saying so. What the handler threw rejects it with the handler's message.
  */
 function jobStandIn(pool: IsolatePool, extension: Extract<WireExtension, { kind: 'job' }>, label: string, settings: IsolatedCallSettings): BCMSJob {
-  const timeout = (): Error => new Error(`Job ${label} ran past its time-out of ${settings.jobTimeoutMs} ms (jobTimeoutMs); its isolate was ended and is replaced.`);
+  const timeout = (): Error => new Error(`The ${label} ran past its time-out of ${settings.jobTimeoutMs} ms (jobTimeoutMs); its isolate was ended and is replaced.`);
   const handler = async (): Promise<void> => {
     await pool.call({ t: 'run-job' }, undefined, settings.jobTimeoutMs, timeout);
   };

@@ -270,7 +270,7 @@ describe.each(backends())('events and jobs deployed (%s)', (backend) => {
         const started = Date.now();
         const timedOut = (await Promise.resolve(job.handler()).then(() => undefined, (error: unknown) => error)) as Error;
         expect(timedOut).toBeInstanceOf(Error);
-        expect(timedOut.message).toBe('Job job ticker@1.0.0 ran past its time-out of 1500 ms (jobTimeoutMs); its isolate was ended and is replaced.');
+        expect(timedOut.message).toBe('The job ticker@1.0.0 ran past its time-out of 1500 ms (jobTimeoutMs); its isolate was ended and is replaced.');
         expect(Date.now() - started).toBeGreaterThanOrEqual(1_400);
         await waitFor(() => !isRunning(first as number));
         expect(isRunning(first as number)).toBe(false);
@@ -291,7 +291,7 @@ describe.each(backends())('events and jobs deployed (%s)', (backend) => {
         await path_.record('event', 'slow', eventSource(ENTRY_ALL, 'async () => { for (;;) {} }'));
         const event = path_.live.deployedEvents().get('slow') as BCMSEvent;
         const error = (await Promise.resolve(event.handler({ scope: 'ENTRY', method: 'ADD', payload: null })).then(() => undefined, (e: unknown) => e)) as Error;
-        expect(error.message).toBe('Event handler event slow@1.0.0 ran past its time-out of 1000 ms (functionTimeoutMs); its isolate was ended and is replaced.');
+        expect(error.message).toBe('The event slow@1.0.0 ran past its time-out of 1000 ms (functionTimeoutMs); its isolate was ended and is replaced.');
       } finally {
         await path_.close();
       }
