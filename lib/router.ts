@@ -59,7 +59,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   const modules = registry.functions ?? [];
   checkFunctionModules(modules);
   // isolate: 'all': each plugin and function module of the registry is loaded in isolates from its module file.
-  const registrySources = isolateAll ? registryModuleSources(registryPlugins, modules) : undefined;
+  const registrySources = isolateAll ? registryModuleSources(registryPlugins, modules, registry.events, registry.jobs) : undefined;
   const verifyAccessToken = createAccessTokenVerifier(settings.jwt);
   const sandbox = sandboxFor(settings); // the isolates': throws where 'bubblewrap' is required and cannot run
 
@@ -88,13 +88,13 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   const deployments = new Deployments({ store, live, ui, logger, start, enabled: settings.deployments === 'on', trusted: settings.trustedKeys, refused: sandbox.refused });
   // Settles only once both are done, so that a refused registry leaves no migration running behind it.
   const started = store.start();
-  const ready = Promise.allSettled([...(registrySources === undefined ? live.loadRegistry(modules, started) : isolation.loadRegistry(registrySources, live, started)), eventsAndJobs.loadRegistry()])
+  const ready = Promise.allSettled([...(registrySources === undefined ? live.loadRegistry(modules, started) : isolation.loadRegistry(registrySources, live, started)), eventsAndJobs.loadRegistry(registrySources && isolation.registryEventsAndJobs(registrySources))])
     .then((outcomes) => outcomes.forEach((outcome) => { if (outcome.status === 'rejected') throw outcome.reason; }))
     .then(() => {
       live.open();
       warnWithoutSecret(live.plugins.jwtGuarded(), settings.jwt.secret, logger);
       deployments.start();
-      return eventsAndJobs.start(); // once its handlers are recorded: a write from then on reaches them
+      return eventsAndJobs.start(live); // once its handlers are recorded: a write from then on reaches them
     });
   // The refusal is logged even when the host never awaits `ready`, and is not an unhandled rejection.
   ready.catch((error: unknown) => logger.error({ err: error }, 'bcms-extensions: the router could not start (a registry that cannot work, or a database it cannot migrate)'));

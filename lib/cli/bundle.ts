@@ -6,13 +6,15 @@ import { pathToFileURL } from 'node:url';
 import { isUrlSafe } from '../names';
 import { parseArgs, UsageError, type Io } from './_io';
 import { BUNDLE_DIR } from './deploy';
-import { backendTsconfigOf, functionsDir, isFunctionSource, pluginBackendDir } from './layout';
+import { backendTsconfigOf, FUNCTIONS_PROJECT_KINDS, functionsProjectLayout, isFunctionSource, pluginBackendDir } from './layout';
+import type { DeploymentKind } from '../deploy/load';
 import type { BundleSignature } from '../deploy/signing';
 import { signed, signingKey } from './sign';
 import { sha256Hex } from '../security/digest';
 
 export const BUNDLE_USAGE = `  bundle                                    In a plugin or functions project: type-check, bundle the
-                                            back end (or each function) as one file with
+                                            back end (or each function, event and job: each file
+                                            of src/functions, src/events, src/jobs) as one file with
                                             bcms-extensions external, build the UI, and write
                                             bcms-bundle/*.json with a manifest (kind, name, version,
                                             sha256). When a step fails nothing is written, and
@@ -34,13 +36,13 @@ export function replacePluginNamePlaceholder(text: string, pluginName: string): 
 }
 
 interface Bundle {
-  manifest: { kind: 'plugin' | 'function'; name: string; version: string; sha256: string; project: string };
+  manifest: { kind: DeploymentKind; name: string; version: string; sha256: string; project: string };
   code: string;
   ui?: Record<string, string>;
   signature?: BundleSignature;
 }
 
-const NOT_A_PROJECT = 'neither bcms-plugin.config.json nor src/functions/*.ts here: run it in a project made by bcms-ext create';
+const NOT_A_PROJECT = 'neither bcms-plugin.config.json nor src/functions/*.ts (nor src/events/*.ts, src/jobs/*.ts) here: run it in a project made by bcms-ext create';
 
 type Vite = { build(config: unknown): Promise<unknown>; version?: string };
 
@@ -169,7 +171,7 @@ async function bundleProject(cwd: string, out: string, version: string, project:
   const configFile = path.join(cwd, 'bcms-plugin.config.json');
   const bundles: Bundle[] = [];
   // Before vite is looked for: outside a project, "vite is not installed" would send people the wrong way.
-  if (!fs.existsSync(configFile) && functionsDir(cwd) === undefined) throw new UsageError(NOT_A_PROJECT);
+  if (!fs.existsSync(configFile) && functionsProjectLayout(cwd) === undefined) throw new UsageError(NOT_A_PROJECT);
   const vite = await projectVite(cwd);
 
   if (fs.existsSync(configFile)) {
@@ -194,20 +196,27 @@ async function bundleProject(cwd: string, out: string, version: string, project:
     }
     bundles.push(bundle);
   } else {
-    // src/functions as bcms-ext create makes it; functions/ as a BCMS v3 project has it.
-    const folder = functionsDir(cwd);
-    if (folder === undefined) throw new UsageError(NOT_A_PROJECT);
-    const dir = path.join(cwd, folder);
-    const sources = fs.readdirSync(dir).filter(isFunctionSource).sort();
-    io.out(`Type-checking ${folder.split('/')[0]}/... `);
+    // src/functions, src/events, src/jobs as bcms-ext create makes them (and BCMS v3 has them);
+    // functions/ and its siblings at the root as some BCMS v3 projects have them.
+    const layout = functionsProjectLayout(cwd);
+    if (layout === undefined) throw new UsageError(NOT_A_PROJECT);
+    const checked = layout.base === 'src' ? 'src' : (Object.values(layout.folders)[0] as string);
+    io.out(`Type-checking ${checked}/... `);
     typeCheck(cwd, 'tsconfig.json', io);
     io.out('ok\n');
-    for (const file of sources) {
-      const name = file.replace(/\.(ts|js)$/, '');
-      io.out(`Bundling ${folder}/${file}... `);
-      const code = await bundleBackend(vite, cwd, path.join(dir, file));
-      io.out(`${kb(code)}\n`);
-      bundles.push({ manifest: { kind: 'function', name, version, sha256: sha256Hex(code), project }, code });
+    // One bundle per file, named after it (src/jobs/tick.ts is the job "tick"): functions first, then events, then jobs.
+    for (const { kind } of FUNCTIONS_PROJECT_KINDS) {
+      const folder = layout.folders[kind];
+      if (folder === undefined) continue;
+      const dir = path.join(cwd, folder);
+      for (const file of fs.readdirSync(dir).filter(isFunctionSource).sort()) {
+        const name = file.replace(/\.(ts|js)$/, '');
+        if (kind !== 'function' && !isUrlSafe(name)) throw new UsageError(`${folder}/${file}: a ${kind} is named after its file, and "${name}" is not URL-safe (letters, digits, "-", "_", ".", "~"): rename the file`);
+        io.out(`Bundling ${folder}/${file}... `);
+        const code = await bundleBackend(vite, cwd, path.join(dir, file));
+        io.out(`${kb(code)}\n`);
+        bundles.push({ manifest: { kind, name, version, sha256: sha256Hex(code), project }, code });
+      }
     }
   }
 

@@ -3,12 +3,16 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { isUrlSafe } from '../names';
 import { parseArgs, UsageError, type Io } from './_io';
-import { packageSpec } from './layout';
+import { functionsProjectLayout, packageSpec } from './layout';
 
 export const CREATE_USAGE = `  create plugin NAME                        A plugin project: backend/ (two endpoints, one guarded),
                                             ui/ (Vue 3 .tsx, Vite), bcms-plugin.config.json.
   create functions NAME                     A functions project: src/functions/hello.ts.
   create function FN [--public]             Add src/functions/FN.ts to the functions project here.
+  create event NAME                         Add src/events/NAME.ts (an event handler, for each
+                                            write of an entry) to the functions project here.
+  create job NAME                           Add src/jobs/NAME.ts (a job, run on a cron schedule) to
+                                            the functions project here.
 `;
 
 /** The root of this package: generated (and ported) projects depend on it by path (it need not be published). */
@@ -75,6 +79,59 @@ export default createBcmsFunction(async () => ({
   },
 }));
 `;
+}
+
+/** An event handler, as a BCMS event file is written (src/events/<name>.ts), with BCMS's enums. */
+function eventSource(name: string): string {
+  return `import { BCMSEventConfigMethod, BCMSEventConfigScope, createBcmsEvent } from 'bcms-extensions';
+
+// The event handler "${name}" (named after this file): it runs once for each committed write of an
+// entry (added, updated or deleted), on one instance, and is tried again (5 tries in all) if it
+// throws. Another scope: BCMSEventConfigScope.TEMPLATE, or a name of your own that
+// useBcmsEventManager().emit(scope, method, payload) fires. Its output goes to the service's log.
+export default createBcmsEvent(async () => ({
+  config: { scope: BCMSEventConfigScope.ENTRY, method: BCMSEventConfigMethod.ALL },
+  handler: async ({ scope, method, payload }) => {
+    // An entry as the repository gives it (for DELETE, as it was).
+    const entry = payload as { _id: string; templateId: string };
+    console.log(\`\${scope} \${method}: entry \${entry._id} of template \${entry.templateId}\`);
+  },
+}));
+`;
+}
+
+/** A job, as a BCMS job file is written (src/jobs/<name>.ts). */
+function jobSource(name: string): string {
+  return `import { createBcmsJob } from 'bcms-extensions';
+
+// The job "${name}" (named after this file): its handler runs on each tick of its cron, on one
+// instance; a run still going skips the next tick, and one past jobTimeoutMs is ended. The fields
+// are a crontab's (minute hour day-of-month month day-of-week): here, every 15 minutes.
+export default createBcmsJob(async () => ({
+  cron: { minute: '*/15', hour: '*', dayOfMonth: '*', month: '*', dayOfWeek: '*' },
+  handler: async () => {
+    console.log(\`${name}: ran at \${new Date().toISOString()}\`);
+  },
+}));
+`;
+}
+
+/**
+ * Adds one file to the functions project in `cwd`: src/functions/<name>.ts, src/events/<name>.ts
+ * or src/jobs/<name>.ts (beside the project's other folders: functions/, events/, jobs/ at the
+ * root in a BCMS v3 project that has them so). Refuses a folder that is not a functions project,
+ * and a file that exists.
+ */
+function addToFunctionsProject(cwd: string, kind: 'function' | 'event' | 'job', name: string, source: string): string {
+  // src/ as bcms-ext create makes it (its src/functions may be empty yet), else where the project's folders are.
+  const base = fs.existsSync(path.join(cwd, 'src', 'functions')) ? 'src' : functionsProjectLayout(cwd)?.base;
+  if (base === undefined) throw new UsageError('no src/functions here: run it in a functions project (bcms-ext create functions NAME)');
+  const folder = path.posix.join(base, `${kind}s`);
+  const file = path.join(cwd, folder, `${name}.ts`);
+  if (fs.existsSync(file)) throw new UsageError(`${folder}/${name}.ts exists already`);
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, source);
+  return `${folder}/${name}.ts`;
 }
 
 /** `dependency`, `uiDependency`: bcms-extensions as the project's package.json and ui/package.json name it (packageSpec). */
@@ -316,17 +373,20 @@ test('hello greets by name', async () => {
 export async function runCreate(args: readonly string[], io: Io, cwd = process.cwd()): Promise<number> {
   const { positionals, flags } = parseArgs(args, { public: 'boolean' });
   const [what, name] = positionals;
-  if ((what !== 'plugin' && what !== 'functions' && what !== 'function') || name === undefined || positionals.length !== 2) {
-    throw new UsageError('expected create plugin NAME, create functions NAME or create function FN [--public]');
+  const kinds = ['plugin', 'functions', 'function', 'event', 'job'];
+  if (what === undefined || !kinds.includes(what) || name === undefined || positionals.length !== 2) {
+    throw new UsageError('expected create plugin NAME, create functions NAME, create function FN [--public], create event NAME or create job NAME');
   }
   if (!isUrlSafe(name)) throw new UsageError(`${JSON.stringify(name)} is not a URL-safe name (letters, digits, "-", "_", ".", "~")`);
   if (what === 'function') {
-    const dir = path.join(cwd, 'src', 'functions');
-    if (!fs.existsSync(dir)) throw new UsageError('no src/functions here: run it in a functions project (bcms-ext create functions NAME)');
-    const file = path.join(dir, `${name}.ts`);
-    if (fs.existsSync(file)) throw new UsageError(`src/functions/${name}.ts exists already`);
-    fs.writeFileSync(file, functionSource(name, flags.public === true));
-    io.out(`Created src/functions/${name}.ts (${flags.public ? 'public' : 'private'}). Bundle and deploy it with: npm run bundle && npm run deploy\n`);
+    const file = addToFunctionsProject(cwd, 'function', name, functionSource(name, flags.public === true));
+    io.out(`Created ${file} (${flags.public ? 'public' : 'private'}). Bundle and deploy it with: npm run bundle && npm run deploy\n`);
+    return 0;
+  }
+  if (what === 'event' || what === 'job') {
+    if (flags.public !== undefined) throw new UsageError('--public is for create function FN');
+    const file = addToFunctionsProject(cwd, what, name, what === 'event' ? eventSource(name) : jobSource(name));
+    io.out(`Created ${file} (the ${what} "${name}"). Bundle and deploy it with the project's functions: npm run bundle && npm run deploy\n`);
     return 0;
   }
   const root = path.join(cwd, name);

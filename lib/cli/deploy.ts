@@ -3,6 +3,7 @@ import path from 'node:path';
 import { createPrivateKey } from 'node:crypto';
 import { signRequest, type SigningKey } from '../client';
 import { fetchFailure } from '../http/fetch-failure';
+import { DEPLOYMENT_KINDS, type DeploymentKind } from '../deploy/load';
 import { parseArgs, UsageError, type Io } from './_io';
 import { signed, signingKey } from './sign';
 import { readDotEnv } from './dotenv';
@@ -12,10 +13,12 @@ export const DEPLOY_USAGE = `  deploy [FILE ...]                         Send bu
                                             refused when a source changed after bcms-bundle/.
   list [--json]                             List deployed versions (* = active), and why a version
                                             failed to load, if one did.
-  rollback NAME [--kind plugin|function]    Make the version before the active one live again
+  rollback NAME [--kind KIND]               Make the version before the active one live again
                                             (after an undeploy: the last version).
-  undeploy NAME [--kind plugin|function]    Take a plugin or function out of service, on every
-                                            instance; its versions stay listed for rollback.
+  undeploy NAME [--kind KIND]               Take a plugin, function, event or job out of service,
+                                            on every instance; its versions stay listed for
+                                            rollback. KIND: plugin, function, event or job (needed
+                                            only when two kinds share the name).
       deploy, list, rollback and undeploy reach BCMS_URL (default http://localhost:8080),
       signed with BCMS_KEY_ID and BCMS_PRIVATE_KEY_FILE or BCMS_KEY_SECRET (bcms-ext keys
       create --deploy), from the environment or a .env file in the working directory.
@@ -24,7 +27,7 @@ export const DEPLOY_USAGE = `  deploy [FILE ...]                         Send bu
 export const BUNDLE_DIR = 'bcms-bundle';
 
 interface DeploymentSummary {
-  kind: 'plugin' | 'function';
+  kind: DeploymentKind;
   name: string;
   version: string;
   sha256: string;
@@ -196,25 +199,31 @@ export async function runList(args: readonly string[], io: Io, cwd = process.cwd
   return 0;
 }
 
+/** `plugin|function|event|job`, as the usage lines and errors write the kinds. */
+const KINDS = DEPLOYMENT_KINDS.join('|');
+
 /**
  * The kind NAME is deployed as: --kind, else the one the service lists under that name (an active
  * version's first: an undeploy is of what is live). Refuses a name nothing was deployed under, and
- * one that both a plugin and a function go by.
+ * one that two kinds go by (a function and an event of one project may share a file name).
  */
-async function kindOf(to: ReturnType<typeof target>, name: string, flag: string | true | undefined, activeFirst: boolean): Promise<'plugin' | 'function'> {
-  if (flag !== undefined && flag !== 'plugin' && flag !== 'function') throw new UsageError('--kind is plugin or function');
-  if (flag !== undefined) return flag;
+async function kindOf(to: ReturnType<typeof target>, name: string, flag: string | true | undefined, activeFirst: boolean): Promise<DeploymentKind> {
+  if (flag !== undefined && !DEPLOYMENT_KINDS.includes(flag as DeploymentKind)) throw new UsageError('--kind is plugin, function, event or job');
+  if (flag !== undefined) return flag as DeploymentKind;
   const named = ((await call(to, 'GET', '')).answer.deployments as DeploymentSummary[]).filter((d) => d.name === name);
   const active = named.filter((d) => d.active);
   const kinds = [...new Set((activeFirst && active.length > 0 ? active : named).map((d) => d.kind))];
   if (kinds.length === 0) throw new UsageError(`nothing named "${name}" is deployed (see bcms-ext list)`);
-  if (kinds.length > 1) throw new UsageError(`both a plugin and a function are named "${name}": add --kind plugin or --kind function`);
-  return kinds[0] as 'plugin' | 'function';
+  if (kinds.length > 1) {
+    const named = kinds.map((kind) => `${kind === 'event' ? 'an' : 'a'} ${kind}`);
+    throw new UsageError(`${named.slice(0, -1).join(', ')} and ${named[named.length - 1]} are named "${name}": add ${kinds.map((kind) => `--kind ${kind}`).join(' or ')}`);
+  }
+  return kinds[0] as DeploymentKind;
 }
 
 export async function runRollback(args: readonly string[], io: Io, cwd = process.cwd()): Promise<number> {
   const { positionals, flags } = parseArgs(args, { kind: 'string' });
-  if (positionals.length !== 1) throw new UsageError('rollback takes one name: bcms-ext rollback NAME [--kind plugin|function]');
+  if (positionals.length !== 1) throw new UsageError(`rollback takes one name: bcms-ext rollback NAME [--kind ${KINDS}]`);
   const name = positionals[0] as string;
   const to = target(io, cwd);
   const kind = await kindOf(to, name, flags.kind, false);
@@ -227,7 +236,7 @@ export async function runRollback(args: readonly string[], io: Io, cwd = process
 
 export async function runUndeploy(args: readonly string[], io: Io, cwd = process.cwd()): Promise<number> {
   const { positionals, flags } = parseArgs(args, { kind: 'string' });
-  if (positionals.length !== 1) throw new UsageError('undeploy takes one name: bcms-ext undeploy NAME [--kind plugin|function]');
+  if (positionals.length !== 1) throw new UsageError(`undeploy takes one name: bcms-ext undeploy NAME [--kind ${KINDS}]`);
   const name = positionals[0] as string;
   const to = target(io, cwd);
   const kind = await kindOf(to, name, flags.kind, true);

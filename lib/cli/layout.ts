@@ -31,10 +31,37 @@ export const isFunctionSource = (file: string): boolean => /\.(ts|js)$/.test(fil
 
 /** The folder of a functions project's function files: `src/functions` (as bcms-ext create makes it) or `functions`. */
 export function functionsDir(root: string): string | undefined {
-  return ['src/functions', 'functions'].find((dir) => {
-    const full = path.join(root, dir);
-    return fs.existsSync(full) && fs.readdirSync(full).some(isFunctionSource);
-  });
+  return ['src/functions', 'functions'].find((dir) => hasSources(path.join(root, dir)));
+}
+
+/** Whether a folder holds .ts or .js sources (declaration files aside). */
+function hasSources(dir: string): boolean {
+  return fs.existsSync(dir) && fs.statSync(dir).isDirectory() && fs.readdirSync(dir).some(isFunctionSource);
+}
+
+/** What a functions project deploys, folder by folder: each file of one is a deployment of that kind, named after the file. */
+export const FUNCTIONS_PROJECT_KINDS = [
+  { kind: 'function', folder: 'functions' },
+  { kind: 'event', folder: 'events' },
+  { kind: 'job', folder: 'jobs' },
+] as const;
+
+/**
+ * A functions project's folders, side by side as BCMS has them: `src/functions`, `src/events` and
+ * `src/jobs` (as bcms-ext create makes them, and BCMS v3's layout), else `functions/`, `events/`
+ * and `jobs/` at the root. `base` is `src` or `''`; `folders` holds those with sources, by kind.
+ * Undefined when none has any.
+ */
+export function functionsProjectLayout(root: string): { base: 'src' | ''; folders: Partial<Record<'function' | 'event' | 'job', string>> } | undefined {
+  for (const base of ['src', ''] as const) {
+    const folders: Partial<Record<'function' | 'event' | 'job', string>> = {};
+    for (const { kind, folder } of FUNCTIONS_PROJECT_KINDS) {
+      const dir = base === '' ? folder : `${base}/${folder}`;
+      if (hasSources(path.join(root, dir))) folders[kind] = dir;
+    }
+    if (Object.keys(folders).length > 0) return { base, folders };
+  }
+  return undefined;
 }
 
 /**

@@ -4,7 +4,7 @@ import { parseArgs, UsageError, type Io } from './_io';
 import { runBundle } from './bundle';
 import { BUNDLE_DIR } from './deploy';
 import { readDotEnv } from './dotenv';
-import { functionsDir, pluginBackendDir } from './layout';
+import { functionsProjectLayout, pluginBackendDir } from './layout';
 
 export const OPENAPI_USAGE = `  openapi [--out FILE] [--url URL]          Write the OpenAPI 3.1 document. In a plugin or
                                             functions project: the project's (bundled, then loaded
@@ -21,7 +21,7 @@ export async function runOpenapi(args: readonly string[], io: Io, cwd = process.
   const { positionals, flags } = parseArgs(args, { out: 'string', url: 'string' });
   if (positionals.length > 0) throw new UsageError(`openapi takes no file names: bcms-ext openapi [--out FILE] [--url URL]`);
   const url = flags.url as string | undefined;
-  const inProject = pluginBackendDir(cwd) !== undefined || functionsDir(cwd) !== undefined;
+  const inProject = pluginBackendDir(cwd) !== undefined || functionsProjectLayout(cwd) !== undefined;
   const env = { ...readDotEnv(cwd), ...io.env };
   const document = url !== undefined || !inProject ? await fromService(url ?? (env.BCMS_URL || 'http://localhost:8080'), env.BCMS_TOKEN || undefined, io) : await fromProject(cwd, io);
   if (document === undefined) return 1;

@@ -1,3 +1,4 @@
+import type { BCMSEvent, BCMSJob } from '../events/types';
 import type { BcmsFunction } from '../function/types';
 import type { Logger } from '../logger';
 import type { BcmsPlugin } from '../plugin/types';
@@ -11,6 +12,10 @@ export interface DeployedSet {
   functions: ReadonlyMap<string, BcmsFunction>;
   /** Plugin name → its UI files (path → bytes), for plugins deployed with a UI. */
   uis: ReadonlyMap<string, ReadonlyMap<string, Buffer>>;
+  /** Deployment name (its file's, `src/events/<name>.ts`) → the event handler; its `name` is the same. */
+  events: ReadonlyMap<string, BCMSEvent>;
+  /** Deployment name (`src/jobs/<name>.ts`) → the job; its `name` is the same. */
+  jobs: ReadonlyMap<string, BCMSJob>;
 }
 
 /** How a version fares on this instance, as the deployments list shows it. */
@@ -31,7 +36,7 @@ interface Live {
 }
 
 /**
- * The deployed plugins and functions of this instance: loaded from the active deployments at start
+ * The deployed plugins, functions, events and jobs of this instance: loaded from the active deployments at start
  * and again whenever a deployment changes (on any instance), then handed to `swap` in one piece.
  * A version that is replaced, rolled back or undeployed is ended once the swap is done.
  */
@@ -165,15 +170,21 @@ export class DeployedExtensions {
       const plugins: BcmsPlugin[] = [];
       const functions = new Map<string, BcmsFunction>();
       const uis = new Map<string, ReadonlyMap<string, Buffer>>();
+      const events = new Map<string, BCMSEvent>();
+      const jobs = new Map<string, BCMSJob>();
       for (const { extension, ui } of next.values()) {
         if (extension.kind === 'plugin') {
           plugins.push(extension.plugin);
           if (ui !== null) uis.set(extension.name, ui);
-        } else {
+        } else if (extension.kind === 'function') {
           functions.set(extension.name, extension.definition);
+        } else if (extension.kind === 'event') {
+          events.set(extension.name, extension.event);
+        } else {
+          jobs.set(extension.name, extension.job);
         }
       }
-      this.deps.swap({ plugins, functions, uis });
+      this.deps.swap({ plugins, functions, uis, events, jobs });
     };
     const loads = new Map<string, Promise<void>>();
     for (const deployment of active) {

@@ -1,9 +1,11 @@
 import { loadFunctions } from '../function/load';
+import type { BCMSEvent, BCMSJob } from '../events/types';
 import type { BcmsFunction, BcmsFunctionModule } from '../function/types';
 import { awaitsSetup, setUpControllers } from '../plugin/mount';
 import { PluginRouteTable } from '../plugin/routes';
 import type { BcmsPlugin } from '../plugin/types';
 import type { DeployedSet } from './deployed';
+import type { DeploymentKind } from './load';
 
 /**
  * The plugins and functions a router serves now: the app's own (the registry) and the deployed
@@ -25,6 +27,14 @@ export class LiveExtensions {
 
   /** The deployed plugins live now (those whose names the app's own do not take). */
   private deployedPlugins: readonly BcmsPlugin[] = [];
+
+  /** The deployed event handlers and jobs live now, by deployment name (those whose names the app's own do not take). */
+  private events: ReadonlyMap<string, BCMSEvent> = new Map();
+  private jobs: ReadonlyMap<string, BCMSJob> = new Map();
+  /** Names of the app's own events and jobs (as the events engine names them): a deployment may not take them. */
+  private registryEventNames: ReadonlySet<string> = new Set();
+  private registryJobNames: ReadonlySet<string> = new Set();
+  private readonly changeListeners: (() => void)[] = [];
 
   /**
    * Throws, naming the offender, for a registry whose plugins cannot work together. `isolated`
@@ -88,9 +98,42 @@ export class LiveExtensions {
     this.awaitingSetup = [];
   }
 
-  /** Whether the app itself has a plugin or function of this name (a deployment may not take it). */
-  isRegistryName(kind: 'plugin' | 'function', name: string): boolean {
-    return kind === 'plugin' ? this.registryPluginNames.has(name) : this.registryFunctions.has(name);
+  /** Whether the app itself has a plugin, function, event or job of this name (a deployment may not take it). */
+  isRegistryName(kind: DeploymentKind, name: string): boolean {
+    if (kind === 'plugin') return this.registryPluginNames.has(name);
+    if (kind === 'function') return this.registryFunctions.has(name);
+    return (kind === 'event' ? this.registryEventNames : this.registryJobNames).has(name);
+  }
+
+  /**
+   * The names the app's own events or jobs go by (set by the events engine once it has named
+   * them): deliveries and runs are kept by name, so a deployment may not take one, and a deployed
+   * version of that name already live is left out of `deployedEvents()` / `deployedJobs()`.
+   */
+  setRegistryNames(kind: 'event' | 'job', names: Iterable<string>): void {
+    if (kind === 'event') this.registryEventNames = new Set(names);
+    else this.registryJobNames = new Set(names);
+  }
+
+  /** The deployed event handlers live now, by deployment name (a new map after each swap). */
+  deployedEvents(): ReadonlyMap<string, BCMSEvent> {
+    return this.events;
+  }
+
+  /** The deployed jobs live now, by deployment name (a new map after each swap). */
+  deployedJobs(): ReadonlyMap<string, BCMSJob> {
+    return this.jobs;
+  }
+
+  /**
+   * Calls `listener` after each swap of what is deployed (a deploy, an undeploy, a rollback, on
+   * this instance or another), once the new tables are in place: the events engine reads
+   * `deployedEvents()` and `deployedJobs()` again then. It should not throw: what it throws is
+   * caught and dropped, so that one listener never stops the swap or the others.
+   */
+  onDeployedChange(listener: () => void): void {
+    if (typeof listener !== 'function') throw new TypeError('onDeployedChange: argument listener must be a function');
+    this.changeListeners.push(listener);
   }
 
   /** The app's own functions, once their factories ran. */
@@ -110,5 +153,14 @@ export class LiveExtensions {
     this.allPlugins = [...this.registryPlugins, ...added];
     this.plugins = new PluginRouteTable(this.allPlugins);
     this.functions = new Map([...[...set.functions].filter(([name]) => !this.registryFunctions.has(name)), ...this.registryFunctions]);
+    this.events = new Map([...set.events].filter(([name]) => !this.registryEventNames.has(name)));
+    this.jobs = new Map([...set.jobs].filter(([name]) => !this.registryJobNames.has(name)));
+    for (const listener of this.changeListeners) {
+      try {
+        listener();
+      } catch {
+        // The swap is done whatever a listener does: it logs its own errors (this class has no logger).
+      }
+    }
   }
 }

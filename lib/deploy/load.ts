@@ -1,5 +1,7 @@
 import { createRequire, Module } from 'node:module';
 import path from 'node:path';
+import { checkEvent, checkJob } from '../events/check';
+import type { BCMSEvent, BCMSJob } from '../events/types';
 import { checkFunctionModules, loadFunctions } from '../function/load';
 import type { BcmsFunction } from '../function/types';
 import { setUpControllers } from '../plugin/mount';
@@ -9,10 +11,21 @@ import type { BcmsPlugin } from '../plugin/types';
 /** This package's entry (dist/index.js, or lib/index.ts under the tests): what `require('bcms-extensions')` gives a bundle. */
 const SELF = path.resolve(__dirname, '..', 'index');
 
-export type DeploymentKind = 'plugin' | 'function';
+/** What a deployment is: a plugin, a function, or (from a functions project's src/events and src/jobs) an event handler or a job. */
+export type DeploymentKind = 'plugin' | 'function' | 'event' | 'job';
 
-/** What a bundle turned out to be, once loaded and checked. */
-export type LoadedExtension = { kind: 'plugin'; name: string; plugin: BcmsPlugin } | { kind: 'function'; name: string; definition: BcmsFunction };
+/** Every kind, in the order the CLI and the errors name them. */
+export const DEPLOYMENT_KINDS: readonly DeploymentKind[] = ['plugin', 'function', 'event', 'job'];
+
+/**
+ * What a bundle turned out to be, once loaded and checked. An event's and a job's `name` is the
+ * deployment's (its file's: `src/jobs/tick.ts` is `tick`), set on the definition too.
+ */
+export type LoadedExtension =
+  | { kind: 'plugin'; name: string; plugin: BcmsPlugin }
+  | { kind: 'function'; name: string; definition: BcmsFunction }
+  | { kind: 'event'; name: string; event: BCMSEvent }
+  | { kind: 'job'; name: string; job: BCMSJob };
 
 /**
  * Runs a bundle's code as a CommonJS module, with `bcms-extensions` resolved to this very package
@@ -50,6 +63,7 @@ export async function loadExtension(kind: DeploymentKind, name: string, code: st
 
 /** Checks what a bundle or module exports against its kind and name; sets up a plugin's controllers. */
 export async function checkExtension(kind: DeploymentKind, name: string, exported: unknown): Promise<LoadedExtension> {
+  if (kind === 'event' || kind === 'job') return checkEventOrJob(kind, name, exported);
   if (kind === 'plugin') {
     const controllers = (exported as BcmsPlugin | null)?.controllers;
     if (exported === null || typeof exported !== 'object' || (controllers !== undefined && !Array.isArray(controllers))) {
@@ -69,4 +83,20 @@ export async function checkExtension(kind: DeploymentKind, name: string, exporte
     throw new Error(`the bundle's function is named "${definition.config.name}", its manifest "${name}": they must agree`);
   }
   return { kind, name, definition };
+}
+
+/**
+ * An event's or a job's factory run and its result checked (lib/events/check.ts), as BCMS checks
+ * them when it loads src/events and src/jobs. Named after the deployment; with no name asked for (a
+ * registry entry in an isolate), by the definition's own `name`, if it has one.
+ */
+async function checkEventOrJob(kind: 'event' | 'job', name: string, exported: unknown): Promise<LoadedExtension> {
+  const shape = kind === 'event' ? 'createBcmsEvent(async () => ({ config: { scope, method }, handler }))' : 'createBcmsJob(async () => ({ cron: { minute, hour, dayOfMonth, month, dayOfWeek }, handler }))';
+  if (typeof exported !== 'function') throw new TypeError(`the bundle does not export ${kind === 'event' ? 'an event' : 'a job'}: its default export must be ${shape}`);
+  const made = (await (exported as () => Promise<unknown>)()) as { name?: unknown } | null;
+  const own = typeof made?.name === 'string' && made.name !== '' ? made.name : undefined;
+  const named = name === '' ? own : name;
+  const renamed = named === undefined ? {} : { name: named };
+  if (kind === 'event') return { kind, name: named ?? '', event: { ...checkEvent(made, 'the event'), ...renamed } };
+  return { kind, name: named ?? '', job: { ...checkJob(made, 'the job'), ...renamed } };
 }

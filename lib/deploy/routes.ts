@@ -14,7 +14,7 @@ import type { VerifySignedRequest } from '../security/signature';
 import { ExtensionLoadError } from '../isolate/host';
 import type { RouterSandbox } from '../isolate/sandbox';
 import type { DeployedExtensions, RunningExtension } from './deployed';
-import type { DeploymentKind } from './load';
+import { DEPLOYMENT_KINDS, type DeploymentKind } from './load';
 import {
   activateDeployment,
   activeVersion,
@@ -35,7 +35,7 @@ export const DEPLOY_BODY_LIMIT = 20 * 1024 * 1024;
 /** What `bcms-ext bundle` writes and `bcms-ext deploy` sends. */
 export interface DeployBundle {
   manifest: { kind: DeploymentKind; name: string; version: string; sha256: string; project?: string };
-  /** The back end (a plugin) or the function, as one CommonJS file with `bcms-extensions` left external. */
+  /** The back end (a plugin), the function, the event or the job, as one CommonJS file with `bcms-extensions` left external. */
   code: string;
   /** A plugin's built UI: path → base64 bytes, with an index.html. */
   ui?: Record<string, string>;
@@ -50,7 +50,7 @@ export function checkBundle(body: unknown): DeployBundle {
   const { manifest, code, ui, signature } = body as Partial<DeployBundle>;
   if (manifest === null || typeof manifest !== 'object') throw invalid('The bundle has no manifest { kind, name, version, sha256 }.');
   const { kind, name, version, sha256, project } = manifest;
-  if (kind !== 'plugin' && kind !== 'function') throw invalid('manifest.kind must be "plugin" or "function".');
+  if (!DEPLOYMENT_KINDS.includes(kind as DeploymentKind)) throw invalid('manifest.kind must be "plugin", "function", "event" or "job".');
   if (!isUrlSafe(name)) throw invalid(`manifest.name ${JSON.stringify(name)} is not URL-safe (letters, digits, "-", "_", ".", "~").`);
   if (typeof version !== 'string' || version === '' || version.length > 100) throw invalid('manifest.version must be a version string, such as "1.0.0".');
   if (project !== undefined && (typeof project !== 'string' || project.length > 200)) throw invalid('manifest.project must be a string.');
@@ -133,7 +133,7 @@ export function createDeployRoutes(deps: {
 
   return async function serveDeployments(req, res, pathname) {
     if (EVENT_LIST_PATHS.has(pathname)) return serveEventLists(req, res, pathname);
-    const item = /^\/api\/extensions\/deployments\/(plugin|function)\/([^/]+)(\/rollback)?$/.exec(pathname);
+    const item = /^\/api\/extensions\/deployments\/(plugin|function|event|job)\/([^/]+)(\/rollback)?$/.exec(pathname);
     const isList = pathname === DEPLOYMENTS_PATH;
     if (!isList && item === null) throw new BcmsHttpError('NOT_FOUND');
     const allow = isList ? 'GET, POST' : item?.[3] === undefined ? 'DELETE' : 'POST';
@@ -199,7 +199,7 @@ export function createDeployRoutes(deps: {
     const { kind, name, version, sha256, project } = bundle.manifest;
     // Who wrote it, before its code runs anywhere, even in the check.
     assertTrusted({ ...bundle.manifest, code: bundle.code, ui: bundle.ui }, bundle.signature, trusted);
-    if (taken(kind, name)) throw new BcmsHttpError('NAME_TAKEN', `The app itself has a ${kind} named "${name}": deploy under another name.`);
+    if (taken(kind, name)) throw new BcmsHttpError('NAME_TAKEN', `The app itself has ${kind === 'event' ? 'an' : 'a'} ${kind} named "${name}": deploy under another name.`);
     // The same code and UI as the live version (npm run dev saving without a change): nothing to store.
     const live = await store.run(() => activeVersion(knex, kind, name));
     // (And the same signature: a version signed now, of code deployed unsigned before, is stored.)

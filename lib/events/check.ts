@@ -9,12 +9,15 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9._:* ,/-]{0,199}$/;
 /** What an event factory returned, checked: `{ config: { scope, method }, handler }`. Throws saying what is wrong. */
 export function checkEvent(value: unknown, where: string): BCMSEvent {
   const event = value as BCMSEvent | null;
-  if (event === null || typeof event !== 'object') throw new TypeError(`${where}: the factory must return { config: { scope, method }, handler }`);
-  const config = event.config as Partial<BCMSEvent['config']> | undefined;
-  if (config === null || typeof config !== 'object' || typeof config.scope !== 'string' || config.scope === '' || typeof config.method !== 'string' || config.method === '') {
-    throw new TypeError(`${where}: config must be { scope, method }, each a string (BCMSEventConfigScope, BCMSEventConfigMethod)`);
+  if (event === null || typeof event !== 'object') throw new TypeError(`${where}'s factory must resolve to { config: { scope, method }, handler }, got ${describe(value)}`);
+  const config = event.config as unknown as Record<string, unknown> | null | undefined;
+  if (config === null || typeof config !== 'object') throw new TypeError(`${where} has no config: it must be { scope, method } (BCMSEventConfigScope, BCMSEventConfigMethod)`);
+  for (const field of ['scope', 'method'] as const) {
+    if (typeof config[field] !== 'string' || config[field] === '') {
+      throw new TypeError(`${where}'s config.${field} must be a string (a BCMSEventConfig${field === 'scope' ? 'Scope' : 'Method'} or one of your own), got ${describe(config[field])}`);
+    }
   }
-  if (typeof event.handler !== 'function') throw new TypeError(`${where}: handler must be a function`);
+  if (typeof event.handler !== 'function') throw new TypeError(`${where}'s handler must be a function, got ${describe(event.handler)}`);
   checkName(event.name, where);
   return event;
 }
@@ -22,38 +25,57 @@ export function checkEvent(value: unknown, where: string): BCMSEvent {
 /** What a job factory returned, checked: `{ cron: { minute, hour, dayOfMonth, month, dayOfWeek }, handler }`. */
 export function checkJob(value: unknown, where: string): BCMSJob {
   const job = value as BCMSJob | null;
-  if (job === null || typeof job !== 'object') throw new TypeError(`${where}: the factory must return { cron: { minute, hour, dayOfMonth, month, dayOfWeek }, handler }`);
+  if (job === null || typeof job !== 'object') throw new TypeError(`${where}'s factory must resolve to { cron: { ${CRON_FIELDS.join(', ')} }, handler }, got ${describe(value)}`);
   cronLine(job.cron, where);
-  if (typeof job.handler !== 'function') throw new TypeError(`${where}: handler must be a function`);
+  if (typeof job.handler !== 'function') throw new TypeError(`${where}'s handler must be a function, got ${describe(job.handler)}`);
   checkName(job.name, where);
   return job;
 }
 
-/** BCMS's cron fields as one crontab line, checked by cron-parser. */
+/** BCMS's cron fields as one crontab line (seconds first when `second` is given), checked by cron-parser. */
 export function cronLine(cron: unknown, where: string): string {
-  const fields = cron as Record<string, unknown> | null;
-  if (fields === null || typeof fields !== 'object') throw new TypeError(`${where}: cron must be { ${CRON_FIELDS.join(', ')} }, each a string`);
-  for (const field of CRON_FIELDS) {
-    if (typeof fields[field] !== 'string' || (fields[field] as string).trim() === '' || /\s/.test((fields[field] as string).trim())) {
-      throw new TypeError(`${where}: cron.${field} must be one crontab field ("*", "5", "*/15", "1-5"), not ${JSON.stringify(fields[field])}`);
+  const fields = cron as Record<string, unknown> | null | undefined;
+  if (fields === null || typeof fields !== 'object') throw new TypeError(`${where} has no cron: it must be { ${CRON_FIELDS.join(', ')} }, each a crontab field`);
+  const field = (name: string, required: boolean): string | undefined => {
+    const value = fields[name];
+    if (value === undefined && !required) return undefined;
+    // One field each: a space in one would shift the others.
+    if (typeof value !== 'string' || value.trim() === '' || /\s/.test(value.trim())) {
+      throw new TypeError(`${where}'s cron.${name} must be one crontab field ("*", "5", "*/15", "1-5", "MON"), got ${describe(value)}`);
     }
-  }
-  const second = fields.second;
-  if (second !== undefined && (typeof second !== 'string' || second.trim() === '' || /\s/.test(second.trim()))) {
-    throw new TypeError(`${where}: cron.second, when given, must be one crontab field ("*/10", "0"), not ${JSON.stringify(second)}`);
-  }
-  // cron-parser reads six fields as seconds first.
-  const line = [...(second === undefined ? [] : [second.trim()]), ...CRON_FIELDS.map((field) => (fields[field] as string).trim())].join(' ');
+    return value.trim();
+  };
+  const second = field('second', false);
+  const line = [...(second === undefined ? [] : [second]), ...CRON_FIELDS.map((name) => field(name, true))].join(' ');
   try {
     parser.parseExpression(line);
   } catch (error) {
-    throw new TypeError(`${where}: cron "${line}" cannot be read: ${error instanceof Error ? error.message : String(error)}`);
+    throw new TypeError(`${where}'s cron "${line}" is not a crontab schedule: ${error instanceof Error ? error.message : String(error)}`);
   }
   return line;
 }
 
+/** A value as an error message names it: its JSON, or its type. */
+function describe(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  if (typeof value === 'function') return 'a function';
+  try {
+    return JSON.stringify(value) ?? typeof value;
+  } catch {
+    return typeof value;
+  }
+}
+
+/**
+ * A job's first tick after `after`, read in the process's time zone as BCMS's cron jobs are (set
+ * `TZ` alike on every instance); the scheduler and the listing both ask this.
+ */
+export function nextTick(line: string, after: Date): Date {
+  return parser.parseExpression(line, { currentDate: after }).next().toDate();
+}
+
 function checkName(name: unknown, where: string): void {
   if (name !== undefined && (typeof name !== 'string' || !NAME.test(name))) {
-    throw new TypeError(`${where}: name must be a string of letters, digits and . _ - (at most 200), not ${JSON.stringify(name)}`);
+    throw new TypeError(`${where}'s name must be a string of letters, digits and . _ - (at most 200), not ${JSON.stringify(name)}`);
   }
 }

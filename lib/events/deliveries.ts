@@ -103,6 +103,8 @@ export class EventDeliveries {
       }
       await db('bcms_event_handlers')
         .where({ source: 'deployed', active: true })
+        // Undeployed: versions of it were deployed, and none is active now.
+        .whereIn('name', db('bcms_deployments').select('name').where({ kind: 'event' }))
         .whereNotIn('name', db('bcms_deployments').select('name').where({ kind: 'event', active: true }))
         .update({ active: false });
     });

@@ -6,10 +6,12 @@ import type { Logger } from '../logger';
 import { checkEvent, checkJob, cronLine } from './check';
 import { EventDeliveries, type ServedEvent } from './deliveries';
 import { JobScheduler, type ServedJob } from './jobs';
-import type { BCMSEvent, BCMSJob, BcmsEventModule, BcmsJobModule } from './types';
+import type { BCMSEvent, BCMSJob } from './types';
 
 /** What is deployed now, by deployment name (a file's name): LiveExtensions gives it after each swap. */
 export interface DeployedHandlers {
+  /** The registry's names: a deployment of one of them is not served. */
+  setRegistryNames(kind: 'event' | 'job', names: Iterable<string>): void;
   deployedEvents(): ReadonlyMap<string, BCMSEvent>;
   deployedJobs(): ReadonlyMap<string, BCMSJob>;
   onDeployedChange(listener: () => void): void;
@@ -51,22 +53,21 @@ export class EventsAndJobs {
   }
 
   /**
-   * Runs the registry's factories (rejects with one that cannot work) and names each: by its own
-   * `name`, else by its position and config, which every instance with the same registry shares.
+   * Runs the registry's factories (rejects with one that cannot work), or takes what their isolates
+   * made of them (`isolate: 'all'`), and names each: by its own `name`, else by its position and
+   * config, which every instance with the same registry shares.
    */
-  async loadRegistry(): Promise<void> {
-    const events = await Promise.all(
-      ((this.modules.events ?? []) as BcmsEventModule[]).map(async (factory, index) => {
-        const event = checkEvent(await factory(), `registry.events[${index}]`);
-        return { name: event.name ?? `event:${index}:${event.config.scope}:${event.config.method}`, source: 'registry' as const, event };
-      }),
-    );
-    const jobs = await Promise.all(
-      ((this.modules.jobs ?? []) as BcmsJobModule[]).map(async (factory, index) => {
-        const job = checkJob(await factory(), `registry.jobs[${index}]`);
-        return { name: job.name ?? `job:${index}:${cronLine(job.cron, `registry.jobs[${index}]`)}`, source: 'registry' as const, job };
-      }),
-    );
+  async loadRegistry(isolated?: { events(): Promise<BCMSEvent[]>; jobs(): Promise<BCMSJob[]> }): Promise<void> {
+    const run = (factories: unknown): Promise<unknown[]> => Promise.all(((factories ?? []) as (() => Promise<unknown>)[]).map((factory) => factory()));
+    const [madeEvents, madeJobs] = await Promise.all([isolated?.events() ?? run(this.modules.events), isolated?.jobs() ?? run(this.modules.jobs)]);
+    const events = madeEvents.map((made, index) => {
+      const event = checkEvent(made, `registry.events[${index}]`);
+      return { name: event.name ?? `event:${index}:${event.config.scope}:${event.config.method}`, source: 'registry' as const, event };
+    });
+    const jobs = madeJobs.map((made, index) => {
+      const job = checkJob(made, `registry.jobs[${index}]`);
+      return { name: job.name ?? `job:${index}:${cronLine(job.cron, `registry.jobs[${index}]`)}`, source: 'registry' as const, job };
+    });
     for (const list of [events, jobs]) {
       const names = list.map((entry) => entry.name);
       const twice = names.find((name, index) => names.indexOf(name) !== index);
@@ -82,6 +83,8 @@ export class EventsAndJobs {
    */
   start(deployed?: DeployedHandlers): Promise<void> {
     this.deployed = deployed;
+    deployed?.setRegistryNames('event', this.registry.events.map((entry) => entry.name));
+    deployed?.setRegistryNames('job', this.registry.jobs.map((entry) => entry.name));
     deployed?.onDeployedChange(() => void this.update());
     // Embedded PGlite is one process's: what is `running` at its start was left by a process that ended.
     const first = (isEmbedded(this.store.database.knex) ? this.recoverLeftRunning() : Promise.resolve()).then(() => this.update());

@@ -1,8 +1,7 @@
-import parser from 'cron-parser';
 import type { ContentStore } from '../db/store';
 import { withDeadline } from '../http/deadline';
 import type { Logger } from '../logger';
-import { cronLine } from './check';
+import { cronLine, nextTick } from './check';
 import type { BCMSJob } from './types';
 
 /** A job this instance serves, by the name its runs are kept under. */
@@ -53,6 +52,8 @@ export class JobScheduler {
       }
       await db('bcms_jobs')
         .where({ source: 'deployed', active: true })
+        // Undeployed: versions of it were deployed, and none is active now.
+        .whereIn('name', db('bcms_deployments').select('name').where({ kind: 'job' }))
         .whereNotIn('name', db('bcms_deployments').select('name').where({ kind: 'job', active: true }))
         .update({ active: false });
     });
@@ -77,7 +78,7 @@ export class JobScheduler {
 
   /** Waits for the first tick after `after`. */
   private arm(scheduled: Scheduled, after: Date): void {
-    const tick = parser.parseExpression(scheduled.line, { currentDate: after }).next().toDate();
+    const tick = nextTick(scheduled.line, after);
     const wait = tick.getTime() - Date.now();
     if (wait > LONGEST_WAIT_MS) {
       scheduled.timer = setTimeout(() => this.arm(scheduled, after), LONGEST_WAIT_MS);

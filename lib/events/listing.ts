@@ -4,8 +4,8 @@
  * `bcms-ext events`, `bcms-ext jobs`, the shell's Developers section). Reads only: the engine
  * writes these rows.
  */
-import { parseExpression } from 'cron-parser';
 import type { Knex } from 'knex';
+import { nextTick } from './check';
 
 export const DELIVERY_STATUSES = ['pending', 'running', 'retrying', 'delivered', 'failed'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
@@ -69,7 +69,7 @@ export interface ListedJob {
   source: 'registry' | 'deployed';
   active: boolean;
   seenAt: string;
-  /** The next tick after now (UTC), or null for an inactive job. */
+  /** The next tick after now (an ISO time; ticks are read in the service's time zone), or null for an inactive job. */
   nextTickAt: string | null;
   /** Most recent tick first. */
   runs: ListedRun[];
@@ -83,12 +83,12 @@ const isoOrNull = (value: unknown): string | null => (value === null || value ==
 const numberOrNull = (value: unknown): number | null => (value === null || value === undefined ? null : Number(value));
 
 /**
- * The next tick of a job's cron after `after`, in UTC, as the scheduler reads the fields; null for
+ * The next tick of a job's cron after `after`, as the scheduler reads the fields (lib/events/check.ts); null for
  * fields cron-parser refuses (the job then never runs, and the list must still answer).
  */
 export function nextTickAfter(cron: string, after: Date): Date | null {
   try {
-    return parseExpression(cron, { currentDate: after, utc: true }).next().toDate();
+    return nextTick(cron, after);
   } catch {
     return null;
   }

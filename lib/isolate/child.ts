@@ -27,7 +27,7 @@ import { createBridgeKnex } from './bridge-knex';
 import { IsolateResponse, makeRequest } from './child-http';
 import { Channel, CHANNEL_FD, CLOSE_FDS, MAX_FRAME_BYTES } from './channel';
 import type { Ask, ExtensionKind, ExtensionSource, FromIsolate, ToIsolate, WireExtension, WireRoute } from './protocol';
-import { answerOverLimit, errorFromWire, errorToWire, isolateFrameLimit, LOG_OBJECT_MAX_BYTES, logObjectNote, Outbox, toWire, type WireError } from './wire';
+import { answerOverLimit, errorFromWire, errorToWire, fromWire, isolateFrameLimit, LOG_OBJECT_MAX_BYTES, logObjectNote, Outbox, toWire, type WireError } from './wire';
 import { Waiting } from './waiting';
 
 /** What `require('bcms-extensions')` gives code in an isolate: the package without its router. */
@@ -212,7 +212,7 @@ let extension: LoadedExtension | undefined;
 /** A plugin's methods and their keys, in the order the service numbered them. */
 let methods: { key: string; method: BcmsControllerMethod<unknown, unknown> }[] = [];
 
-/** The export of a host module file that is the plugin or function module (`isolate: 'all'`). */
+/** The export of a host module file that is the plugin, the function module, or the event or job factory (`isolate: 'all'`). */
 function moduleExport(file: string, key: string): unknown {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const exports = require(file) as Record<string, unknown>;
@@ -222,6 +222,8 @@ function moduleExport(file: string, key: string): unknown {
 async function load(kind: ExtensionKind, name: string, source: ExtensionSource): Promise<WireExtension> {
   const exported = source.type === 'bundle' ? defaultExport(runBundle(source.code, source.filename, API)) : moduleExport(source.file, source.key);
   extension = await checkExtension(kind, name, exported);
+  if (extension.kind === 'event') return { kind: 'event', name: extension.name, config: { scope: extension.event.config.scope, method: extension.event.config.method } };
+  if (extension.kind === 'job') return { kind: 'job', name: extension.name, cron: { ...extension.job.cron } };
   if (extension.kind === 'function') {
     const bodyLimit = ownBodyLimit(extension.definition.config.bodyLimit, `function "${extension.name}": config`);
     functionBodyCheck(extension.definition); // a bodySchema that cannot be checked: the bundle does not load
@@ -288,6 +290,27 @@ async function serveFunction(message: Extract<ToIsolate, { t: 'function' }>): Pr
   send({ t: 'done', id: message.id, answer });
 }
 
+/** What an event or a job answers once its handler is done: nothing (a handler's value is not kept). */
+const DONE = { status: 200, headers: [], json: 'null' };
+
+async function serveEvent(message: Extract<ToIsolate, { t: 'handle-event' }>): Promise<void> {
+  if (extension?.kind !== 'event') throw new Error('this isolate runs no event handler');
+  await extension.event.handler({ scope: message.scope, method: message.method, payload: fromWire(message.payload) });
+  send({ t: 'done', id: message.id, answer: DONE });
+}
+
+async function serveJob(message: Extract<ToIsolate, { t: 'run-job' }>): Promise<void> {
+  if (extension?.kind !== 'job') throw new Error('this isolate runs no job');
+  await extension.job.handler();
+  send({ t: 'done', id: message.id, answer: DONE });
+}
+
+/** A call, run: what its handler throws is answered as `failed`, with the handler's message. */
+function serve(message: Extract<ToIsolate, { t: 'plugin' | 'function' | 'handle-event' | 'run-job' }>): void {
+  const run = message.t === 'plugin' ? servePlugin(message) : message.t === 'function' ? serveFunction(message) : message.t === 'handle-event' ? serveEvent(message) : serveJob(message);
+  run.catch((error: unknown) => send({ t: 'failed', id: message.id, error: errorToWire(error) }));
+}
+
 function receive(message: ToIsolate): void {
   switch (message.t) {
     case 'reply': {
@@ -299,7 +322,9 @@ function receive(message: ToIsolate): void {
     }
     case 'plugin':
     case 'function':
-      (message.t === 'plugin' ? servePlugin(message) : serveFunction(message)).catch((error: unknown) => send({ t: 'failed', id: message.id, error: errorToWire(error) }));
+    case 'handle-event':
+    case 'run-job':
+      serve(message);
       return;
     case 'load':
       if (typeof message.answerLimit === 'number') {

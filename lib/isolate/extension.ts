@@ -7,6 +7,7 @@
 import type { Request } from 'express';
 import type { DeploymentKind, LoadedExtension } from '../deploy/load';
 import type { ExtensionHealth } from '../deploy/deployed';
+import type { BCMSEvent, BCMSEventHandlerData, BCMSJob } from '../events/types';
 import type { BcmsFunction, BcmsFunctionAuth, BcmsFunctionContext } from '../function/types';
 import { hasBody, readRawBody } from '../http/body';
 import { BcmsHttpError } from '../http/errors';
@@ -19,12 +20,15 @@ import { withoutCredentials } from './answer-headers';
 import type { IsolateServices, NewCall } from './host';
 import { IsolatePool } from './pool';
 import type { ExtensionSource, WireExtension, WireRequest, WireRoute } from './protocol';
-import { unsignedToken } from './wire';
+import { toWire, unsignedToken } from './wire';
 import { DESCRIBED, type OperationSecurity, trustedFunction, trustedOperation } from '../openapi/describe';
 
 export interface IsolatedCallSettings {
   pluginTimeoutMs: number;
+  /** A function's call, and an event handler's. */
   functionTimeoutMs: number;
+  /** A job's run. */
+  jobTimeoutMs: number;
   bodyLimit: number;
   bodyTimeoutMs: number;
 }
@@ -51,6 +55,8 @@ export async function startIsolated(
     const extension = pool.extension;
     // The extension's own name: a registry function's is its factory's.
     if (extension.kind === 'function') return { kind: 'function', name: extension.name, definition: functionStandIn(pool, extension, settings), close, health };
+    if (extension.kind === 'event') return { kind: 'event', name: extension.name, event: eventStandIn(pool, extension, label, settings), close, health };
+    if (extension.kind === 'job') return { kind: 'job', name: extension.name, job: jobStandIn(pool, extension, label, settings), close, health };
     return { kind: 'plugin', name: extension.name, plugin: pluginStandIn(pool, extension, settings), close, health };
   } catch (error) {
     await close();
@@ -134,6 +140,37 @@ function functionStandIn(pool: IsolatePool, extension: Extract<WireExtension, { 
   return Object.defineProperty({ config: { name, public: extension.public === true, ...bodyLimit }, handler: Object.defineProperty(handler, ISOLATED, { value: true }) }, DESCRIBED, {
     value: trustedFunction(extension.described, extension.public === true),
   });
+}
+
+/**
+ * An event handler whose code runs in the isolate: `handler(data)` sends the event there and
+ * settles once the isolate's handler has, within functionTimeoutMs (past it the isolate is ended
+ * and replaced, as for a function). What the handler threw rejects it as an Error with the
+ * handler's message (and the isolate's stack, never the service's).
+ */
+function eventStandIn(pool: IsolatePool, extension: Extract<WireExtension, { kind: 'event' }>, label: string, settings: IsolatedCallSettings): BCMSEvent {
+  const timeout = (): Error => new Error(`The ${label} ran past its time-out of ${settings.functionTimeoutMs} ms (functionTimeoutMs); its isolate was ended and is replaced.`);
+  const handler = async (data: BCMSEventHandlerData): Promise<void> => {
+    const { scope, method, payload } = data ?? ({} as BCMSEventHandlerData);
+    await pool.call({ t: 'handle-event', scope: String(scope), method: String(method), payload: toWire(payload) }, undefined, settings.functionTimeoutMs, timeout);
+  };
+  const config = { scope: String(extension.config.scope), method: String(extension.config.method) };
+  return { ...(extension.name === '' ? {} : { name: extension.name }), config, handler: Object.defineProperty(handler, ISOLATED, { value: true }) };
+}
+
+/**
+ * A job whose code runs in the isolate: `handler()` runs one tick there, within jobTimeoutMs; past
+ * it the isolate is ended (whatever the run was doing stops) and replaced, and the promise rejects
+ * saying so. What the handler threw rejects it with the handler's message.
+ */
+function jobStandIn(pool: IsolatePool, extension: Extract<WireExtension, { kind: 'job' }>, label: string, settings: IsolatedCallSettings): BCMSJob {
+  const timeout = (): Error => new Error(`The ${label} ran past its time-out of ${settings.jobTimeoutMs} ms (jobTimeoutMs); its isolate was ended and is replaced.`);
+  const handler = async (): Promise<void> => {
+    await pool.call({ t: 'run-job' }, undefined, settings.jobTimeoutMs, timeout);
+  };
+  const { minute, hour, dayOfMonth, month, dayOfWeek } = extension.cron;
+  const cron = { minute: String(minute), hour: String(hour), dayOfMonth: String(dayOfMonth), month: String(month), dayOfWeek: String(dayOfWeek) };
+  return { ...(extension.name === '' ? {} : { name: extension.name }), cron, handler: Object.defineProperty(handler, ISOLATED, { value: true }) };
 }
 
 /** A pre-request handler that runs in the isolate: here it only keeps the body's bytes for a signature check. */

@@ -64,10 +64,11 @@ export interface IsolateServices {
 
 /**
  * An extension's folder of the files directory: a plugin's is named after it (`<files.dir>/<plugin>`),
- * a function's is under `.functions/` (no plugin name starts with a dot).
+ * a function's is under `.functions/`, an event's under `.events/`, a job's under `.jobs/` (no plugin
+ * name starts with a dot, and an event may share a function's name).
  */
 export function extensionFolder(filesDir: string, kind: ExtensionKind, name: string): string {
-  const folder = name === '' ? '.registry' : kind === 'plugin' ? name : path.join('.functions', name);
+  const folder = name === '' ? '.registry' : kind === 'plugin' ? name : path.join(`.${kind}s`, name);
   return path.join(filesDir, folder);
 }
 
@@ -88,9 +89,13 @@ export class ExtensionLoadError extends Error {
   }
 }
 
-type CallMessage = Extract<ToIsolate, { t: 'plugin' | 'function' }>;
+type CallMessage = Extract<ToIsolate, { t: 'plugin' | 'function' | 'handle-event' | 'run-job' }>;
 /** A call as its caller writes it: the isolate numbers it. */
-export type NewCall = Omit<Extract<CallMessage, { t: 'plugin' }>, 'id'> | Omit<Extract<CallMessage, { t: 'function' }>, 'id'>;
+export type NewCall =
+  | Omit<Extract<CallMessage, { t: 'plugin' }>, 'id'>
+  | Omit<Extract<CallMessage, { t: 'function' }>, 'id'>
+  | Omit<Extract<CallMessage, { t: 'handle-event' }>, 'id'>
+  | Omit<Extract<CallMessage, { t: 'run-job' }>, 'id'>;
 
 /** A call waiting for its isolate's answer. Once settled it holds nothing, its request neither (see Waiting). */
 class PendingCall extends Waiting<IsolateAnswer> {
@@ -103,7 +108,7 @@ class PendingCall extends Waiting<IsolateAnswer> {
     /** When it runs past its time-out (ms, performance.now()), and what it is then answered. */
     readonly deadline: number,
     readonly timeoutMs: number,
-    readonly timeout: () => BcmsHttpError,
+    readonly timeout: () => Error,
   ) {
     super(resolve, reject);
   }
@@ -262,8 +267,10 @@ export class Isolate {
   /**
    * Runs a call; rejects with `timeout()` past `timeoutMs` (and the isolate is ended), or
    * EXTENSION_CRASHED. `message` is the caller's own, made for this call: it is numbered here.
+   * `request`: the HTTP request it answers; none for an event or a job (whose code then cannot
+   * ask for a token's or a key's verdict).
    */
-  call(message: NewCall, request: Request, plugin: string | undefined, timeoutMs: number, timeout: () => BcmsHttpError): Promise<IsolateAnswer> {
+  call(message: NewCall, request: Request | undefined, plugin: string | undefined, timeoutMs: number, timeout: () => Error): Promise<IsolateAnswer> {
     if (!this.alive) return Promise.reject(crashed('The extension is not running.'));
     const id = ++this.nextCall;
     const now = performance.now();

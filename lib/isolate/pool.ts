@@ -68,7 +68,7 @@ export class IsolatePool {
    * Runs a call on an idle isolate, else on a new one while the pool may grow (a CPU-bound or
    * spinning call does not hold up the next), else on the least busy.
    */
-  call(message: NewCall, request: Request, timeoutMs: number, timeout: () => BcmsHttpError): Promise<IsolateAnswer> {
+  call(message: NewCall, request: Request | undefined, timeoutMs: number, timeout: () => Error): Promise<IsolateAnswer> {
     let chosen: Isolate | undefined;
     for (const isolate of this.isolates) {
       if (isolate.isAlive && (chosen === undefined || isolate.inFlight < chosen.inFlight)) chosen = isolate;

@@ -5,16 +5,17 @@ import type { FunctionDescription, OperationDescription } from '../openapi/descr
  * and its answer comes back as plain data; nothing of the service (its objects, its secrets, its
  * environment) is ever sent.
  */
+import type { BCMSJobCron } from '../events/types';
 import type { BcmsFunctionAuth } from '../function/types';
 import type { JWT } from '../security/token';
 import type { WireError } from './wire';
 
-export type ExtensionKind = 'plugin' | 'function';
+export type ExtensionKind = 'plugin' | 'function' | 'event' | 'job';
 
 /** Where an isolate takes its code from: a deployed bundle, or a module file of the host's registry (`isolate: 'all'`). */
 export type ExtensionSource =
   | { type: 'bundle'; code: string; filename: string }
-  /** `key`: the export that is the plugin or function module (`''` for `module.exports` itself). */
+  /** `key`: the export that is the plugin, the function module or the event or job factory (`''` for `module.exports` itself). */
   | { type: 'module'; file: string; key: string };
 
 /**
@@ -76,10 +77,15 @@ export interface WireRoute {
   described: OperationDescription;
 }
 
-/** What a loaded extension is. */
+/**
+ * What a loaded extension is. An event's or a job's `name` is its deployment's, or for a registry
+ * one its definition's own `name` (`''` when it has none: the events engine names it).
+ */
 export type WireExtension =
   | { kind: 'plugin'; name: string; routes: WireRoute[]; policies: unknown[] | null }
-  | { kind: 'function'; name: string; public: boolean; bodyLimit?: number; described: FunctionDescription };
+  | { kind: 'function'; name: string; public: boolean; bodyLimit?: number; described: FunctionDescription }
+  | { kind: 'event'; name: string; config: { scope: string; method: string } }
+  | { kind: 'job'; name: string; cron: BCMSJobCron };
 
 /** The service's messages to an isolate. */
 export type ToIsolate =
@@ -87,6 +93,10 @@ export type ToIsolate =
   | { t: 'load'; kind: ExtensionKind; name: string; source: ExtensionSource; answerLimit: number }
   | { t: 'plugin'; id: number; route: number; request: WireRequest; accessToken?: JWT; runGuard: boolean }
   | { t: 'function'; id: number; request: WireRequest; auth: BcmsFunctionAuth | null; idempotencyKey?: string }
+  /** An event for the handler: its payload as wire.ts encodes values (a Date, bytes). Answered `done` (no value) or `failed`. */
+  | { t: 'handle-event'; id: number; scope: string; method: string; payload: unknown }
+  /** A tick of the job: its handler runs once. Answered `done` or `failed`. */
+  | { t: 'run-job'; id: number }
   | { t: 'reply'; id: number; value?: unknown; error?: WireError };
 
 /**

@@ -5,6 +5,7 @@ import { LOAD_TIMEOUT_MS, type RunningExtension } from '../deploy/deployed';
 import type { LiveExtensions } from '../deploy/live';
 import { addedLayers } from '../layer';
 import { bundleFilename, type DeploymentKind } from '../deploy/load';
+import type { BCMSEvent, BCMSJob, BcmsEventModule, BcmsJobModule } from '../events/types';
 import type { BcmsFunction, BcmsFunctionModule } from '../function/types';
 import type { ResolvedOptions } from '../options';
 import type { BcmsPlugin } from '../plugin/types';
@@ -22,6 +23,9 @@ import type { SandboxChoice } from './sandbox';
 export interface RegistrySources {
   plugins: { name: string; source: ExtensionSource }[];
   functions: ExtensionSource[];
+  /** Each event's and job's factory (createBcmsEvent, createBcmsJob), in registry order. */
+  events: ExtensionSource[];
+  jobs: ExtensionSource[];
 }
 
 /**
@@ -36,10 +40,10 @@ export class Isolation {
   private readonly calls: IsolatedCallSettings;
 
   constructor(
-    settings: Pick<ResolvedOptions, 'logger' | 'extensionMemoryMb' | 'extensionAnswerMb' | 'extensionEnv' | 'extensionPermissions' | 'extensionPool' | 'pluginTimeoutMs' | 'functionTimeoutMs' | 'bodyLimit' | 'bodyTimeoutMs' | 'filesDir'>,
+    settings: Pick<ResolvedOptions, 'logger' | 'extensionMemoryMb' | 'extensionAnswerMb' | 'extensionEnv' | 'extensionPermissions' | 'extensionPool' | 'pluginTimeoutMs' | 'functionTimeoutMs' | 'jobTimeoutMs' | 'bodyLimit' | 'bodyTimeoutMs' | 'filesDir'>,
     deps: { store: ContentStore; verifyAccessToken: AccessTokenVerifier; verifyPluginKey: IdentifyPluginKey; events: EventEmitter; sandbox: SandboxChoice },
   ) {
-    const { logger, extensionMemoryMb: memoryMb, extensionAnswerMb, extensionEnv: env, extensionPermissions: permissions, pluginTimeoutMs, functionTimeoutMs, bodyLimit, bodyTimeoutMs, filesDir } = settings;
+    const { logger, extensionMemoryMb: memoryMb, extensionAnswerMb, extensionEnv: env, extensionPermissions: permissions, pluginTimeoutMs, functionTimeoutMs, jobTimeoutMs, bodyLimit, bodyTimeoutMs, filesDir } = settings;
     const { store, verifyAccessToken, verifyPluginKey, events } = deps;
     // An isolate may emit only the events its layers name, checked as they say (never 'error', which would throw here).
     const layers = addedLayers();
@@ -59,7 +63,7 @@ export class Isolation {
     // Extension sessions are bounded by the longest call: a statement, or a transaction left idle, cannot be a live call's past it.
     const bridge = new DatabaseBridge(store, { max: settings.extensionPool.max, timeoutMs: Math.max(functionTimeoutMs, pluginTimeoutMs) }, logger);
     this.services = { logger, bridge, verifyAccessToken, verifyPluginKey, memoryMb, env, loadTimeoutMs: LOAD_TIMEOUT_MS, filesDir, layerModules, publish, answerLimit, logBudget: new LogBudget(logger), answerHeaders: new AnswerHeaderCheck(logger), sandbox: deps.sandbox, permissions };
-    this.calls = { pluginTimeoutMs, functionTimeoutMs, bodyLimit, bodyTimeoutMs };
+    this.calls = { pluginTimeoutMs, functionTimeoutMs, jobTimeoutMs, bodyLimit, bodyTimeoutMs };
   }
 
   /** A deployed version, loaded in its first isolate (rejects with an ExtensionLoadError). */
@@ -100,6 +104,29 @@ export class Isolation {
     return [functions, plugins];
   }
 
+  /**
+   * `isolate: 'all'`: the registry's events (`kind` 'event') or jobs ('job'), each loaded in
+   * isolates from its module file, as stand-ins in registry order: each handler runs in its
+   * isolates, within functionTimeoutMs (an event) or jobTimeoutMs (a job). A stand-in's `name` is
+   * the definition's own, when it has one (the events engine names the others). Rejects naming
+   * the entry that did not load.
+   */
+  async loadRegistryEvents(sources: readonly ExtensionSource[]): Promise<BCMSEvent[]> {
+    const loaded = await Promise.all(sources.map((source) => this.registryEntry('event', '', source)));
+    return loaded.flatMap((extension) => (extension.kind === 'event' ? [extension.event] : []));
+  }
+
+  /** `isolate: 'all'`: the registry's jobs, as `loadRegistryEvents` loads events. */
+  async loadRegistryJobs(sources: readonly ExtensionSource[]): Promise<BCMSJob[]> {
+    const loaded = await Promise.all(sources.map((source) => this.registryEntry('job', '', source)));
+    return loaded.flatMap((extension) => (extension.kind === 'job' ? [extension.job] : []));
+  }
+
+  /** `isolate: 'all'`: how the registry's events and jobs are loaded, for lib/events/engine.ts. */
+  registryEventsAndJobs(sources: RegistrySources): { events(): Promise<BCMSEvent[]>; jobs(): Promise<BCMSJob[]> } {
+    return { events: () => this.loadRegistryEvents(sources.events), jobs: () => this.loadRegistryJobs(sources.jobs) };
+  }
+
   /** Ends the registry's isolates (deployed ones end with their deployments). */
   async close(): Promise<void> {
     this.closed = true;
@@ -121,11 +148,22 @@ export class Isolation {
   }
 }
 
-/** Each registry entry's module file, for `isolate: 'all'`; throws at once, naming an entry that has none. */
-export function registryModuleSources(plugins: readonly BcmsPlugin[], functions: readonly BcmsFunctionModule[]): RegistrySources {
+/**
+ * Each registry entry's module file, for `isolate: 'all'`; throws at once, naming an entry that
+ * has none. An event or a job is found by its factory (what createBcmsEvent and createBcmsJob
+ * return, and a file exports), as a function module is.
+ */
+export function registryModuleSources(
+  plugins: readonly BcmsPlugin[],
+  functions: readonly BcmsFunctionModule[],
+  events: readonly BcmsEventModule[] = [],
+  jobs: readonly BcmsJobModule[] = [],
+): RegistrySources {
   return {
     plugins: plugins.map((plugin, index) => ({ name: plugin.name, source: moduleSourceOf(plugin, `registry.plugins[${index}] ("${plugin.name}")`) })),
     functions: functions.map((module, index) => moduleSourceOf(module, `registry.functions[${index}]`)),
+    events: events.map((factory, index) => moduleSourceOf(factory, `registry.events[${index}]`, 'event and job (its createBcmsEvent or createBcmsJob)')),
+    jobs: jobs.map((factory, index) => moduleSourceOf(factory, `registry.jobs[${index}]`, 'event and job (its createBcmsEvent or createBcmsJob)')),
   };
 }
 
@@ -133,7 +171,7 @@ export function registryModuleSources(plugins: readonly BcmsPlugin[], functions:
  * The CommonJS module file that exports `value` (as `module.exports`, or one of its exports),
  * which its isolates load again.
  */
-function moduleSourceOf(value: unknown, what: string): ExtensionSource {
+function moduleSourceOf(value: unknown, what: string, noun = 'plugin and function module'): ExtensionSource {
   const cache = (Module as unknown as { _cache: Record<string, { exports?: unknown } | undefined> })._cache;
   for (const [file, loaded] of Object.entries(cache)) {
     const exports = loaded?.exports;
@@ -148,6 +186,6 @@ function moduleSourceOf(value: unknown, what: string): ExtensionSource {
     }
   }
   throw new TypeError(
-    `${what}: with isolate: 'all' each plugin and function module is loaded again in isolates from the CommonJS file that exports it, and none of the loaded modules exports this one: export it from a file of its own and require() it`,
+    `${what}: with isolate: 'all' each ${noun} is loaded again in isolates from the CommonJS file that exports it, and none of the loaded modules exports this one: export it from a file of its own and require() it`,
   );
 }

@@ -8,6 +8,7 @@ import express, { type Express } from 'express';
 import pino from 'pino';
 import { signRequest } from '../client';
 import { pgliteInstallCommand } from '../db/connection';
+import type { DeploymentKind } from '../deploy/load';
 import { DEPLOYMENTS_PATH } from '../deploy/routes';
 import { bcmsExtensions, type BcmsExtensionsOptions, type BcmsExtensionsRouter, type BcmsRegistry } from '../index';
 import { isUrlSafe } from '../names';
@@ -34,7 +35,7 @@ export interface TestAnswer<Body = unknown> {
 
 /** A deployed bundle, as the service took it. */
 export interface TestDeployment {
-  kind: 'plugin' | 'function';
+  kind: DeploymentKind;
   name: string;
   version: string;
   /** The service runs this code already: nothing was stored. */

@@ -93,7 +93,7 @@ test('bcms-ext bundle outside a project says so, rather than asking for vite', (
   fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'an-app', private: true }));
   const result = spawnSync(process.execPath, [BIN, 'bundle'], { cwd: dir, encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } });
   expect(result.status).toBe(1);
-  expect(result.stderr).toBe('bcms-ext bundle: neither bcms-plugin.config.json nor src/functions/*.ts here: run it in a project made by bcms-ext create\n');
+  expect(result.stderr).toBe('bcms-ext bundle: neither bcms-plugin.config.json nor src/functions/*.ts (nor src/events/*.ts, src/jobs/*.ts) here: run it in a project made by bcms-ext create\n');
   expect(fs.existsSync(path.join(dir, 'bcms-bundle'))).toBe(false);
 });
 

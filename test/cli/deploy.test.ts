@@ -113,8 +113,8 @@ describe('bcms-ext deploy, list, rollback, undeploy', () => {
       out: '',
       err: 'bcms-ext undeploy: the service answered 404: No plugin named "cli-never-deployed" is deployed. See what is deployed: bcms-ext list.\n',
     });
-    expect((await run(['undeploy', 'x', '--kind', 'widget'], {}, project)).err).toBe('bcms-ext undeploy: --kind is plugin or function\n');
-    expect((await run(['undeploy'], {}, project)).err).toBe('bcms-ext undeploy: undeploy takes one name: bcms-ext undeploy NAME [--kind plugin|function]\n');
+    expect((await run(['undeploy', 'x', '--kind', 'widget'], {}, project)).err).toBe('bcms-ext undeploy: --kind is plugin, function, event or job\n');
+    expect((await run(['undeploy'], {}, project)).err).toBe('bcms-ext undeploy: undeploy takes one name: bcms-ext undeploy NAME [--kind plugin|function|event|job]\n');
   });
 
   test('list shows a version whose isolates keep ending as failing, with why', async () => {

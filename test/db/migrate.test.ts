@@ -50,6 +50,8 @@ describe.each(backends())('migrations on %s', (backend) => {
       '20261128000000_idempotency_keys.js',
       '20261129000000_rate_limits.js',
       '20261129010000_extension_role.js',
+      '20261129020000_events_and_jobs.js',
+      '20261129030000_deployment_kinds_events_jobs.js',
     ];
     expect(applied).toEqual(ours);
     expect((await knex('bcms_migrations').select('name').orderBy('id')).map((row) => row.name)).toEqual(ours);

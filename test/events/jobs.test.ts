@@ -81,7 +81,7 @@ describe.each(backends())('jobs (%s)', (backend) => {
   test('a job that cannot work is refused when the router starts, saying what is wrong', async () => {
     const bad = createBcmsJob(async () => ({ cron: { ...everyTwoSeconds, minute: '61' }, handler: async () => {} }));
     const router = bcmsExtensions({ jobs: [bad] }, { logger: memoryLogger().logger, database: database.knex });
-    await expect(router.ready).rejects.toThrow(/registry\.jobs\[0\]: cron ".*61.*" cannot be read/);
+    await expect(router.ready).rejects.toThrow(/registry\.jobs\[0\]'s cron ".*61.*" is not a crontab schedule/);
     await router.close();
     expect(() => bcmsExtensions({ jobs: [{} as never] }, { database: database.knex })).toThrow(/registry.jobs must be an array of createBcmsJob/);
   });

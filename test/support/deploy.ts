@@ -1,14 +1,16 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import fs from 'node:fs';
 import path from 'node:path';
 import request from 'supertest';
 import type { App } from 'supertest/types';
 import { signRequest } from '../../lib/client';
+import type { DeploymentKind } from '../../lib/deploy/load';
 
 export type DeployKey = { keyId: string; secret: string };
 
 /** A bundle as `bcms-ext bundle` writes one: CommonJS code with bcms-extensions left external. */
-export function bundle(kind: 'plugin' | 'function', name: string, code: string, extra: Record<string, unknown> = {}) {
+export function bundle(kind: DeploymentKind, name: string, code: string, extra: Record<string, unknown> = {}) {
   return { manifest: { kind, name, version: '1.0.0', sha256: createHash('sha256').update(code).digest('hex'), ...extra }, code };
 }
 
@@ -22,7 +24,7 @@ export function signed(app: App, method: 'GET' | 'POST' | 'DELETE', url: string,
 }
 
 /** Deploys a bundle of `code` and expects it live (201). */
-export async function deploy(app: App, key: DeployKey, kind: 'plugin' | 'function', name: string, code: string, extra: Record<string, unknown> = {}): Promise<void> {
+export async function deploy(app: App, key: DeployKey, kind: DeploymentKind, name: string, code: string, extra: Record<string, unknown> = {}): Promise<void> {
   const res = await signed(app, 'POST', '/api/extensions/deployments', key, bundle(kind, name, code, extra));
   if (res.status !== 201) throw new Error(`deploying ${kind} ${name} answered ${res.status}: ${res.text}`);
 }
@@ -54,4 +56,18 @@ export function bundleFile(root: string, entry: string): string {
   const result = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
   if (result.status !== 0) throw new Error(`bundling ${entry} failed: ${result.stderr}`);
   return result.stdout;
+}
+
+/**
+ * A project's node_modules linked to this repository's packages (bcms-extensions itself, built;
+ * typescript, vite, @types/node): what npm install gives a project, without the network.
+ */
+export function linkProjectModules(dir: string): void {
+  const root = path.resolve(__dirname, '..', '..');
+  const modules = path.join(dir, 'node_modules');
+  fs.mkdirSync(path.join(modules, '.bin'), { recursive: true });
+  fs.mkdirSync(path.join(modules, '@types'), { recursive: true });
+  fs.symlinkSync(root, path.join(modules, 'bcms-extensions'), 'dir');
+  for (const name of ['typescript', 'vite', '@types/node']) fs.symlinkSync(path.join(root, 'node_modules', name), path.join(modules, name), 'dir');
+  fs.symlinkSync(path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), path.join(modules, '.bin', 'tsc'));
 }

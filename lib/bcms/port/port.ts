@@ -3,14 +3,15 @@ import path from 'node:path';
 import { isUrlSafe } from '../../names';
 import { parseArgs, UsageError, type Io } from '../../cli/_io';
 import { backendTsconfig, VERSIONS } from '../../cli/create';
-import { backendTsconfigOf, BACKEND_DIRS, functionsDir, packageSpec, pluginBackendDir, type BackendDir } from '../../cli/layout';
+import { backendTsconfigOf, BACKEND_DIRS, functionsProjectLayout, packageSpec, pluginBackendDir, type BackendDir } from '../../cli/layout';
 import { bcmsModuleTarget, exportedNames, namedImports, PACKAGE, rewriteBcmsImports, rewriteCalledNamespaceImports } from './imports';
 import { bcmsPathAliases, parseJsonc, portTsconfig } from './tsconfig';
 import { portPluginUi } from './ui';
 import { portVueCliUi, vueCliUi } from './vue-cli';
 
 export const PORT_USAGE = `  port [DIR] [--dry-run]                    Rewrite a BCMS v3 plugin or functions project (DIR, default
-                                            here) for bcms-extensions: its imports of
+                                            here; its functions, events and jobs) for
+                                            bcms-extensions: its imports of
                                             @becomes/cms-backend* and @becomes/purple-cheetah* come
                                             from bcms-extensions, pluginName becomes its slug,
                                             package.json drops @becomes/* for bcms-extensions and its
@@ -180,7 +181,8 @@ export function portProject(root: string, { write = true }: { write?: boolean } 
   if (!fs.existsSync(root) || !fs.statSync(root).isDirectory()) throw new UsageError(`${root} is not a folder: give the project's folder (bcms-ext port DIR)`);
   if (!fs.existsSync(pkgFile)) throw new UsageError(`${where}: it has no package.json. Run bcms-ext port in the project's folder, or give it: bcms-ext port DIR`);
   const configFile = path.join(root, 'bcms-plugin.config.json');
-  const functions = functionsDir(root);
+  // A functions project: src/functions, src/events, src/jobs as BCMS v3 has them (or at the root): any of them.
+  const functions = functionsProjectLayout(root);
   const kind: PortResult['kind'] | undefined = fs.existsSync(configFile) ? 'plugin' : functions !== undefined ? 'functions' : undefined;
   if (kind === undefined) {
     throw new UsageError(`${where}: neither bcms-plugin.config.json (a plugin) nor functions/*.ts (functions). Run bcms-ext port in the project's folder, or give it: bcms-ext port DIR`);
@@ -268,7 +270,7 @@ export function portProject(root: string, { write = true }: { write?: boolean } 
   const pkgChanges: string[] = [];
   // A UI's imports of @becomes/cms-sdk (its types and enums, such as BCMSJwtRoleName; the registry
   // has it) stay: window.bcms.sdk is this service's, the package only names its shapes.
-  const inBackEnd = (file: string): boolean => /^(?:src\/)?(?:backend|functions)\//.test(relative(file));
+  const inBackEnd = (file: string): boolean => /^(?:src\/)?(?:backend|functions|events|jobs)\//.test(relative(file));
   const importsSdk = /(?:\bfrom\s*|\bimport\s*\(?\s*|\brequire\s*\(\s*)['"]@becomes\/cms-sdk(?:\/[^'"]*)?['"]/;
   const sdkImporter = sourceFiles(root).find((file) => !removes.has(file) && !inBackEnd(file) && importsSdk.test(fs.readFileSync(file, 'utf8')));
   const kept = sdkImporter === undefined ? undefined : { name: '@becomes/cms-sdk', why: `${relative(sdkImporter)} imports its types and enums (window.bcms.sdk itself is this service's)` };
@@ -306,9 +308,10 @@ export function portProject(root: string, { write = true }: { write?: boolean } 
   // The config bcms-ext bundle type-checks the back end with: made when the project has none.
   const checkConfig = backendTsconfigOf(root, backend);
   if (!fs.existsSync(path.join(root, checkConfig))) {
-    const include = kind === 'plugin' ? (backend as string) : (functions as string);
-    writes.set(path.join(root, checkConfig), backendTsconfig([include]));
-    changes.push({ file: checkConfig, what: `created: strict, over ${include}/, as bcms-ext create makes it (bcms-ext bundle type-checks with it)` });
+    // A functions project's events and jobs are type-checked with its functions, as they are bundled with them.
+    const include = kind === 'plugin' ? [backend as string] : Object.values((functions as NonNullable<typeof functions>).folders);
+    writes.set(path.join(root, checkConfig), backendTsconfig(include));
+    changes.push({ file: checkConfig, what: `created: strict, over ${include.map((dir) => `${dir}/`).join(', ')}, as bcms-ext create makes it (bcms-ext bundle type-checks with it)` });
   }
   const envExample = path.join(root, '.env.example');
   if (!fs.existsSync(envExample)) {

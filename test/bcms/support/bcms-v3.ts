@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { replacePluginNamePlaceholder } from '../../../lib/cli/bundle';
-import { backendTsconfigOf, pluginBackendDir } from '../../../lib/cli/layout';
+import { backendTsconfigOf, functionsDir, pluginBackendDir } from '../../../lib/cli/layout';
 import { portProject, type PortResult } from '../../../lib/bcms/port/port';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -11,8 +11,12 @@ export const BCMS_V3_FIXTURES = path.join(ROOT, 'test', 'bcms', 'fixtures');
 /** Where ported copies go: inside the repository (git-ignored), so that jest transforms them. */
 export const PORTED_DIR = path.join(ROOT, 'test-output', 'bcms-v3');
 
-/** `reading-list`: a plugin (backend/, bcms-plugin.config.json); `todo-board`: a plugin with a ui/ as plugin-starter has it; `blog-functions`: functions/*.ts. */
-export type BcmsV3Fixture = 'reading-list' | 'blog-functions' | 'todo-board' | 'job-runner';
+/**
+ * `reading-list`: a plugin (backend/, bcms-plugin.config.json); `todo-board`: a plugin with a ui/ as
+ * plugin-starter has it; `blog-functions`: functions/*.ts; `site-customization`: a function, an
+ * event and a job under src/, as BCMS's documentation lays out a customization.
+ */
+export type BcmsV3Fixture = 'reading-list' | 'blog-functions' | 'todo-board' | 'job-runner' | 'site-customization';
 
 /** Copies a fixture project into `parent` (leaving out anything an install or a bundle left in it) and returns its folder. */
 export function copyBcmsV3Fixture(name: BcmsV3Fixture, parent: string): string {
@@ -60,7 +64,7 @@ export function portBcmsV3Fixture(
   const dir = copyBcmsV3Fixture(name, parent);
   const port = portProject(dir);
   if (port.kind === 'functions') {
-    const functions = path.join(dir, 'functions');
+    const functions = path.join(dir, functionsDir(dir) ?? 'functions');
     return { dir, port, functionFiles: fs.readdirSync(functions).filter((file) => file.endsWith('.ts')).sort().map((file) => path.join(functions, file)) };
   }
   const { pluginName } = JSON.parse(fs.readFileSync(path.join(dir, 'bcms-plugin.config.json'), 'utf8')) as { pluginName: string };
