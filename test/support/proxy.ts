@@ -1,5 +1,16 @@
 import net from 'node:net';
 
+/** The frontend's Sync message: `S` and its length, 4. */
+const SYNC = Buffer.from([0x53, 0, 0, 0, 4]);
+const endsWithSync = (chunk: Buffer): boolean => chunk.length >= SYNC.length && chunk.subarray(chunk.length - SYNC.length).equals(SYNC);
+/** Whether the frontend messages in `chunk` are of the extended protocol (Parse, Bind, Execute), whose Sync commits them. */
+function awaitsSync(chunk: Buffer): boolean {
+  for (let at = 0; at + 5 <= chunk.length; at += 1 + chunk.readInt32BE(at + 1)) {
+    if (chunk[at] === 0x50 || chunk[at] === 0x42 || chunk[at] === 0x45) return true; // P, B, E
+  }
+  return false;
+}
+
 /**
  * A TCP proxy in front of a database: `stop()` is the database going away (every connection cut,
  * nothing listening), `start()` is it coming back, on the same port; `reset()` cuts every
@@ -34,15 +45,24 @@ export class TcpProxy {
       }
       client.pipe(upstream).pipe(client);
       let trapped = false;
+      let cut: (() => void) | undefined;
       // After pipe's own listener: the chunk is on its way to the database when this runs.
       client.on('data', (chunk: Buffer) => {
+        if (cut !== undefined) return void (endsWithSync(chunk) && cut());
         const trap = this.trap;
         if (trap === undefined || !chunk.includes(trap.pattern)) return;
         this.trap = undefined;
         trapped = true;
-        upstream.end(); // the database reads the statement to its end, runs it, then finds the connection closed
-        client.destroy(); // and its answer never reaches the client
-        trap.sprung();
+        upstream.unpipe(client); // its answer never reaches the client
+        cut = (): void => {
+          cut = () => {};
+          upstream.end(); // the database reads the statement to its end, runs it, then finds the connection closed
+          client.destroy();
+          trap.sprung();
+        };
+        // A statement with parameters is Parse, Bind, Execute, then Sync, which commits it: when the
+        // Sync comes in a later chunk, wait for it, or the database would roll the statement back.
+        if (endsWithSync(chunk) || !awaitsSync(chunk)) cut();
       });
       client.on('close', () => trapped || upstream.destroy());
       upstream.on('close', () => client.destroy());
