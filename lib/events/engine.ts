@@ -17,7 +17,9 @@ export interface DeployedHandlers {
   onDeployedChange(listener: () => void): void;
 }
 
-/** How often an instance says it still serves its registry's handlers (they get no deliveries an hour after the last). */
+/** How long finished deliveries and job runs are kept. */
+const RETENTION_DAYS = 7;
+/** How often an instance says it still serves its registry's handlers (they get no deliveries an hour after the last), and prunes. */
 const KEEP_ALIVE_MS = 10 * 60_000;
 
 /**
@@ -90,9 +92,24 @@ export class EventsAndJobs {
     const first = (isEmbedded(this.store.database.knex) ? this.recoverLeftRunning() : Promise.resolve()).then(() => this.update());
     this.keepAlive = setInterval(() => {
       this.deliveries.keepAlive().catch((error: unknown) => this.logger.warn({ err: error }, 'bcms-extensions: could not record that this instance serves its event handlers'));
+      this.prune().catch((error: unknown) => this.logger.warn({ err: error }, 'bcms-extensions: could not prune old event deliveries and job runs (tried again later)'));
     }, KEEP_ALIVE_MS);
     this.keepAlive.unref();
     return first;
+  }
+
+  /**
+   * Finished deliveries and job runs are kept for a week (the lists show them), then deleted, and
+   * the events none of whose deliveries is left with them; unfinished ones are kept until finished.
+   * Any instance may prune: deleting twice deletes nothing more.
+   */
+  async prune(): Promise<void> {
+    await this.store.run(async (db) => {
+      const before = db.raw(`clock_timestamp() - ? * interval '1 day'`, [RETENTION_DAYS]);
+      await db('bcms_event_deliveries').whereIn('status', ['delivered', 'failed']).where('finished_at', '<', before).delete();
+      await db('bcms_events').where('created_at', '<', before).whereNotExists(db('bcms_event_deliveries').select(db.raw('1')).whereRaw('bcms_event_deliveries.event_id = bcms_events.id')).delete();
+      await db('bcms_job_runs').whereNot('status', 'running').where('started_at', '<', before).delete();
+    });
   }
 
   /** Deliveries and runs the last process left `running`: delivered again now, rather than when their lease runs out. */

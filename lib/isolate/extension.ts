@@ -18,6 +18,7 @@ import type { JWT, JWTPermissionName, JWTRoleName } from '../security/token';
 import { ISOLATED, type IsolateAnswer } from './answer';
 import { withoutCredentials } from './answer-headers';
 import type { IsolateServices, NewCall } from './host';
+import { cronLine } from '../events/check';
 import { IsolatePool } from './pool';
 import type { ExtensionSource, WireExtension, WireRequest, WireRoute } from './protocol';
 import { toWire, unsignedToken } from './wire';
@@ -168,8 +169,10 @@ function jobStandIn(pool: IsolatePool, extension: Extract<WireExtension, { kind:
   const handler = async (): Promise<void> => {
     await pool.call({ t: 'run-job' }, undefined, settings.jobTimeoutMs, timeout);
   };
-  const { minute, hour, dayOfMonth, month, dayOfWeek } = extension.cron;
-  const cron = { minute: String(minute), hour: String(hour), dayOfMonth: String(dayOfMonth), month: String(month), dayOfWeek: String(dayOfWeek) };
+  // What the isolate said of its cron is checked again here, as the service reads it (it is untrusted).
+  const { second, minute, hour, dayOfMonth, month, dayOfWeek } = extension.cron;
+  const cron = { ...(second === undefined ? {} : { second: String(second) }), minute: String(minute), hour: String(hour), dayOfMonth: String(dayOfMonth), month: String(month), dayOfWeek: String(dayOfWeek) };
+  cronLine(cron, `the job ${JSON.stringify(extension.name)}`);
   return { ...(extension.name === '' ? {} : { name: extension.name }), cron, handler: Object.defineProperty(handler, ISOLATED, { value: true }) };
 }
 

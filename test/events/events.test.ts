@@ -11,6 +11,8 @@ import {
   type BcmsExtensionsOptions,
   type BcmsRegistry,
 } from '../../lib';
+import { ContentStore } from '../../lib/db/store';
+import { EventsAndJobs } from '../../lib/events/engine';
 import { JWT_SECRET, memoryLogger, role, signToken } from '../support/app';
 import { backends, openTestDatabase, type TestDatabase } from '../support/database';
 
@@ -153,6 +155,29 @@ describe.each(backends())('events (%s)', (backend) => {
     await until(async () => (await rowOf('broken'))?.status === 'failed', 30_000);
     expect(await rowOf('broken')).toEqual(expect.objectContaining({ status: 'failed', attempts: 5, error: 'the handler failed on purpose' }));
     expect(broken).toHaveLength(5);
+  });
+
+  test('finished deliveries and job runs are kept a week, then pruned with their events; unfinished ones are kept', async () => {
+    const { router } = await start({});
+    const db = router.db;
+    const days = (n: number) => db.raw(`clock_timestamp() - ? * interval '1 day'`, [n]);
+    const event = async (created: number) => (await db('bcms_events').insert({ scope: 'PRUNE', method: 'X', created_at: days(created) }).returning('id'))[0].id as string;
+    const [old, recent, stuck] = [await event(9), await event(2), await event(9)];
+    await db('bcms_event_deliveries').insert([
+      { event_id: old, handler: 'prune-test', status: 'delivered', finished_at: days(8) },
+      { event_id: recent, handler: 'prune-test', status: 'failed', finished_at: days(2) },
+      { event_id: stuck, handler: 'prune-test', status: 'retrying', run_at: days(-1) },
+    ]);
+    await db('bcms_job_runs').insert([
+      { job: 'prune-test', tick_at: days(8), status: 'succeeded', started_at: days(8) },
+      { job: 'prune-test', tick_at: days(1), status: 'failed', started_at: days(1) },
+    ]);
+    const store = new ContentStore({ knex: db, description: 'test', close: async () => {} }, memoryLogger().logger, { migratedElsewhere: true });
+    await new EventsAndJobs(store, memoryLogger().logger, { functionTimeoutMs: 1000, jobTimeoutMs: 1000 }, {}).prune();
+    expect((await db('bcms_event_deliveries').where({ handler: 'prune-test' }).orderBy('id')).map((d: { event_id: string }) => String(d.event_id))).toEqual([String(recent), String(stuck)]);
+    expect((await db('bcms_events').where({ scope: 'PRUNE' }).orderBy('id')).map((e: { id: string }) => String(e.id))).toEqual([String(recent), String(stuck)]);
+    expect((await db('bcms_job_runs').where({ job: 'prune-test' })).map((r: { status: string }) => r.status)).toEqual(['failed']);
+    await db('bcms_event_deliveries').where({ handler: 'prune-test' }).delete();
   });
 
   test('two instances with the same handler: each write is handled once; one document\'s in commit order', async () => {

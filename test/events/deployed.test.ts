@@ -1,0 +1,108 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import express from 'express';
+import { bcmsExtensions, createBcmsEvent, type BCMSEventHandlerData, type BcmsExtensionsRouter } from '../../lib';
+import { JWT_SECRET, memoryLogger } from '../support/app';
+import { backends, openTestDatabase, type TestDatabase } from '../support/database';
+import { deploy, signed, type DeployKey } from '../support/deploy';
+import { hmacKey } from '../support/signature';
+
+// DESIGN.md "Events and jobs": deployed event handlers and jobs run in isolates (the sandbox), take
+// part in delivery and ticks as the registry's do, stop when undeployed and come back with rollback.
+// What they do is seen through `useBcmsEventManager().emit` from inside their isolates, which a
+// registry handler of the service records.
+
+jest.setTimeout(90_000);
+
+const DEPLOYED_EVENT = `"use strict";
+const { createBcmsEvent, useBcmsEventManager, BCMSEventConfigScope, BCMSEventConfigMethod } = require('bcms-extensions');
+exports.default = createBcmsEvent(async () => ({
+  config: { scope: BCMSEventConfigScope.ENTRY, method: BCMSEventConfigMethod.ADD },
+  handler: async ({ method, payload }) => {
+    await useBcmsEventManager().emit('SEEN', method, { entry: payload._id, status: payload.status, pid: process.pid, uid: process.getuid() });
+  },
+}));`;
+
+const DEPLOYED_JOB = `"use strict";
+const { createBcmsJob, useBcmsEventManager } = require('bcms-extensions');
+exports.default = createBcmsJob(async () => ({
+  cron: { second: '*', minute: '*', hour: '*', dayOfMonth: '*', month: '*', dayOfWeek: '*' },
+  handler: async () => { await useBcmsEventManager().emit('TICKED', 'RUN', { pid: process.pid }); },
+}));`;
+
+async function until(check: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`waited ${timeoutMs} ms for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describe.each(backends())('deployed events and jobs run in isolates (%s)', (backend) => {
+  let database: TestDatabase;
+  let filesDir: string;
+  let router: BcmsExtensionsRouter;
+  let app: express.Express;
+  let deployer: DeployKey;
+  const seen: BCMSEventHandlerData[] = [];
+  const ticks: BCMSEventHandlerData[] = [];
+
+  beforeAll(async () => {
+    database = await openTestDatabase(backend);
+    filesDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-events-deployed-'));
+    const record = (scope: string, into: BCMSEventHandlerData[]) =>
+      createBcmsEvent(async () => ({ name: `record-${scope}`, config: { scope, method: 'ALL' }, handler: async (data) => void into.push(data) }));
+    router = bcmsExtensions({ events: [record('SEEN', seen), record('TICKED', ticks)] }, { jwt: { secret: JWT_SECRET }, database: database.knex, logger: memoryLogger().logger, files: { dir: filesDir } });
+    app = express().use(router);
+    await router.ready;
+    deployer = await hmacKey(database.knex, [], { deploy: true, name: 'deployer' });
+  });
+  afterAll(async () => {
+    await router.close();
+    await database.close();
+    fs.rmSync(filesDir, { recursive: true, force: true });
+  });
+
+  test('a deployed event handler gets each write in its isolate; undeployed, it gets none; rolled back, it gets them again', async () => {
+    await deploy(app, deployer, 'event', 'on-entry', DEPLOYED_EVENT);
+    const [{ id: templateId }] = await router.db('bcms_templates').insert({ name: 'deployed_events' }).returning('id');
+    const first = await router.repo.entry.add({ templateId, status: 'first' });
+    await until(() => seen.some((s) => (s.payload as { entry: string }).entry === first._id), 'the deployed handler');
+    const report = seen.find((s) => (s.payload as { entry: string }).entry === first._id)!;
+    expect(report).toEqual({ scope: 'SEEN', method: 'ADD', payload: expect.objectContaining({ entry: first._id, status: 'first' }) });
+    // Not the service's process.
+    expect((report.payload as { pid: number }).pid).not.toBe(process.pid);
+
+    const undeployed = await signed(app, 'DELETE', '/api/extensions/deployments/event/on-entry', deployer);
+    expect(undeployed.status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const second = await router.repo.entry.add({ templateId, status: 'while undeployed' });
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(seen.some((s) => (s.payload as { entry: string }).entry === second._id)).toBe(false);
+    const handler = await router.db('bcms_event_handlers').where({ name: 'on-entry' }).first();
+    expect(handler).toEqual(expect.objectContaining({ source: 'deployed', active: false }));
+
+    const rolledBack = await signed(app, 'POST', '/api/extensions/deployments/event/on-entry/rollback', deployer);
+    expect(rolledBack.status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const third = await router.repo.entry.add({ templateId, status: 'after rollback' });
+    await until(() => seen.some((s) => (s.payload as { entry: string }).entry === third._id), 'the handler rolled back');
+    await signed(app, 'DELETE', '/api/extensions/deployments/event/on-entry', deployer);
+  });
+
+  test('a deployed job ticks in its isolate; undeployed, it stops', async () => {
+    await deploy(app, deployer, 'job', 'every-second', DEPLOYED_JOB);
+    await until(() => ticks.length >= 2, 'two ticks of the deployed job');
+    expect(ticks.every((tick) => (tick.payload as { pid: number }).pid !== process.pid)).toBe(true);
+    const runs = await router.db('bcms_job_runs').where({ job: 'every-second' });
+    expect(runs.filter((run: { status: string }) => run.status === 'succeeded').length).toBeGreaterThanOrEqual(2);
+
+    expect((await signed(app, 'DELETE', '/api/extensions/deployments/job/every-second', deployer)).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const after = ticks.length;
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    expect(ticks.length).toBe(after);
+    expect(await router.db('bcms_jobs').where({ name: 'every-second' }).first()).toEqual(expect.objectContaining({ source: 'deployed', active: false }));
+  });
+});
