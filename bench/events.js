@@ -150,7 +150,7 @@ async function main() {
   const first = bcmsExtensions({}, { database: urlB, logger: quiet });
   await first.ready;
   await first.db('bcms_event_handlers').insert({ name: 'bench-backlog', scope: 'BENCH', method: 'ALL', source: 'registry' });
-  await first.db.raw(`select bcms_emit_event('BENCH', 'TICK', null, jsonb_build_object('n', g)) from generate_series(1, ?) g`, [BACKLOG]);
+  await first.db.raw(`select bcms_emit_event('BENCH', 'TICK', jsonb_build_object('n', g)) from generate_series(1, ?) g`, [BACKLOG]);
   await first.close();
   const began = Date.now();
   const drainer = bcmsExtensions({ events: [counter] }, { database: urlB, logger: quiet });

@@ -7,6 +7,8 @@
 // tick wins runs it; the others find the row and do nothing.
 
 const UNFINISHED = "status in ('pending', 'retrying', 'running')";
+/** The largest payload an emit takes, in bytes of its JSON (lib/events/emit.ts says so first). */
+const EMIT_PAYLOAD_LIMIT = 1024 * 1024;
 
 /** @param {import('knex').Knex} knex */
 exports.up = async function up(knex) {
@@ -74,7 +76,7 @@ exports.up = async function up(knex) {
   const [{ schema }] = (await knex.raw('select current_schema() as schema')).rows;
   const searchPath = `set search_path = "${schema.replace(/"/g, '""')}", pg_temp`;
   await knex.raw(`
-    create function bcms_emit_event(p_scope text, p_method text, p_doc text, p_payload jsonb) returns void
+    create function bcms_record_event(p_scope text, p_method text, p_doc text, p_payload jsonb) returns void
     language plpgsql security definer ${searchPath} as $$
     declare
       event_id bigint;
@@ -99,6 +101,26 @@ exports.up = async function up(knex) {
         perform pg_notify('bcms_events', '');
       end if;
     end $$`);
+  // The writes' own: nobody else may record an ENTRY or TEMPLATE event (extension code's role would
+  // otherwise forge one, or queue one ahead of a real document's).
+  await knex.raw('revoke execute on function bcms_record_event(text, text, text, jsonb) from public');
+  // What `useBcmsEventManager().emit` calls, extension code's session included: an event of a scope
+  // no write fires, with no document, of at most 1 MB.
+  await knex.raw(`
+    create function bcms_emit_event(p_scope text, p_method text, p_payload jsonb) returns void
+    language plpgsql security definer ${searchPath} as $$
+    begin
+      if p_scope is null or p_scope = '' or length(p_scope) > 200 or p_method is null or p_method = '' or length(p_method) > 200 then
+        raise exception 'bcms_emit_event: scope and method must be strings of 1 to 200 characters' using errcode = '22023';
+      end if;
+      if p_scope in ('ENTRY', 'TEMPLATE', 'ALL') then
+        raise exception 'bcms_emit_event: % events are fired by the writes themselves; emit a scope of your own', p_scope using errcode = '22023';
+      end if;
+      if octet_length(p_payload::text) > ${EMIT_PAYLOAD_LIMIT} then
+        raise exception 'bcms_emit_event: the payload is larger than 1 MB' using errcode = '22023';
+      end if;
+      perform bcms_record_event(p_scope, p_method, null, p_payload);
+    end $$`);
   await knex.raw(`
     create function bcms_record_write() returns trigger
     language plpgsql security definer ${searchPath} as $$
@@ -106,7 +128,7 @@ exports.up = async function up(knex) {
       row_data jsonb;
     begin
       if tg_op = 'DELETE' then row_data := to_jsonb(old); else row_data := to_jsonb(new); end if;
-      perform bcms_emit_event(
+      perform bcms_record_event(
         tg_argv[0],
         case tg_op when 'INSERT' then 'ADD' when 'UPDATE' then 'UPDATE' else 'DELETE' end,
         tg_argv[0] || ':' || (row_data ->> 'id'),
@@ -122,6 +144,7 @@ exports.down = async function down(knex) {
   await knex.raw('drop trigger if exists bcms_entries_event on bcms_entries');
   await knex.raw('drop trigger if exists bcms_templates_event on bcms_templates');
   await knex.raw('drop function if exists bcms_record_write()');
-  await knex.raw('drop function if exists bcms_emit_event(text, text, text, jsonb)');
+  await knex.raw('drop function if exists bcms_emit_event(text, text, jsonb)');
+  await knex.raw('drop function if exists bcms_record_event(text, text, text, jsonb)');
   for (const table of ['bcms_job_runs', 'bcms_jobs', 'bcms_event_deliveries', 'bcms_events', 'bcms_event_handlers']) await knex.schema.dropTableIfExists(table);
 };

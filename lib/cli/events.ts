@@ -41,7 +41,8 @@ export async function runEvents(args: readonly string[], io: Io, cwd = process.c
   const blocks = handlers.map((handler) => {
     const counts = Object.entries(handler.counts).map(([status, count]) => `${count} ${status}`).join(', ');
     const head = `${handler.name}  ${handler.scope} ${handler.method}  ${handler.source}${handler.active ? '' : '  inactive'}  (${counts})`;
-    if (handler.deliveries.length === 0) return `${head}\n  ${flags.failed === true ? 'No failed delivery.' : 'No delivery yet.'}`;
+    const total = Object.values(handler.counts).reduce((sum, count) => sum + count, 0);
+    if (handler.deliveries.length === 0) return `${head}\n  ${flags.failed === true ? 'No failed delivery.' : total === 0 ? 'No delivery yet.' : 'No delivery listed (--limit 0).'}`;
     const rows = handler.deliveries.map((d) => [d.id, d.scope, d.method, d.doc ?? '', d.status, String(d.attempts), d.createdAt, duration(d.durationMs)]);
     const lines = table([['DELIVERY', 'SCOPE', 'METHOD', 'DOC', 'STATUS', 'ATTEMPTS', 'CREATED', 'DURATION'], ...rows]);
     const last = lastError(handler.deliveries, (d) => `delivery ${d.id}, ${d.status}`);

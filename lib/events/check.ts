@@ -40,15 +40,16 @@ export function cronLine(cron: unknown, where: string): string {
     const value = fields[name];
     if (value === undefined && !required) return undefined;
     // One field each: a space in one would shift the others.
-    if (typeof value !== 'string' || value.trim() === '' || /\s/.test(value.trim())) {
-      throw new TypeError(`${where}'s cron.${name} must be one crontab field ("*", "5", "*/15", "1-5", "MON"), got ${describe(value)}`);
+    if (typeof value !== 'string' || value.trim() === '' || /\s/.test(value.trim()) || value.length > 100) {
+      throw new TypeError(`${where}'s cron.${name} must be one crontab field of at most 100 characters ("*", "5", "*/15", "1-5", "MON"), got ${describe(typeof value === 'string' && value.length > 100 ? `${value.slice(0, 40)}...` : value)}`);
     }
     return value.trim();
   };
   const second = field('second', false);
   const line = [...(second === undefined ? [] : [second]), ...CRON_FIELDS.map((name) => field(name, true))].join(' ');
   try {
-    parser.parseExpression(line);
+    // Read to its first tick: a schedule that never comes (the 31st of February) is refused too.
+    parser.parseExpression(line).next();
   } catch (error) {
     throw new TypeError(`${where}'s cron "${line}" is not a crontab schedule: ${error instanceof Error ? error.message : String(error)}`);
   }

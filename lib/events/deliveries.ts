@@ -1,13 +1,12 @@
 import type { Knex } from 'knex';
 import { listenOn } from '../deploy/listen';
-import { isEmbedded } from '../db/connection';
 import type { ContentStore } from '../db/store';
 import { withDeadline } from '../http/deadline';
 import type { Logger } from '../logger';
 import { eventPayload } from './payload';
 import type { BCMSEvent } from './types';
 
-/** The channel `bcms_emit_event` notifies (migrations/20261129020000_events_and_jobs.js). */
+/** The channel `bcms_record_event` notifies (migrations/20261129020000_events_and_jobs.js). */
 export const EVENTS_CHANNEL = 'bcms_events';
 /** Tries of a delivery, the first included; then it is `failed`. */
 export const MAX_ATTEMPTS = 5;
@@ -61,8 +60,8 @@ interface Outcome {
  * is lost to a process that dies: every instance claims due ones with `FOR UPDATE SKIP LOCKED`
  * (each runs once), one document's only once its earlier ones are finished (commit order),
  * and records the outcome; a handler that throws is tried again after 1, 2, 4 and 8 s, then the
- * delivery is `failed`. A claim whose instance died is taken again at once (a lock: the server)
- * or once its lease ran out (PGlite). NOTIFY wakes every instance at once; a poll covers the retries.
+ * delivery is `failed`. A claim whose instance died is taken again once its lease ran out.
+ * NOTIFY wakes idle instances at once; a poll covers the retries.
  */
 export class EventDeliveries {
   private served = new Map<string, ServedEvent>();
@@ -73,19 +72,18 @@ export class EventDeliveries {
   private again = false;
   private stopListening: (() => Promise<void>) | undefined;
   private poll: NodeJS.Timeout | undefined;
-  /** Batches under way, and the deliveries in them. */
-  private readonly batches = new Set<Promise<void>>();
+  /** Deliveries under way here, and the outcomes not yet recorded. */
+  private readonly running = new Set<Promise<void>>();
   private inFlight = 0;
-  private readonly embedded: boolean;
+  private readonly finished: Outcome[] = [];
+  private flushing: Promise<void> | undefined;
   private closed = false;
 
   constructor(
     private readonly store: ContentStore,
     private readonly logger: Logger,
     private readonly options: { instance: string; timeoutMs: number },
-  ) {
-    this.embedded = isEmbedded(store.database.knex);
-  }
+  ) {}
 
   /**
    * The handlers this instance serves from now on. Each is recorded (scope, method) so that
@@ -112,7 +110,7 @@ export class EventDeliveries {
     this.wake();
   }
 
-  /** Registry handlers stay given deliveries while an instance names them (an hour, DESIGN.md): called every few minutes. */
+  /** Registry handlers are given deliveries while an instance has named them within the hour (`bcms_record_event`): called every few minutes. */
   async keepAlive(): Promise<void> {
     const names = [...this.served.values()].filter((handler) => handler.source === 'registry').map((handler) => handler.name);
     if (names.length === 0) return;
@@ -194,85 +192,42 @@ export class EventDeliveries {
   }
 
   /**
-   * Claims up to `limit` due deliveries and runs them side by side; their outcomes are recorded
-   * together once the last has finished. Resolves to the number claimed, once they are running.
+   * Claims up to `limit` due deliveries and starts them side by side. Resolves to the number
+   * claimed, once they are running. A claim is a `running` row with a lease, committed at once:
+   * no connection is held while handlers run (they may need the pool themselves), and one whose
+   * instance died is taken again by another once its lease ran out.
    */
   private async claimBatch(limit: number): Promise<number> {
     const names = [...this.served.keys()];
-    // On a server the claim is a row lock held by an open transaction until the outcomes are in:
-    // no write of its own, and a process that dies lets go of its claims at once. Embedded PGlite
-    // has one session for the whole process, which a transaction would take from every other query:
-    // there a claim is written (`running`, with a lease) and committed at once.
-    const trx = this.embedded ? undefined : await this.store.run((db) => db.transaction());
-    let claimed: Claimed[];
-    try {
-      if (trx !== undefined) await trx.raw('set local synchronous_commit = off');
-      claimed = trx !== undefined ? await this.lockDue(trx, names, limit) : await this.bookkeeping((db) => this.leaseDue(db, names, limit));
-    } catch (error) {
-      await trx?.rollback().catch(() => {});
-      throw error;
-    }
-    if (claimed.length === 0) {
-      await trx?.commit();
-      return 0;
-    }
-    this.inFlight += claimed.length;
-    const batch = (async () => {
-      const outcomes = await Promise.all(claimed.map((delivery) => this.deliver(delivery)));
-      try {
-        if (trx !== undefined) {
-          await this.record(trx, outcomes, true);
-          await trx.commit();
-        } else {
-          await this.bookkeeping((db) => this.record(db, outcomes, false));
-        }
-      } catch (error) {
-        await trx?.rollback().catch(() => {});
-        // Not recorded: delivered again (at least once), once the lock or the lease is gone.
-        this.logger.error({ err: error, deliveries: outcomes.length }, 'bcms-extensions: could not record event deliveries; they will be delivered again');
-      }
-    })().finally(() => {
-      this.inFlight -= claimed.length;
-      this.batches.delete(batch);
-      // What finished may have been holding a document's next delivery.
-      this.wake();
+    const claimed = await this.bookkeeping(async (db) => {
+      const { rows } = (await db.raw(
+        `with next as (
+           select d.id from bcms_event_deliveries d
+           where ${DUE}
+           order by d.run_at, d.id
+           limit ?
+           for update skip locked)
+         update bcms_event_deliveries d
+         set status = 'running', attempts = d.attempts + 1, started_at = clock_timestamp(),
+             lease_until = clock_timestamp() + ? * interval '1 millisecond', instance = ?
+         from next, bcms_events e
+         where d.id = next.id and e.id = d.event_id
+         returning d.id, d.handler, e.scope, e.method, e.doc, e.payload`,
+        [names, limit, this.options.timeoutMs + LEASE_MARGIN_MS, this.options.instance],
+      )) as { rows: (Omit<Claimed, 'id'> & { id: string | number })[] };
+      return rows.map((row) => ({ ...row, id: String(row.id) }));
     });
-    this.batches.add(batch);
+    for (const delivery of claimed) {
+      this.inFlight += 1;
+      const run = this.deliver(delivery).then((outcome) => {
+        this.inFlight -= 1;
+        this.finished.push(outcome);
+        this.flush();
+      });
+      this.running.add(run);
+      void run.finally(() => this.running.delete(run));
+    }
     return claimed.length;
-  }
-
-  /** Due deliveries (one document's only once its earlier ones are finished), locked by `trx` until it ends. */
-  private async lockDue(trx: Knex.Transaction, names: string[], limit: number): Promise<Claimed[]> {
-    const { rows } = (await trx.raw(
-      `select d.id, d.handler, e.scope, e.method, e.doc, e.payload
-       from bcms_event_deliveries d join bcms_events e on e.id = d.event_id
-       where ${DUE}
-       order by d.run_at, d.id
-       limit ?
-       for update of d skip locked`,
-      [names, limit],
-    )) as { rows: (Omit<Claimed, 'id'> & { id: string | number })[] };
-    return rows.map((row) => ({ ...row, id: String(row.id) }));
-  }
-
-  /** Due deliveries, and those whose lease ran out, marked `running` by this instance until the lease ends. */
-  private async leaseDue(db: Knex.Transaction, names: string[], limit: number): Promise<Claimed[]> {
-    const { rows } = (await db.raw(
-      `with next as (
-         select d.id from bcms_event_deliveries d
-         where ${DUE}
-         order by d.run_at, d.id
-         limit ?
-         for update skip locked)
-       update bcms_event_deliveries d
-       set status = 'running', attempts = d.attempts + 1, started_at = clock_timestamp(),
-           lease_until = clock_timestamp() + ? * interval '1 millisecond', instance = ?
-       from next, bcms_events e
-       where d.id = next.id and e.id = d.event_id
-       returning d.id, d.handler, e.scope, e.method, e.doc, e.payload`,
-      [names, limit, this.options.timeoutMs + LEASE_MARGIN_MS, this.options.instance],
-    )) as { rows: (Omit<Claimed, 'id'> & { id: string | number })[] };
-    return rows.map((row) => ({ ...row, id: String(row.id) }));
   }
 
   /** Runs a handler within its time limit: what it threw, or null. */
@@ -292,40 +247,44 @@ export class EventDeliveries {
     return { id: delivery.id, error, durationMs: Date.now() - began };
   }
 
-  /**
-   * `delivered`, or `retrying` after 1, 2, 4, 8 s, or `failed` at the fifth try. A held claim counts
-   * its try now; a leased one counted it when it was claimed, and is recorded only while still its.
-   */
-  private async record(db: Knex.Transaction, outcomes: Outcome[], held: boolean): Promise<void> {
-    const tries = held ? 'd.attempts + 1' : 'd.attempts';
+  /** Outcomes are written together: one statement for those that finished meanwhile. */
+  private flush(): void {
+    if (this.flushing !== undefined) return;
+    this.flushing = (async () => {
+      await new Promise((resolve) => setImmediate(resolve));
+      while (this.finished.length > 0) {
+        const outcomes = this.finished.splice(0);
+        await this.bookkeeping((db) => this.record(db, outcomes)).catch((error: unknown) => {
+          // Left running: its lease runs out and it is delivered again (at least once).
+          this.logger.error({ err: error, deliveries: outcomes.length }, 'bcms-extensions: could not record event deliveries; they will be delivered again');
+        });
+      }
+    })().finally(() => {
+      this.flushing = undefined;
+      if (this.finished.length > 0) this.flush();
+      // What finished may have been holding a document's next delivery.
+      this.wake();
+    });
+  }
+
+  /** `delivered`, or `retrying` after 1, 2, 4, 8 s, or `failed` at the fifth try; only while the claim is still this instance's. */
+  private async record(db: Knex.Transaction, outcomes: Outcome[]): Promise<void> {
     await db.raw(
       `update bcms_event_deliveries d
-       set status = case when v.error is null then 'delivered' when ${tries} >= ? then 'failed' else 'retrying' end,
-           run_at = case when v.error is null then d.run_at else clock_timestamp() + ? * power(2, ${tries} - 1) * interval '1 second' end,
-           attempts = ${tries}, started_at = coalesce(case when ? then v.started_at end, d.started_at),
+       set status = case when v.error is null then 'delivered' when d.attempts >= ? then 'failed' else 'retrying' end,
+           run_at = case when v.error is null then d.run_at else clock_timestamp() + ? * power(2, d.attempts - 1) * interval '1 second' end,
            finished_at = clock_timestamp(), duration_ms = v.duration_ms, error = v.error, lease_until = null
-       from (select unnest(?::bigint[]) as id, unnest(?::text[]) as error, unnest(?::int[]) as duration_ms,
-                    clock_timestamp() - unnest(?::int[]) * interval '1 millisecond' as started_at) v
-       where d.id = v.id and (? or (d.status = 'running' and d.instance = ?))`,
-      [
-        MAX_ATTEMPTS,
-        FIRST_BACKOFF_S,
-        held,
-        outcomes.map((o) => o.id),
-        outcomes.map((o) => o.error) as string[],
-        outcomes.map((o) => o.durationMs),
-        outcomes.map((o) => o.durationMs),
-        held,
-        this.options.instance,
-      ],
+       from (select unnest(?::bigint[]) as id, unnest(?::text[]) as error, unnest(?::int[]) as duration_ms) v
+       where d.id = v.id and d.status = 'running' and d.instance = ?`,
+      [MAX_ATTEMPTS, FIRST_BACKOFF_S, outcomes.map((o) => o.id), outcomes.map((o) => o.error) as string[], outcomes.map((o) => o.durationMs), this.options.instance],
     );
   }
 
   /**
-   * Leases and outcomes commit without waiting for their WAL to reach the disk (the writes'
+   * Claims and outcomes commit without waiting for their WAL to reach the disk (the writes'
    * commits do): a crash of the database may lose the last of them, and then a delivery is made
    * again, as at-least-once allows. Waiting would make each claim a disk flush of its own, which
-   * writes wait behind.
+   * writes wait behind (a third of the writes a second, measured on the server).
    */
   private bookkeeping<T>(work: (db: Knex.Transaction) => Promise<T>): Promise<T> {
     return this.store.run((db) =>
@@ -343,6 +302,7 @@ export class EventDeliveries {
     if (this.gathering !== undefined) clearTimeout(this.gathering);
     await this.stopListening?.();
     await this.pumping;
-    await Promise.allSettled([...this.batches]);
+    await Promise.allSettled([...this.running]);
+    while (this.flushing !== undefined) await this.flushing;
   }
 }

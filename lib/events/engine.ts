@@ -17,6 +17,8 @@ export interface DeployedHandlers {
   onDeployedChange(listener: () => void): void;
 }
 
+/** The routers of this process: at start, embedded PGlite's `running` rows of another are not taken up. */
+const LIVE_INSTANCES = new Set<string>();
 /** How long finished deliveries and job runs are kept. */
 const RETENTION_DAYS = 7;
 /** How often an instance says it still serves its registry's handlers (they get no deliveries an hour after the last), and prunes. */
@@ -35,6 +37,7 @@ export class EventsAndJobs {
   private updating: Promise<void> = Promise.resolve();
   private keepAlive: NodeJS.Timeout | undefined;
   private closed = false;
+  private readonly instance: string;
 
   /** Throws at once on a registry that is not arrays of factories. */
   constructor(
@@ -50,6 +53,8 @@ export class EventsAndJobs {
       }
     }
     const instance = `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    this.instance = instance;
+    LIVE_INSTANCES.add(instance);
     this.deliveries = new EventDeliveries(store, logger, { instance, timeoutMs: settings.functionTimeoutMs });
     this.scheduler = new JobScheduler(store, logger, { instance, timeoutMs: settings.jobTimeoutMs });
   }
@@ -70,10 +75,10 @@ export class EventsAndJobs {
       const job = checkJob(made, `registry.jobs[${index}]`);
       return { name: job.name ?? `job:${index}:${cronLine(job.cron, `registry.jobs[${index}]`)}`, source: 'registry' as const, job };
     });
-    for (const list of [events, jobs]) {
+    for (const [kind, list] of [['events', events], ['jobs', jobs]] as const) {
       const names = list.map((entry) => entry.name);
-      const twice = names.find((name, index) => names.indexOf(name) !== index);
-      if (twice !== undefined) throw new TypeError(`the registry names two events or two jobs "${twice}": give each its own name`);
+      const twice = names.findIndex((name, index) => names.indexOf(name) !== index);
+      if (twice !== -1) throw new TypeError(`registry.${kind}[${names.indexOf(names[twice] as string)}] and registry.${kind}[${twice}] are both named "${names[twice]}": give each its own name`);
     }
     this.registry = { events, jobs };
   }
@@ -100,8 +105,10 @@ export class EventsAndJobs {
 
   /**
    * Finished deliveries and job runs are kept for a week (the lists show them), then deleted, and
-   * the events none of whose deliveries is left with them; unfinished ones are kept until finished.
-   * Any instance may prune: deleting twice deletes nothing more.
+   * the events none of whose deliveries is left with them; unfinished ones are kept until finished,
+   * or for a week when no handler will take them (undeployed, or served by no instance). A run
+   * whose instance ended mid-run is marked failed once its lease ran out. Any instance may prune:
+   * doing it twice does nothing more.
    */
   async prune(): Promise<void> {
     await this.store.run(async (db) => {
@@ -109,6 +116,11 @@ export class EventsAndJobs {
       await db('bcms_event_deliveries').whereIn('status', ['delivered', 'failed']).where('finished_at', '<', before).delete();
       await db('bcms_events').where('created_at', '<', before).whereNotExists(db('bcms_event_deliveries').select(db.raw('1')).whereRaw('bcms_event_deliveries.event_id = bcms_events.id')).delete();
       await db('bcms_job_runs').whereNot('status', 'running').where('started_at', '<', before).delete();
+      // Deliveries no handler will take: its handler undeployed, or no instance has served it, for a week.
+      const gone = db('bcms_event_handlers').select('name').where('active', false).orWhere((where) => where.where('source', 'registry').andWhere('seen_at', '<', before));
+      await db('bcms_event_deliveries').whereIn('status', ['pending', 'retrying']).where('created_at', '<', before).whereIn('handler', gone).delete();
+      // A run whose instance ended mid-run (its lease ran out) is over.
+      await db('bcms_job_runs').where('status', 'running').where('lease_until', '<', db.raw('clock_timestamp()')).update({ status: 'failed', finished_at: db.raw('clock_timestamp()'), lease_until: null, error: 'its instance ended before it finished' });
     });
   }
 
@@ -117,8 +129,10 @@ export class EventsAndJobs {
     try {
       await this.store.run(async (db) => {
         const ended = 'its process ended before it finished';
-        await db('bcms_event_deliveries').where({ status: 'running' }).update({ status: 'retrying', run_at: db.raw('clock_timestamp()'), lease_until: null, error: ended });
-        await db('bcms_job_runs').where({ status: 'running' }).update({ status: 'failed', finished_at: db.raw('clock_timestamp()'), lease_until: null, error: ended });
+        // Not those of another router of this process on the same database: they are still running.
+        const live = [...LIVE_INSTANCES];
+        await db('bcms_event_deliveries').where({ status: 'running' }).whereNotIn('instance', live).update({ status: 'retrying', run_at: db.raw('clock_timestamp()'), lease_until: null, error: ended });
+        await db('bcms_job_runs').where({ status: 'running' }).whereNotIn('instance', live).update({ status: 'failed', finished_at: db.raw('clock_timestamp()'), lease_until: null, error: ended });
       });
     } catch (error) {
       this.logger.warn({ err: error }, 'bcms-extensions: could not take up the deliveries and job runs a previous process left running (their leases will)');
@@ -148,6 +162,7 @@ export class EventsAndJobs {
   /** Stops claiming deliveries and ticks; waits a moment for those under way to be recorded. */
   async close(): Promise<void> {
     this.closed = true;
+    LIVE_INSTANCES.delete(this.instance);
     if (this.keepAlive !== undefined) clearInterval(this.keepAlive);
     await this.updating;
     // A run that lasts longer is left to its lease: another instance takes the delivery again.

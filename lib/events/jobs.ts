@@ -41,8 +41,17 @@ export class JobScheduler {
   ) {}
 
   /** The jobs this instance runs from now on: recorded (for the listing), and their ticks awaited. */
-  async serve(jobs: readonly ServedJob[]): Promise<void> {
-    const lines = new Map(jobs.map((served) => [served.name, cronLine(served.job.cron, `job "${served.name}"`)]));
+  async serve(all: readonly ServedJob[]): Promise<void> {
+    // Checked when they were loaded; one that cannot be read now is left out, and the others go on.
+    const lines = new Map<string, string>();
+    for (const served of all) {
+      try {
+        lines.set(served.name, cronLine(served.job.cron, `job "${served.name}"`));
+      } catch (error) {
+        this.logger.error({ err: error, job: served.name }, 'bcms-extensions: a job\'s cron cannot be read; it is not scheduled');
+      }
+    }
+    const jobs = all.filter((served) => lines.has(served.name));
     await this.store.run(async (db) => {
       if (jobs.length > 0) {
         await db('bcms_jobs')
@@ -76,9 +85,15 @@ export class JobScheduler {
     this.scheduled = next;
   }
 
-  /** Waits for the first tick after `after`. */
+  /** Waits for the first tick after `after`; a job whose schedule cannot be read is logged and left unscheduled, the others go on. */
   private arm(scheduled: Scheduled, after: Date): void {
-    const tick = nextTick(scheduled.line, after);
+    let tick: Date;
+    try {
+      tick = nextTick(scheduled.line, after);
+    } catch (error) {
+      this.logger.error({ err: error, job: scheduled.served.name, cron: scheduled.line }, 'bcms-extensions: a job has no next tick; it is not scheduled');
+      return;
+    }
     const wait = tick.getTime() - Date.now();
     if (wait > LONGEST_WAIT_MS) {
       scheduled.timer = setTimeout(() => this.arm(scheduled, after), LONGEST_WAIT_MS);

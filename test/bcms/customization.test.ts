@@ -74,6 +74,8 @@ test("BCMS's customization example (a function, an event and a job): port, bundl
   expect(ported.out).toContain('  src/events/entry-audit.ts: 2 imports of @becomes/cms-backend/src/event, @becomes/cms-backend/src/types → bcms-extensions\n');
   expect(ported.out).toContain('  src/jobs/nightly-report.ts: 1 import of @becomes/cms-backend/src/job → bcms-extensions\n');
   expect(ported.out).toContain('  src/functions/site-status.ts: 1 import of @becomes/cms-backend/src/function → bcms-extensions\n');
+  // BCMS's tsconfig has no skipLibCheck, and the project no @types/express: port adds the first.
+  expect(ported.out).toMatch(/tsconfig\.json: .*skipLibCheck: true/);
   // Nothing bcms-extensions lacks: no warning.
   expect(ported.all).not.toMatch(/Warning/);
   expect(ported.status).toBe(0);
@@ -111,4 +113,10 @@ test("BCMS's customization example (a function, an event and a job): port, bundl
     { kind: 'function', name: 'site-status', state: 'running' },
     { kind: 'job', name: 'nightly-report', state: 'running' },
   ]);
+  // The event handler runs, in its isolate, for an entry written afterwards.
+  const [{ id: templateId }] = await t.router.db('bcms_templates').insert({ name: `customization_${Date.now()}` }).returning('id');
+  const entry = await t.router.repo.entry.add({ templateId });
+  const delivered = async () => t.router.db('bcms_event_deliveries').where({ handler: 'entry-audit', doc: `ENTRY:${entry._id}`, status: 'delivered' }).first();
+  for (let waited = 0; (await delivered()) === undefined && waited < 20_000; waited += 100) await new Promise((resolve) => setTimeout(resolve, 100));
+  expect(await delivered()).toEqual(expect.objectContaining({ attempts: 1, error: null }));
 }, 240_000);

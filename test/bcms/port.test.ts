@@ -265,7 +265,7 @@ describe('bcms-ext port on a copy of a BCMS v3 project', () => {
       'bcms-extensions': `file:${path.relative(path.join(dir, 'ui'), ROOT)}`,
     });
     expect(JSON.parse(read('ui/tsconfig.json'))).toEqual({
-      compilerOptions: { module: 'ESNext', moduleResolution: 'bundler', jsx: 'preserve', jsxImportSource: 'vue', paths: { '@ui/*': ['./src/*'] } },
+      compilerOptions: { module: 'ESNext', moduleResolution: 'bundler', jsx: 'preserve', jsxImportSource: 'vue', skipLibCheck: true, paths: { '@ui/*': ['./src/*'] } },
       include: ['src/**/*.tsx'],
     });
     const config = read('ui/vite.config.mjs');
@@ -355,7 +355,7 @@ describe('bcms-ext port on a copy of a BCMS v3 project', () => {
 describe('bcms-ext port refuses a folder that is not a BCMS v3 project, and writes nothing', () => {
   test.each([
     ['an empty folder', {}, /is not a BCMS v3 plugin or functions project: it has no package\.json\. Run bcms-ext port in the project's folder, or give it: bcms-ext port DIR/],
-    ['a package with neither plugin config nor functions', { 'package.json': '{"name":"x"}', 'index.ts': "import '@becomes/cms-backend';" }, /neither bcms-plugin\.config\.json \(a plugin\) nor functions\/\*\.ts \(functions\)/],
+    ['a package with neither plugin config nor functions', { 'package.json': '{"name":"x"}', 'index.ts': "import '@becomes/cms-backend';" }, /neither bcms-plugin\.config\.json \(a plugin\) nor functions, events or jobs \(src\/functions\/\*\.ts, src\/events\/\*\.ts, src\/jobs\/\*\.ts/],
     ['functions that use nothing of BCMS', { 'package.json': '{"name":"x"}', 'functions/a.ts': 'export default 1;' }, /neither its package\.json nor its code uses @becomes\/\* packages/],
     ['a plugin config without backend/main.ts', { 'package.json': '{"name":"x"}', 'bcms-plugin.config.json': '{"pluginName":"X"}' }, /has bcms-plugin\.config\.json but neither backend\/main\.ts nor src\/backend\/main\.ts/],
     ['a pluginName whose slug a URL cannot carry', { 'package.json': '{"devDependencies":{"@becomes/cms-backend":"3.1.8"}}', 'bcms-plugin.config.json': '{"pluginName":" Spaced"}', 'backend/main.ts': '' }, /pluginName " Spaced" in bcms-plugin\.config\.json slugs to "-spaced", not a name a URL can carry/],

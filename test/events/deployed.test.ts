@@ -1,11 +1,13 @@
 import fs from 'node:fs';
+import { Module } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import express from 'express';
+import request from 'supertest';
 import { bcmsExtensions, createBcmsEvent, type BCMSEventHandlerData, type BcmsExtensionsRouter } from '../../lib';
 import { JWT_SECRET, memoryLogger } from '../support/app';
 import { backends, openTestDatabase, type TestDatabase } from '../support/database';
-import { deploy, signed, type DeployKey } from '../support/deploy';
+import { deploy, functionSource, signed, type DeployKey } from '../support/deploy';
 import { hmacKey } from '../support/signature';
 
 // DESIGN.md "Events and jobs": deployed event handlers and jobs run in isolates (the sandbox), take
@@ -47,13 +49,15 @@ describe.each(backends())('deployed events and jobs run in isolates (%s)', (back
   let deployer: DeployKey;
   const seen: BCMSEventHandlerData[] = [];
   const ticks: BCMSEventHandlerData[] = [];
+  const entries: BCMSEventHandlerData[] = [];
 
   beforeAll(async () => {
     database = await openTestDatabase(backend);
     filesDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-events-deployed-'));
     const record = (scope: string, into: BCMSEventHandlerData[]) =>
       createBcmsEvent(async () => ({ name: `record-${scope}`, config: { scope, method: 'ALL' }, handler: async (data) => void into.push(data) }));
-    router = bcmsExtensions({ events: [record('SEEN', seen), record('TICKED', ticks)] }, { jwt: { secret: JWT_SECRET }, database: database.knex, logger: memoryLogger().logger, files: { dir: filesDir } });
+    const entryAdds = createBcmsEvent(async () => ({ name: 'record-entry-adds', config: { scope: 'ENTRY', method: 'ADD' }, handler: async (data) => void entries.push(data) }));
+    router = bcmsExtensions({ events: [record('SEEN', seen), record('TICKED', ticks), entryAdds] }, { jwt: { secret: JWT_SECRET }, database: database.knex, logger: memoryLogger().logger, files: { dir: filesDir } });
     app = express().use(router);
     await router.ready;
     deployer = await hmacKey(database.knex, [], { deploy: true, name: 'deployer' });
@@ -91,6 +95,15 @@ describe.each(backends())('deployed events and jobs run in isolates (%s)', (back
     await signed(app, 'DELETE', '/api/extensions/deployments/event/on-entry', deployer);
   });
 
+  test('an entry written by deployed code, through its own database session, fires ENTRY ADD as any write does', async () => {
+    const [{ id: templateId }] = await router.db('bcms_templates').insert({ name: 'written_by_extension' }).returning('id');
+    await deploy(app, deployer, 'function', 'add-entry', functionSource('add-entry', `async ({ repo, request }) => (await repo.entry.add({ templateId: request.body.templateId, status: 'from the isolate' }))._id`));
+    const res = await request(app).post('/api/function/add-entry').send({ templateId });
+    expect(res.status).toBe(200);
+    await until(() => entries.some((e) => (e.payload as { _id: string })._id === res.body.result), 'the extension\'s write');
+    expect(entries.find((e) => (e.payload as { _id: string })._id === res.body.result)).toEqual({ scope: 'ENTRY', method: 'ADD', payload: expect.objectContaining({ templateId, status: 'from the isolate' }) });
+  });
+
   test('a deployed job ticks in its isolate; undeployed, it stops', async () => {
     await deploy(app, deployer, 'job', 'every-second', DEPLOYED_JOB);
     await until(() => ticks.length >= 2, 'two ticks of the deployed job');
@@ -104,5 +117,28 @@ describe.each(backends())('deployed events and jobs run in isolates (%s)', (back
     await new Promise((resolve) => setTimeout(resolve, 2500));
     expect(ticks.length).toBe(after);
     expect(await router.db('bcms_jobs').where({ name: 'every-second' }).first()).toEqual(expect.objectContaining({ source: 'deployed', active: false }));
+  });
+});
+
+describe("isolate: 'all': the registry's event handlers run in isolates, through the router", () => {
+  test('a template written is delivered to the registry handler in its isolate', async () => {
+    const database = await openTestDatabase('pglite');
+    const filesDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-events-all-'));
+    // Loaded by Node's own loader, as a host require()s its registry (Jest's require keeps its modules apart).
+    const registry = (Module as unknown as { _load(request: string): unknown })._load(path.join(__dirname, '..', 'fixtures', 'isolated-registry', 'events.js')) as { audit: () => Promise<never> };
+    const router = bcmsExtensions({ events: [registry.audit] }, { isolate: 'all', database: database.knex, logger: memoryLogger().logger, files: { dir: filesDir } });
+    try {
+      await router.ready;
+      await router.repo.template.add({ name: 'audited' });
+      const written = path.join(filesDir, '.registry', 'registry-audit.json');
+      await until(() => fs.existsSync(written), 'the isolated handler');
+      const seen = JSON.parse(fs.readFileSync(written, 'utf8')) as { payload: { name: string }; pid: number };
+      expect(seen.payload.name).toBe('audited');
+      expect(seen.pid).not.toBe(process.pid);
+    } finally {
+      await router.close();
+      await database.close();
+      fs.rmSync(filesDir, { recursive: true, force: true });
+    }
   });
 });

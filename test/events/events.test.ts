@@ -131,7 +131,10 @@ describe.each(backends())('events (%s)', (backend) => {
       ['NEWSLETTER', 'SENT', { issue: 7, to: ['a@example.com'] }],
       ['NEWSLETTER', 'SENT', { issue: 7, to: ['a@example.com'] }],
     ]);
-    await expect(useBcmsEventManager().emit('', 'SENT', {})).rejects.toThrow(/scope and method must be strings/);
+    await expect(useBcmsEventManager().emit('', 'SENT', {})).rejects.toThrow(/scope must be a string of 1 to 200 characters/);
+    // ENTRY and TEMPLATE events are the writes' own: nobody forges one.
+    await expect(useBcmsEventManager().emit('ENTRY', 'UPDATE', { _id: 'forged' })).rejects.toThrow(/ENTRY events are fired by the writes themselves/);
+    await expect(useBcmsEventManager().emit('NEWSLETTER', 'SENT', 'x'.repeat(1024 * 1024))).rejects.toThrow(/larger than 1 MB/);
   });
 
   test('a handler that throws twice is tried again with backoff, then succeeds; one that always throws is failed after 5 tries', async () => {
@@ -199,3 +202,29 @@ describe.each(backends())('events (%s)', (backend) => {
     }
   });
 });
+
+// PGlite has one role: on the server, roles keep extension code's session from the event tables.
+(process.env.DATABASE_URL ? test : test.skip)('in SQL, a role of the database that is not the service (extension code\'s) cannot record write events, nor emit one, nor a payload past 1 MB', async () => {
+  const database = await openTestDatabase('postgres');
+  const router = bcmsExtensions({}, { database: database.knex, logger: memoryLogger().logger });
+  await router.ready;
+  const role = `bcms_events_test_${process.pid}`;
+  const schema = (await router.db.raw('select current_schema() as s')).rows[0].s as string;
+  await router.db.raw(`drop role if exists ${role}`);
+  await router.db.raw(`create role ${role}`);
+  await router.db.raw(`grant usage on schema "${schema}" to ${role}`);
+  try {
+    const as = (sql: string) => router.db.transaction(async (trx) => { await trx.raw(`set local role ${role}`); return trx.raw(sql); });
+    await expect(as(`select bcms_record_event('ENTRY', 'UPDATE', 'ENTRY:x', '{}'::jsonb)`)).rejects.toThrow(/permission denied for function bcms_record_event/);
+    await expect(as(`select bcms_emit_event('ENTRY', 'UPDATE', '{}'::jsonb)`)).rejects.toThrow(/ENTRY events are fired by the writes themselves/);
+    await expect(as(`select bcms_emit_event('MINE', 'X', to_jsonb(repeat('a', 1048577)))`)).rejects.toThrow(/larger than 1 MB/);
+    await expect(as(`insert into bcms_event_deliveries (event_id, handler) values (1, 'x')`)).rejects.toThrow(/permission denied/);
+    await as(`select bcms_emit_event('MINE', 'X', '{"ok":true}'::jsonb)`);
+  } finally {
+    await router.db.raw(`revoke usage on schema "${schema}" from ${role}`);
+    await router.db.raw(`drop role ${role}`);
+    await router.close();
+    await database.close();
+  }
+});
+

@@ -92,4 +92,7 @@ test('BCMS\'s five fields read as a crontab; the seconds field is ours', () => {
   expect(cronLine(everyTwoSeconds, 'job')).toBe('*/2 * * * * *');
   expect(() => cronLine({ minute: '*', hour: '*', dayOfMonth: '*', month: '*' }, 'job')).toThrow(/cron.dayOfWeek must be one crontab field/);
   expect(() => cronLine({ minute: '* *', hour: '*', dayOfMonth: '*', month: '*', dayOfWeek: '*' }, 'job')).toThrow(/cron.minute must be one crontab field/);
+  // A schedule that never comes, and a field too long to read on every tick, are refused.
+  expect(() => cronLine({ minute: '0', hour: '0', dayOfMonth: '31', month: '2,4', dayOfWeek: '*' }, 'job')).toThrow(/job's cron "0 0 31 2,4 \*" is not a crontab schedule/);
+  expect(() => cronLine({ second: Array.from({ length: 40 }, (_, i) => i).join(','), minute: '*', hour: '*', dayOfMonth: '*', month: '*', dayOfWeek: '*' }, 'job')).toThrow(/cron.second must be one crontab field of at most 100 characters/);
 });

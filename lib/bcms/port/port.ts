@@ -185,7 +185,7 @@ export function portProject(root: string, { write = true }: { write?: boolean } 
   const functions = functionsProjectLayout(root);
   const kind: PortResult['kind'] | undefined = fs.existsSync(configFile) ? 'plugin' : functions !== undefined ? 'functions' : undefined;
   if (kind === undefined) {
-    throw new UsageError(`${where}: neither bcms-plugin.config.json (a plugin) nor functions/*.ts (functions). Run bcms-ext port in the project's folder, or give it: bcms-ext port DIR`);
+    throw new UsageError(`${where}: neither bcms-plugin.config.json (a plugin) nor functions, events or jobs (src/functions/*.ts, src/events/*.ts, src/jobs/*.ts, or the same folders here). Run bcms-ext port in the project's folder, or give it: bcms-ext port DIR`);
   }
   const backend: BackendDir | undefined = kind === 'plugin' ? pluginBackendDir(root) : undefined;
   if (kind === 'plugin' && backend === undefined) {

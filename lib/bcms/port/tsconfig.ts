@@ -99,6 +99,11 @@ export function portTsconfig(config: Json, file: string): string[] {
     options.jsxImportSource = 'vue';
     changes.push('jsxImportSource: vue (Vue 3.4 and later no longer declare JSX for every project)');
   }
+  if (options.skipLibCheck !== true) {
+    // This package's declarations name express's types, which a BCMS project has no @types/express for (TS7016).
+    options.skipLibCheck = true;
+    changes.push('skipLibCheck: true (the declarations in node_modules, bcms-extensions\' among them, are not type-checked: a BCMS project has no @types/express)');
+  }
   portPaths(options, path.dirname(file), changes);
   if (Array.isArray(config.include)) {
     const kept = config.include.filter((entry) => !BCMS_SOURCES.test(String(entry)));
