@@ -1,13 +1,17 @@
 'use strict';
 // `npm run bench`, events (issue 34), on the Postgres server of DATABASE_URL, each schema of its own:
-// 1. entry writes a second (the host's repo, 8 at a time) with one ENTRY/ALL handler subscribed, against
-//    none: the trigger's outbox rows and the deliveries share the database with the writes;
+// 1. entry writes a second (the host's repo, 8 at a time; then over HTTP, the SDK's route) with one
+//    ENTRY/ALL handler subscribed, against none: the trigger's outbox rows and the deliveries share
+//    the database (and the cores) with the writes;
 // 2. commit to handler start, p50 and p99, at 100 writes a second: the handler on the writing instance,
 //    then on another instance (a second process) while the writer serves none;
 // 3. a backlog of 10,000 undelivered events drained by one instance to a handler that does nothing.
 // Absolute numbers are noisy here: each line gives the ratio or times of one run.
 
 const { fork } = require('node:child_process');
+const autocannon = require('autocannon');
+const express = require('express');
+const jwt = require('jsonwebtoken');
 const knexFactory = require('knex');
 const { bcmsExtensions, createBcmsEvent } = require('..');
 
@@ -78,6 +82,49 @@ async function writesWithAndWithout(url) {
   return { ratio: median, ratios, undeliveredAtRoundEnd: percentile(lags, 50) };
 }
 
+/**
+ * The same rounds over HTTP: the SDK's route a plugin UI writes an entry with
+ * (`POST /api/extensions/templates/:id/entries`, an ADMIN token), 8 connections of autocannon.
+ */
+async function httpWritesWithAndWithout(url) {
+  const secret = 'bench-secret-with-enough-length-123';
+  const plain = bcmsExtensions({}, { database: url, logger: quiet, jwt: { secret } });
+  await plain.ready;
+  const server = express().use(plain).listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  const [{ id: templateId }] = await plain.db('bcms_templates').insert({ name: 'http_writes' }).returning('id');
+  const token = jwt.sign({ userId: 'bench', rls: [{ name: 'ADMIN', permissions: [{ name: 'READ' }, { name: 'WRITE' }] }] }, secret, { algorithm: 'HS256', expiresIn: '1h' });
+  const load = async () => {
+    const result = await autocannon({
+      url: `http://127.0.0.1:${server.address().port}/api/extensions/templates/${templateId}/entries`,
+      method: 'POST',
+      connections: 8,
+      duration: WRITE_SECONDS,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ meta: [{ lng: 'en', props: [] }] }),
+    });
+    if (result.non2xx > 0) throw new Error(`bench/events.js: ${result.non2xx} writes over HTTP were refused`);
+    return result['2xx'] / WRITE_SECONDS;
+  };
+  let delivered = 0;
+  const noop = createBcmsEvent(async () => ({ name: 'bench-all-entries-http', config: { scope: 'ENTRY', method: 'ALL' }, handler: async () => void (delivered += 1) }));
+  const ratios = [];
+  for (let round = 0; round < WRITE_ROUNDS; round++) {
+    await plain.db('bcms_event_handlers').delete();
+    const none = await load();
+    const subscribed = bcmsExtensions({ events: [noop] }, { database: url, logger: quiet });
+    await subscribed.ready;
+    delivered = 0;
+    const one = await load();
+    while (delivered < one * WRITE_SECONDS) await sleep(20);
+    await subscribed.close();
+    ratios.push(one / none);
+  }
+  server.close();
+  await plain.close();
+  return { ratio: percentile(ratios, 50), ratios };
+}
+
 /** Writes at `rate` a second; `started` maps an entry id to its handler's start (ms since epoch), filled by whoever handles it. */
 async function commitToStart(router, started, rate) {
   const [{ id: templateId }] = await router.db('bcms_templates').insert({ name: `lat${Date.now()}` }).returning('id');
@@ -111,6 +158,13 @@ async function main() {
   console.log(
     `events: entry writes a second, one ENTRY/ALL handler vs none: ${results.writes.ratio.toFixed(2)}x, the median of ${WRITE_ROUNDS} rounds ` +
       `(${results.writes.ratios.map((r) => r.toFixed(2)).join(', ')}; at a round's end ${(results.writes.undeliveredAtRoundEnd * 100).toFixed(0)}% of its writes were still to be delivered; target >= 0.85x)`,
+  );
+
+  const urlH = await schemaUrl(base, 'bcms_bench_events_http_writes');
+  results.httpWrites = await httpWritesWithAndWithout(urlH);
+  console.log(
+    `events: entry writes a second over HTTP (the SDK's route), one ENTRY/ALL handler vs none: ${results.httpWrites.ratio.toFixed(2)}x, the median of ${WRITE_ROUNDS} rounds ` +
+      `(${results.httpWrites.ratios.map((r) => r.toFixed(2)).join(', ')}; target >= 0.85x)`,
   );
 
   // 2a. Commit to handler start, the handler on the writing instance.

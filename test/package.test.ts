@@ -17,7 +17,11 @@ const CORE = [
   'bcmsExtensions',
   'blockApiKey',
   'createApiKey',
+  'BCMSEventConfigMethod',
+  'BCMSEventConfigScope',
+  'createBcmsEvent',
   'createBcmsFunction',
+  'createBcmsJob',
   'createBcmsPlugin',
   'createController',
   'createControllerMethod',
@@ -31,6 +35,7 @@ const CORE = [
 /** The BCMS layer's names (lib/bcms/index.ts), exported beside the core's while the layer is there. */
 const BCMS_LAYER = [
   'BCMSConfig',
+  'BCMSEventManager',
   'BCMSRepo',
   'BCMSRouteProtection',
   'FSDBEntitySchema',
@@ -44,6 +49,7 @@ const BCMS_LAYER = [
   'createFSDBRepository',
   'createMongoDBCachedRepository',
   'objectSchemaToMongoDBSchema',
+  'useBcmsEventManager',
   'useFS',
   'useLogger',
   'useObjectUtility',
