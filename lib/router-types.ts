@@ -29,6 +29,12 @@ export interface BcmsExtensionsRouter extends Router {
   readonly repo: BcmsRepo;
   /** `'socket'`: a content change through the SDK's routes, or an event a plugin sent with `useSocket()` (`{ scope, eventName, eventData }`), from this process or an isolate. */
   readonly events: EventEmitter;
+  /**
+   * Records a custom event, delivered to each matching handler on every instance as a write's are
+   * (BCMS's `useBcmsEventManager().emit`, bound to this router). Rejects a scope of `ENTRY`,
+   * `TEMPLATE` or `ALL`, and a payload past 1 MB as JSON.
+   */
+  emit(scope: string, method: string, payload: unknown): Promise<void>;
   /** The OpenAPI 3.1 document of what it serves now (`GET /api/extensions/openapi.json`), once `ready` resolved. */
   openapi(): Record<string, unknown>;
   /** Closes what the router opened: its pool, or its embedded database. */

@@ -28,6 +28,7 @@ import { createRateLimits } from './security/rate-limit';
 import { createSignatureVerifier } from './security/signature';
 import { checkPluginUis, UiRoutes } from './ui/assets';
 import type { BcmsExtensionsRouter, BcmsRegistry } from './router-types';
+import { eventManagerOf } from './events/emit';
 import { EventsAndJobs } from './events/engine';
 
 export type { BcmsExtensionsRouter, BcmsRegistry } from './router-types';
@@ -161,6 +162,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     db: store.database.knex,
     repo,
     events,
+    emit: eventManagerOf(() => store).emit,
     openapi: own.document,
     close: async () => {
       await admission.close(); // new requests refused (503), those under way answered

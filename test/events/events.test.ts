@@ -5,7 +5,6 @@ import {
   BCMSEventConfigScope,
   bcmsExtensions,
   createBcmsEvent,
-  useBcmsEventManager,
   type BCMSEventHandlerData,
   type BcmsExtensionsRouter,
   type BcmsExtensionsOptions,
@@ -117,24 +116,24 @@ describe.each(backends())('events (%s)', (backend) => {
 
   test('a custom emit reaches handlers of its scope and method, and of ALL; not others', async () => {
     const seen: Seen[] = [];
-    await start({
+    const { router } = await start({
       events: [
         recorder('custom-exact', 'NEWSLETTER', 'SENT', seen),
         recorder('custom-any-method', 'NEWSLETTER', BCMSEventConfigMethod.ALL, seen),
         recorder('custom-other', 'NEWSLETTER', 'BOUNCED', seen),
       ],
     });
-    await useBcmsEventManager().emit('NEWSLETTER', 'SENT', { issue: 7, to: ['a@example.com'] });
+    await router.emit('NEWSLETTER', 'SENT', { issue: 7, to: ['a@example.com'] });
     await until(() => seen.length === 2);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(seen.map((s) => [s.scope, s.method, s.payload])).toEqual([
       ['NEWSLETTER', 'SENT', { issue: 7, to: ['a@example.com'] }],
       ['NEWSLETTER', 'SENT', { issue: 7, to: ['a@example.com'] }],
     ]);
-    await expect(useBcmsEventManager().emit('', 'SENT', {})).rejects.toThrow(/scope must be a string of 1 to 200 characters/);
+    await expect(router.emit('', 'SENT', {})).rejects.toThrow(/scope must be a string of 1 to 200 characters/);
     // ENTRY and TEMPLATE events are the writes' own: nobody forges one.
-    await expect(useBcmsEventManager().emit('ENTRY', 'UPDATE', { _id: 'forged' })).rejects.toThrow(/ENTRY events are fired by the writes themselves/);
-    await expect(useBcmsEventManager().emit('NEWSLETTER', 'SENT', 'x'.repeat(1024 * 1024))).rejects.toThrow(/larger than 1 MB/);
+    await expect(router.emit('ENTRY', 'UPDATE', { _id: 'forged' })).rejects.toThrow(/ENTRY events are fired by the writes themselves/);
+    await expect(router.emit('NEWSLETTER', 'SENT', 'x'.repeat(1024 * 1024))).rejects.toThrow(/larger than 1 MB/);
   });
 
   test('a handler that throws twice is tried again with backoff, then succeeds; one that always throws is failed after 5 tries', async () => {
@@ -146,8 +145,8 @@ describe.each(backends())('events (%s)', (backend) => {
         recorder('broken', 'RETRY', 'BROKEN', broken, () => true),
       ],
     });
-    await useBcmsEventManager().emit('RETRY', 'FLAKY', { n: 1 });
-    await useBcmsEventManager().emit('RETRY', 'BROKEN', { n: 2 });
+    await router.emit('RETRY', 'FLAKY', { n: 1 });
+    await router.emit('RETRY', 'BROKEN', { n: 2 });
     await until(() => flaky.length === 3, 20_000);
     // Backoff: 1 s before the second try, 2 s before the third.
     expect(flaky[1]!.at - flaky[0]!.at).toBeGreaterThanOrEqual(900);
