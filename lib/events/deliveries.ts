@@ -4,6 +4,7 @@ import type { ContentStore } from '../db/store';
 import { withDeadline } from '../http/deadline';
 import type { Logger } from '../logger';
 import { eventPayload } from './payload';
+import { recordServed } from './served';
 import type { BCMSEvent } from './types';
 
 /** The channel `bcms_record_event` notifies (migrations/20261129020000_events_and_jobs.js). */
@@ -87,25 +88,12 @@ export class EventDeliveries {
 
   /**
    * The handlers this instance serves from now on. Each is recorded (scope, method) so that
-   * writes on any instance record deliveries for it; a deployed one is active while its
-   * deployment is (the deployments table says, not this instance's view of it).
+   * writes on any instance record deliveries for it.
    */
   async serve(handlers: readonly ServedEvent[]): Promise<void> {
     this.served = new Map(handlers.map((handler) => [handler.name, handler]));
-    await this.store.run(async (db) => {
-      if (handlers.length > 0) {
-        await db('bcms_event_handlers')
-          .insert(handlers.map(({ name, source, event }) => ({ name, source, scope: String(event.config.scope), method: String(event.config.method), active: true, seen_at: db.raw('clock_timestamp()') })))
-          .onConflict('name')
-          .merge();
-      }
-      await db('bcms_event_handlers')
-        .where({ source: 'deployed', active: true })
-        // Undeployed: versions of it were deployed, and none is active now.
-        .whereIn('name', db('bcms_deployments').select('name').where({ kind: 'event' }))
-        .whereNotIn('name', db('bcms_deployments').select('name').where({ kind: 'event', active: true }))
-        .update({ active: false });
-    });
+    const rows = handlers.map(({ name, source, event }) => ({ name, source, scope: String(event.config.scope), method: String(event.config.method) }));
+    await this.store.run((db) => recordServed(db, 'bcms_event_handlers', 'event', rows));
     if (handlers.length > 0) this.start();
     this.wake();
   }

@@ -2,6 +2,7 @@ import type { ContentStore } from '../db/store';
 import { withDeadline } from '../http/deadline';
 import type { Logger } from '../logger';
 import { cronLine, nextTick } from './check';
+import { recordServed } from './served';
 import type { BCMSJob } from './types';
 
 /** A job this instance serves, by the name its runs are kept under. */
@@ -52,20 +53,7 @@ export class JobScheduler {
       }
     }
     const jobs = all.filter((served) => lines.has(served.name));
-    await this.store.run(async (db) => {
-      if (jobs.length > 0) {
-        await db('bcms_jobs')
-          .insert(jobs.map(({ name, source }) => ({ name, source, cron: lines.get(name), active: true, seen_at: db.raw('clock_timestamp()') })))
-          .onConflict('name')
-          .merge();
-      }
-      await db('bcms_jobs')
-        .where({ source: 'deployed', active: true })
-        // Undeployed: versions of it were deployed, and none is active now.
-        .whereIn('name', db('bcms_deployments').select('name').where({ kind: 'job' }))
-        .whereNotIn('name', db('bcms_deployments').select('name').where({ kind: 'job', active: true }))
-        .update({ active: false });
-    });
+    await this.store.run((db) => recordServed(db, 'bcms_jobs', 'job', jobs.map(({ name, source }) => ({ name, source, cron: lines.get(name) }))));
     if (this.closed) return;
     const next = new Map<string, Scheduled>();
     for (const served of jobs) {

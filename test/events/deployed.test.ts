@@ -6,6 +6,7 @@ import express from 'express';
 import request from 'supertest';
 import { bcmsExtensions, createBcmsEvent, type BCMSEventHandlerData, type BcmsExtensionsRouter } from '../../lib';
 import { JWT_SECRET, memoryLogger } from '../support/app';
+import { until } from '../support/events';
 import { backends, openTestDatabase, type TestDatabase } from '../support/database';
 import { deploy, functionSource, signed, type DeployKey } from '../support/deploy';
 import { hmacKey } from '../support/signature';
@@ -33,13 +34,6 @@ exports.default = createBcmsJob(async () => ({
   handler: async () => { await useBcmsEventManager().emit('TICKED', 'RUN', { pid: process.pid }); },
 }));`;
 
-async function until(check: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`waited ${timeoutMs} ms for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 describe.each(backends())('deployed events and jobs run in isolates (%s)', (backend) => {
   let database: TestDatabase;

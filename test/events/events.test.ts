@@ -13,6 +13,7 @@ import {
 import { ContentStore } from '../../lib/db/store';
 import { EventsAndJobs } from '../../lib/events/engine';
 import { JWT_SECRET, memoryLogger, role, signToken } from '../support/app';
+import { until } from '../support/events';
 import { backends, openTestDatabase, type TestDatabase } from '../support/database';
 
 // DESIGN.md "Events and jobs": every committed write of entries and templates, by any path, and every
@@ -22,15 +23,6 @@ import { backends, openTestDatabase, type TestDatabase } from '../support/databa
 jest.setTimeout(60_000);
 
 type Seen = BCMSEventHandlerData & { at: number };
-
-/** Waits until `check` holds (polling): deliveries are asynchronous by design. */
-async function until(check: () => boolean | Promise<boolean>, timeoutMs = 15_000, what = 'the deliveries'): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`waited ${timeoutMs} ms for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
 
 describe.each(backends())('events (%s)', (backend) => {
   let database: TestDatabase;
@@ -78,7 +70,7 @@ describe.each(backends())('events (%s)', (backend) => {
     await router.repo.entry.update({ _id: entry.body._id, status: 'published' });
     await router.repo.entry.deleteById(entry.body._id);
     await router.repo.template.update({ _id: templateId, label: 'Renamed' });
-    await until(() => seen.length === 6);
+    await until(() => seen.length === 6, 'six deliveries');
     expect(seen.map((s) => [s.scope, s.method])).toEqual(
       expect.arrayContaining([
         ['TEMPLATE', 'ADD'],
@@ -109,7 +101,7 @@ describe.each(backends())('events (%s)', (backend) => {
       await trx.rollback();
     }).catch(() => {});
     await router.db('bcms_templates').insert({ name: 'plain_sql' });
-    await until(() => seen.some((s) => (s.payload as { name: string }).name === 'plain_sql'));
+    await until(() => seen.some((s) => (s.payload as { name: string }).name === 'plain_sql'), 'the plain SQL write');
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(seen.map((s) => (s.payload as { name: string }).name)).toEqual(['plain_sql']);
   });
@@ -124,7 +116,7 @@ describe.each(backends())('events (%s)', (backend) => {
       ],
     });
     await router.emit('NEWSLETTER', 'SENT', { issue: 7, to: ['a@example.com'] });
-    await until(() => seen.length === 2);
+    await until(() => seen.length === 2, 'two deliveries');
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(seen.map((s) => [s.scope, s.method, s.payload])).toEqual([
       ['NEWSLETTER', 'SENT', { issue: 7, to: ['a@example.com'] }],
@@ -147,14 +139,14 @@ describe.each(backends())('events (%s)', (backend) => {
     });
     await router.emit('RETRY', 'FLAKY', { n: 1 });
     await router.emit('RETRY', 'BROKEN', { n: 2 });
-    await until(() => flaky.length === 3, 20_000);
+    await until(() => flaky.length === 3, 'the third try');
     // Backoff: 1 s before the second try, 2 s before the third.
     expect(flaky[1]!.at - flaky[0]!.at).toBeGreaterThanOrEqual(900);
     expect(flaky[2]!.at - flaky[1]!.at).toBeGreaterThanOrEqual(1900);
     const rowOf = (handler: string) => router.db('bcms_event_deliveries').where({ handler }).first();
-    await until(async () => (await rowOf('flaky'))?.status === 'delivered');
+    await until(async () => (await rowOf('flaky'))?.status === 'delivered', 'the delivery recorded');
     expect(await rowOf('flaky')).toEqual(expect.objectContaining({ status: 'delivered', attempts: 3, error: null }));
-    await until(async () => (await rowOf('broken'))?.status === 'failed', 30_000);
+    await until(async () => (await rowOf('broken'))?.status === 'failed', 'the fifth failure', 30_000);
     expect(await rowOf('broken')).toEqual(expect.objectContaining({ status: 'failed', attempts: 5, error: 'the handler failed on purpose' }));
     expect(broken).toHaveLength(5);
   });
@@ -192,7 +184,7 @@ describe.each(backends())('events (%s)', (backend) => {
     for (let i = 0; i < 20; i++) ids.push((await one.router.repo.entry.add({ templateId, status: `v0` }))._id);
     // Each entry is then changed twice, its changes interleaved with the others'.
     for (const round of [1, 2]) await Promise.all(ids.map((id) => one.router.repo.entry.update({ _id: id, status: `v${round}` })));
-    await until(() => seen.length >= 60);
+    await until(() => seen.length >= 60, 'sixty deliveries');
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(seen).toHaveLength(60);
     for (const id of ids) {

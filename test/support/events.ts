@@ -52,3 +52,12 @@ export async function seedEventsAndJobs(knex: Knex): Promise<void> {
     { job: 'nightly', tick_at: day(24), status: 'running', instance: 'a', started_at: day(24), lease_until: LATER },
   ]);
 }
+
+/** Waits until `check` holds (polling every 25 ms): deliveries and ticks come when they come. */
+export async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`waited ${timeoutMs} ms for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
