@@ -34,7 +34,6 @@ exports.default = createBcmsJob(async () => ({
   handler: async () => { await useBcmsEventManager().emit('TICKED', 'RUN', { pid: process.pid }); },
 }));`;
 
-
 describe.each(backends())('deployed events and jobs run in isolates (%s)', (backend) => {
   let database: TestDatabase;
   let filesDir: string;
