@@ -9,6 +9,8 @@
 const UNFINISHED = "status in ('pending', 'retrying', 'running')";
 /** The largest payload an emit takes, in bytes of its JSON (lib/events/emit.ts says so first). */
 const EMIT_PAYLOAD_LIMIT = 1024 * 1024;
+/** At most one NOTIFY in this many milliseconds. */
+const NOTIFY_GAP_MS = 10;
 
 /** @param {import('knex').Knex} knex */
 exports.up = async function up(knex) {
@@ -71,6 +73,9 @@ exports.up = async function up(knex) {
   });
   await knex.raw("create index bcms_job_runs_running on bcms_job_runs (job) where status = 'running'");
 
+  // When the last notification went out (one row; unlogged: lost in a crash, it is made again).
+  await knex.raw('create unlogged table bcms_event_notified (at timestamptz not null)');
+
   // The schema the tables are in now: the functions run with it, whoever calls them (extension
   // code's role has no rights on these tables; the functions run as their owner).
   const [{ schema }] = (await knex.raw('select current_schema() as schema')).rows;
@@ -94,10 +99,16 @@ exports.up = async function up(knex) {
         where h.active and (h.source = 'deployed' or h.seen_at > clock_timestamp() - interval '1 hour')
           and (h.scope = 'ALL' or h.scope = p_scope) and (h.method = 'ALL' or h.method = p_method);
       -- NOTIFY serializes the commits of the transactions that send it (Postgres takes one lock
-      -- for them all at commit): one notifying transaction at a time is enough to wake every
-      -- instance, which then claims what is due, this write's included, or finds it at its next
-      -- claim (each finished delivery claims again; a poll every second).
-      if pg_try_advisory_xact_lock(hashtext('bcms_events:' || current_schema())) then
+      -- for them all at commit), and wakes every listening session of the database: one
+      -- notification in ${NOTIFY_GAP_MS} ms, from one transaction at a time, is enough to wake every instance,
+      -- which then claims what is due, this write's included, and looks again every 20 ms while it
+      -- finds work (a poll every second in any case).
+      if not exists (select 1 from bcms_event_notified where at > clock_timestamp() - interval '${NOTIFY_GAP_MS} milliseconds')
+         and pg_try_advisory_xact_lock(hashtext('bcms_events:' || current_schema())) then
+        update bcms_event_notified set at = clock_timestamp();
+        if not found then
+          insert into bcms_event_notified (at) values (clock_timestamp());
+        end if;
         perform pg_notify('bcms_events', '');
       end if;
     end $$`);
@@ -146,5 +157,5 @@ exports.down = async function down(knex) {
   await knex.raw('drop function if exists bcms_record_write()');
   await knex.raw('drop function if exists bcms_emit_event(text, text, jsonb)');
   await knex.raw('drop function if exists bcms_record_event(text, text, text, jsonb)');
-  for (const table of ['bcms_job_runs', 'bcms_jobs', 'bcms_event_deliveries', 'bcms_events', 'bcms_event_handlers']) await knex.schema.dropTableIfExists(table);
+  for (const table of ['bcms_event_notified', 'bcms_job_runs', 'bcms_jobs', 'bcms_event_deliveries', 'bcms_events', 'bcms_event_handlers']) await knex.schema.dropTableIfExists(table);
 };
