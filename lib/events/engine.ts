@@ -164,9 +164,9 @@ export class EventsAndJobs {
     this.closed = true;
     LIVE_INSTANCES.delete(this.instance);
     if (this.keepAlive !== undefined) clearInterval(this.keepAlive);
-    await this.updating;
     // A run that lasts longer is left to its lease: another instance takes the delivery again.
-    const waited = Promise.all([this.deliveries.close(), this.scheduler.close()]);
+    // An update under way is waited for as long (a database the host closed first never answers).
+    const waited = Promise.all([this.updating, this.deliveries.close(), this.scheduler.close()]);
     await Promise.race([waited, new Promise((resolve) => setTimeout(resolve, CLOSE_WAIT_MS).unref())]);
   }
 }

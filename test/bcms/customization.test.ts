@@ -1,13 +1,10 @@
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
 import { rewriteBcmsImports } from '../../lib/bcms/port/imports';
-import { main } from '../../lib/cli/main';
-import { buildApp, type TestApp } from '../support/app';
+import { listeningTestApp } from '../support/app';
+import { builtCli, runCli } from '../support/cli';
 import { sharedTestDatabase } from '../support/database';
 import { linkProjectModules, signed } from '../support/deploy';
 import { hmacKey } from '../support/signature';
@@ -18,29 +15,12 @@ import { copyBcmsV3Fixture } from './support/bcms-v3';
 // layout and with BCMS's import paths; here a fixture written in that idiom) is ported with
 // bcms-ext port, bundled and deployed with no hand edits.
 
-const ROOT = path.resolve(__dirname, '..', '..');
-const BIN = path.join(ROOT, 'dist', 'cli', 'bin.js');
 const made: string[] = [];
 afterAll(() => {
   for (const dir of made) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-/** The built CLI in the project, with a user's environment (no NODE_OPTIONS of jest's). */
-function cli(args: string[], cwd: string) {
-  const result = spawnSync(process.execPath, [BIN, ...args], { cwd, encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' }, timeout: 180_000 });
-  return { status: result.status, out: result.stdout, all: `${result.stdout}${result.stderr}` };
-}
-
-let t: TestApp;
-let server: Server;
-let url: string;
-beforeAll(async () => {
-  t = await buildApp({});
-  server = t.app.listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-});
-afterAll(() => new Promise((resolve) => server.close(resolve)));
+const service = listeningTestApp({});
 
 test("BCMS's import paths of events and jobs become bcms-extensions", () => {
   const source = [
@@ -69,7 +49,7 @@ test("BCMS's customization example (a function, an event and a job): port, bundl
   const sources = ['src/functions/site-status.ts', 'src/events/entry-audit.ts', 'src/jobs/nightly-report.ts'];
   const original = Object.fromEntries(sources.map((file) => [file, before(file)]));
 
-  const ported = cli(['port'], dir);
+  const ported = builtCli(['port'], dir);
   expect(ported.all).toMatch(/^Ported \. \(a BCMS v3 functions project\) to bcms-extensions:\n/);
   expect(ported.out).toContain('  src/events/entry-audit.ts: 2 imports of @becomes/cms-backend/src/event, @becomes/cms-backend/src/types → bcms-extensions\n');
   expect(ported.out).toContain('  src/jobs/nightly-report.ts: 1 import of @becomes/cms-backend/src/job → bcms-extensions\n');
@@ -86,7 +66,7 @@ test("BCMS's customization example (a function, an event and a job): port, bundl
   }
 
   linkProjectModules(dir);
-  const bundled = cli(['bundle'], dir);
+  const bundled = builtCli(['bundle'], dir);
   expect(bundled.all).toMatch(
     /^Type-checking src\/\.\.\. ok\nBundling src\/functions\/site-status\.ts\.\.\. [\d.]+ KB\nBundling src\/events\/entry-audit\.ts\.\.\. [\d.]+ KB\nBundling src\/jobs\/nightly-report\.ts\.\.\. [\d.]+ KB\n/,
   );
@@ -94,29 +74,27 @@ test("BCMS's customization example (a function, an event and a job): port, bundl
   expect(fs.readdirSync(path.join(dir, 'bcms-bundle')).sort()).toEqual(['event-entry-audit.json', 'function-site-status.json', 'job-nightly-report.json']);
 
   const key = await hmacKey((await sharedTestDatabase()).knex, [], { deploy: true, name: 'customization deployer' });
-  fs.writeFileSync(path.join(dir, '.env'), `BCMS_URL=${url}\nBCMS_KEY_ID=${key.keyId}\nBCMS_KEY_SECRET="${key.secret}"\n`);
-  const out: string[] = [];
-  const err: string[] = [];
-  const status = await main(['deploy'], { out: (text) => void out.push(text), err: (text) => void err.push(text), env: {}, cwd: dir });
-  expect(err.join('')).toBe('');
-  expect(out.join('')).toMatch(
+  fs.writeFileSync(path.join(dir, '.env'), `BCMS_URL=http://127.0.0.1:${service.port}\nBCMS_KEY_ID=${key.keyId}\nBCMS_KEY_SECRET="${key.secret}"\n`);
+  const { status, out, err } = await runCli(['deploy'], {}, dir);
+  expect(err).toBe('');
+  expect(out).toMatch(
     /^Deploying event entry-audit 1\.0\.0 \([\d.]+ KB\) to http:\/\/127\.0\.0\.1:\d+\.\.\. live\.\nDeploying function site-status 1\.0\.0 .*\.\.\. live\.\nDeploying job nightly-report 1\.0\.0 .*\.\.\. live\.\n$/,
   );
   expect(status).toBe(0);
 
   // The function answers over HTTP; the event and the job are live, as the deployments list says.
-  const called = await request(t.app).post('/api/function/site-status');
+  const called = await request(service.t.app).post('/api/function/site-status');
   expect(called.body).toEqual({ success: true, result: { up: true, uptimeSeconds: expect.any(Number) } });
-  const listed = (await signed(t.app, 'GET', '/api/extensions/deployments', key)).body.deployments as { kind: string; name: string; active: boolean; state?: string; project: string }[];
+  const listed = (await signed(service.t.app, 'GET', '/api/extensions/deployments', key)).body.deployments as { kind: string; name: string; active: boolean; state?: string; project: string }[];
   expect(listed.filter((d) => d.project === 'site-customization' && d.active).map(({ kind, name, state }) => ({ kind, name, state }))).toEqual([
     { kind: 'event', name: 'entry-audit', state: 'running' },
     { kind: 'function', name: 'site-status', state: 'running' },
     { kind: 'job', name: 'nightly-report', state: 'running' },
   ]);
   // The event handler runs, in its isolate, for an entry written afterwards.
-  const [{ id: templateId }] = await t.router.db('bcms_templates').insert({ name: `customization_${Date.now()}` }).returning('id');
-  const entry = await t.router.repo.entry.add({ templateId });
-  const delivered = async () => t.router.db('bcms_event_deliveries').where({ handler: 'entry-audit', doc: `ENTRY:${entry._id}`, status: 'delivered' }).first();
+  const [{ id: templateId }] = await service.t.router.db('bcms_templates').insert({ name: `customization_${Date.now()}` }).returning('id');
+  const entry = await service.t.router.repo.entry.add({ templateId });
+  const delivered = async () => service.t.router.db('bcms_event_deliveries').where({ handler: 'entry-audit', doc: `ENTRY:${entry._id}`, status: 'delivered' }).first();
   for (let waited = 0; (await delivered()) === undefined && waited < 20_000; waited += 100) await new Promise((resolve) => setTimeout(resolve, 100));
   expect(await delivered()).toEqual(expect.objectContaining({ attempts: 1, error: null }));
 }, 240_000);
