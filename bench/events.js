@@ -55,46 +55,49 @@ async function writesFor(router, templateId, seconds) {
 /**
  * Rounds of writes alternate: no handler recorded, then one ENTRY/ALL handler delivering as the
  * writes go (each round waits, untimed, for the deliveries left over). The machine is noisy: the
- * median of the rounds' ratios is given.
+ * median of the rounds' ratios is given. `load(plain, templateId)` writes for WRITE_SECONDS through
+ * `plain` (a router with no handler) and resolves to its writes a second.
  */
-async function writesWithAndWithout(url) {
-  const plain = bcmsExtensions({}, { database: url, logger: quiet });
+async function writesWithAndWithout(url, load) {
+  const secret = 'bench-secret-with-enough-length-123';
+  const plain = bcmsExtensions({}, { database: url, logger: quiet, jwt: { secret } });
   await plain.ready;
   const [{ id: templateId }] = await plain.db('bcms_templates').insert({ name: 'writes' }).returning('id');
   let delivered = 0;
   const noop = createBcmsEvent(async () => ({ name: 'bench-all-entries', config: { scope: 'ENTRY', method: 'ALL' }, handler: async () => void (delivered += 1) }));
   const ratios = [];
   const lags = [];
-  for (let round = 0; round < WRITE_ROUNDS; round++) {
-    await plain.db('bcms_event_handlers').delete();
-    const none = await writesFor(plain, templateId, WRITE_SECONDS);
-    const subscribed = bcmsExtensions({ events: [noop] }, { database: url, logger: quiet });
-    await subscribed.ready;
-    delivered = 0;
-    const one = await writesFor(plain, templateId, WRITE_SECONDS);
-    lags.push(1 - delivered / (one * WRITE_SECONDS));
-    while (delivered < one * WRITE_SECONDS) await sleep(20);
-    await subscribed.close();
-    ratios.push(one / none);
+  try {
+    for (let round = 0; round < WRITE_ROUNDS; round++) {
+      await plain.db('bcms_event_handlers').delete();
+      const none = await load(plain, templateId, secret);
+      const subscribed = bcmsExtensions({ events: [noop] }, { database: url, logger: quiet });
+      await subscribed.ready;
+      delivered = 0;
+      const one = await load(plain, templateId, secret);
+      lags.push(1 - delivered / (one * WRITE_SECONDS));
+      while (delivered < one * WRITE_SECONDS) await sleep(20);
+      await subscribed.close();
+      ratios.push(one / none);
+    }
+  } finally {
+    await plain.close();
   }
-  await plain.close();
-  const median = percentile(ratios, 50);
-  return { ratio: median, ratios, undeliveredAtRoundEnd: percentile(lags, 50) };
+  return { ratio: percentile(ratios, 50), ratios, undeliveredAtRoundEnd: percentile(lags, 50) };
 }
 
+/** Through the host's repo, 8 writes at a time. */
+const throughRepo = (plain, templateId) => writesFor(plain, templateId, WRITE_SECONDS);
+
 /**
- * The same rounds over HTTP: the SDK's route a plugin UI writes an entry with
+ * Over HTTP: the SDK's route a plugin UI writes an entry with
  * (`POST /api/extensions/templates/:id/entries`, an ADMIN token), 8 connections of autocannon.
  */
-async function httpWritesWithAndWithout(url) {
-  const secret = 'bench-secret-with-enough-length-123';
-  const plain = bcmsExtensions({}, { database: url, logger: quiet, jwt: { secret } });
-  await plain.ready;
+async function overHttp(plain, templateId, secret) {
   const server = express().use(plain).listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
-  const [{ id: templateId }] = await plain.db('bcms_templates').insert({ name: 'http_writes' }).returning('id');
   const token = jwt.sign({ userId: 'bench', rls: [{ name: 'ADMIN', permissions: [{ name: 'READ' }, { name: 'WRITE' }] }] }, secret, { algorithm: 'HS256', expiresIn: '1h' });
-  const load = async () => {
+  try {
     const result = await autocannon({
       url: `http://127.0.0.1:${server.address().port}/api/extensions/templates/${templateId}/entries`,
       method: 'POST',
@@ -105,24 +108,9 @@ async function httpWritesWithAndWithout(url) {
     });
     if (result.non2xx > 0) throw new Error(`bench/events.js: ${result.non2xx} writes over HTTP were refused`);
     return result['2xx'] / WRITE_SECONDS;
-  };
-  let delivered = 0;
-  const noop = createBcmsEvent(async () => ({ name: 'bench-all-entries-http', config: { scope: 'ENTRY', method: 'ALL' }, handler: async () => void (delivered += 1) }));
-  const ratios = [];
-  for (let round = 0; round < WRITE_ROUNDS; round++) {
-    await plain.db('bcms_event_handlers').delete();
-    const none = await load();
-    const subscribed = bcmsExtensions({ events: [noop] }, { database: url, logger: quiet });
-    await subscribed.ready;
-    delivered = 0;
-    const one = await load();
-    while (delivered < one * WRITE_SECONDS) await sleep(20);
-    await subscribed.close();
-    ratios.push(one / none);
+  } finally {
+    server.close();
   }
-  server.close();
-  await plain.close();
-  return { ratio: percentile(ratios, 50), ratios };
 }
 
 /** Writes at `rate` a second; `started` maps an entry id to its handler's start (ms since epoch), filled by whoever handles it. */
@@ -154,14 +142,14 @@ async function main() {
 
   // 1. Writes a second, with and without a handler.
   const urlW = await schemaUrl(base, 'bcms_bench_events_writes');
-  results.writes = await writesWithAndWithout(urlW);
+  results.writes = await writesWithAndWithout(urlW, throughRepo);
   console.log(
     `events: entry writes a second, one ENTRY/ALL handler vs none: ${results.writes.ratio.toFixed(2)}x, the median of ${WRITE_ROUNDS} rounds ` +
       `(${results.writes.ratios.map((r) => r.toFixed(2)).join(', ')}; at a round's end ${(results.writes.undeliveredAtRoundEnd * 100).toFixed(0)}% of its writes were still to be delivered; target >= 0.85x)`,
   );
 
   const urlH = await schemaUrl(base, 'bcms_bench_events_http_writes');
-  results.httpWrites = await httpWritesWithAndWithout(urlH);
+  results.httpWrites = await writesWithAndWithout(urlH, overHttp);
   console.log(
     `events: entry writes a second over HTTP (the SDK's route), one ENTRY/ALL handler vs none: ${results.httpWrites.ratio.toFixed(2)}x, the median of ${WRITE_ROUNDS} rounds ` +
       `(${results.httpWrites.ratios.map((r) => r.toFixed(2)).join(', ')}; target >= 0.85x)`,
