@@ -9,6 +9,12 @@
 const UNFINISHED = "status in ('pending', 'retrying', 'running')";
 /** The largest payload an emit takes, in bytes of its JSON (lib/events/emit.ts says so first). */
 const EMIT_PAYLOAD_LIMIT = 1024 * 1024;
+/**
+ * The handlers an event of (p_scope, p_method) is delivered to: active (a registry one named by an
+ * instance within the hour), of its scope or ALL, of its method or ALL.
+ */
+const MATCHING = `where h.active and (h.source = 'deployed' or h.seen_at > clock_timestamp() - interval '1 hour')
+  and (h.scope = 'ALL' or h.scope = p_scope) and (h.method = 'ALL' or h.method = p_method)`;
 /** At most one NOTIFY in this many milliseconds. */
 const NOTIFY_GAP_MS = 10;
 
@@ -86,18 +92,12 @@ exports.up = async function up(knex) {
     declare
       event_id bigint;
     begin
-      if not exists (
-        select 1 from bcms_event_handlers h
-        where h.active and (h.source = 'deployed' or h.seen_at > clock_timestamp() - interval '1 hour')
-          and (h.scope = 'ALL' or h.scope = p_scope) and (h.method = 'ALL' or h.method = p_method)
-      ) then
+      if not exists (select 1 from bcms_event_handlers h ${MATCHING}) then
         return;
       end if;
       insert into bcms_events (scope, method, doc, payload) values (p_scope, p_method, p_doc, p_payload) returning id into event_id;
       insert into bcms_event_deliveries (event_id, handler, doc)
-        select event_id, h.name, p_doc from bcms_event_handlers h
-        where h.active and (h.source = 'deployed' or h.seen_at > clock_timestamp() - interval '1 hour')
-          and (h.scope = 'ALL' or h.scope = p_scope) and (h.method = 'ALL' or h.method = p_method);
+        select event_id, h.name, p_doc from bcms_event_handlers h ${MATCHING};
       -- NOTIFY serializes the commits of the transactions that send it (Postgres takes one lock
       -- for them all at commit), and wakes every listening session of the database: one
       -- notification in ${NOTIFY_GAP_MS} ms, from one transaction at a time, is enough to wake every instance,

@@ -143,11 +143,9 @@ export class EventsAndJobs {
   private update(): Promise<void> {
     this.updating = this.updating.then(async () => {
       if (this.closed) return;
-      const events = [...this.registry.events];
-      const jobs = [...this.registry.jobs];
-      const taken = new Set([...events, ...jobs].map((entry) => entry.name));
-      for (const [name, event] of this.deployed?.deployedEvents() ?? []) if (!taken.has(name)) events.push({ name, source: 'deployed', event });
-      for (const [name, job] of this.deployed?.deployedJobs() ?? []) if (!taken.has(name)) jobs.push({ name, source: 'deployed', job });
+      // LiveExtensions leaves out deployed ones named like the registry's (setRegistryNames).
+      const events = [...this.registry.events, ...[...(this.deployed?.deployedEvents() ?? [])].map(([name, event]) => ({ name, source: 'deployed' as const, event }))];
+      const jobs = [...this.registry.jobs, ...[...(this.deployed?.deployedJobs() ?? [])].map(([name, job]) => ({ name, source: 'deployed' as const, job }))];
       try {
         await Promise.all([this.deliveries.serve(events), this.scheduler.serve(jobs)]);
       } catch (error) {
