@@ -71,23 +71,34 @@ class BoundedQuery extends (pg.Query as unknown as new (config: pg.QueryConfig, 
 export function runBounded(connection: object, sql: string, values: unknown[], rowMode: 'array' | undefined, limits: StatementLimits, cancel: () => Promise<void>): Promise<pg.QueryResult> {
   return new Promise((resolve, reject) => {
     let timedOut = false;
+    // A cancel asked for reaches whatever statement the session runs when it arrives: if this one
+    // ended first, the connection's next statement would be cancelled in its place. So the
+    // statement is answered only once its cancel went out (a session that is idle ignores one).
+    let cancelling: Promise<void> | undefined;
+    const cancelOnce = (): void => {
+      cancelling ??= cancel().catch(() => {});
+    };
     const timer = setTimeout(() => {
       timedOut = true;
-      void cancel();
+      cancelOnce();
     }, limits.timeoutMs);
     timer.unref();
+    const answer = (error: Error | null, result: pg.QueryResult): void => {
+      if (query.over) return reject(new BcmsHttpError('TOO_LARGE', `The query's result is larger than the ${Math.round(limits.maxBytes / 1024 / 1024)} MB an extension may read at once: select fewer rows or columns (a limit, a page).`));
+      if (error !== null && timedOut) return reject(new Error(`The statement ran past its time-out of ${limits.timeoutMs} ms and was cancelled.`));
+      if (error !== null) return reject(error);
+      resolve(result);
+    };
     const config: pg.QueryConfig & { queryMode: 'extended'; rowMode?: 'array' } = { text: sql, values, queryMode: 'extended', ...(rowMode === undefined ? {} : { rowMode }) };
     const query = new BoundedQuery(
       config,
       (error, result) => {
         clearTimeout(timer);
-        if (query.over) return reject(new BcmsHttpError('TOO_LARGE', `The query's result is larger than the ${Math.round(limits.maxBytes / 1024 / 1024)} MB an extension may read at once: select fewer rows or columns (a limit, a page).`));
-        if (error !== null && timedOut) return reject(new Error(`The statement ran past its time-out of ${limits.timeoutMs} ms and was cancelled.`));
-        if (error !== null) return reject(error);
-        resolve(result);
+        if (cancelling === undefined) answer(error, result);
+        else void cancelling.then(() => answer(error, result));
       },
       limits.maxBytes,
-      () => void cancel(),
+      cancelOnce,
     );
     (connection as Submitted).query(query);
   });

@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import express from 'express';
 import knexFactory from 'knex';
+import pg from 'pg';
 import request from 'supertest';
 import { bcmsExtensions, createBcmsFunction, type BcmsExtensionsRouter } from '../../lib';
 import { main } from '../../lib/cli/main';
 import { prepareExtensionRole } from '../../lib/db/extension-role';
 import { migrate } from '../../lib/db/migrate';
+import { runBounded } from '../../lib/isolate/bounded-query';
 import { memoryLogger } from '../support/app';
 import { backends, openTestDatabase, serverSchema, type Backend, type TestDatabase } from '../support/database';
 import { deploy, functionSource, signed, type DeployKey } from '../support/deploy';
@@ -490,6 +492,26 @@ describe('how extension code connects', () => {
     }
     expect((await request(app).post('/api/function/hostile').send({ steps: [{ sql: 'select 1 as one' }] })).body.result).toEqual([{ rows: [{ one: 1 }] }]);
   }, 60_000);
+
+  test("a cancel that goes out after its statement ended (the result's end arrived first) does not cancel the connection's next statement", async () => {
+    const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
+    const canceller = new pg.Client({ connectionString: process.env.DATABASE_URL });
+    await Promise.all([client.connect(), canceller.connect()]);
+    try {
+      const pid = ((await client.query('select pg_backend_pid() as pid')) as { rows: { pid: number }[] }).rows[0]?.pid;
+      // A slow cancel, as under load (it asks from another session, which may wait for its connection).
+      const cancel = async (): Promise<void> => {
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        await canceller.query('select pg_cancel_backend($1)', [pid]);
+      };
+      const limits = { maxBytes: 100_000, timeoutMs: 10_000 };
+      await expect(runBounded(client, "select repeat('x', 100000) as v from generate_series(1, 10)", [], undefined, limits, cancel)).rejects.toMatchObject({ code: 'TOO_LARGE' });
+      const next = await runBounded(client, 'select pg_sleep(0.6), 1 as one', [], undefined, limits, cancel);
+      expect(next.rows).toEqual([{ pg_sleep: '', one: 1 }]);
+    } finally {
+      await Promise.all([client.end(), canceller.end()]);
+    }
+  });
 
   test('a transaction begun outside any call, its statement_timeout set to 0 and an exclusive lock held, is cancelled and rolled back past the time-out', async () => {
     const marker = `bcms_lock_${randomBytes(4).toString('hex')}`;
