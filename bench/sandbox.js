@@ -37,6 +37,7 @@ function services(sandbox) {
     memoryMb: 256,
     env: {},
     loadTimeoutMs: 10_000,
+    closing: new AbortController().signal,
     filesDir,
     layerModules: [],
     publish() {},

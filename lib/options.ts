@@ -34,6 +34,13 @@ export interface BcmsExtensionsOptions {
   /** A plugin handler that runs longer is answered 504 `{ message }` (and its isolate, if it has one, ended). Default 30000. */
   pluginTimeoutMs?: number;
   /**
+   * How long a deployed version may take to load (its top-level code, a factory, a setup): in an
+   * isolate, this much CPU time (up to six times it in wall time on a busy machine), then the
+   * isolate is ended; in the service's process (`isolate: 'none'`), this much wall time. Past it the
+   * deploy answers 422 `BUNDLE_LOAD_TIMEOUT`. Default 10000.
+   */
+  loadTimeoutMs?: number;
+  /**
    * Where extension code runs: `'deployed'` (deployed bundles in isolates, the registry in the
    * service's process), `'all'` (the registry too), `'none'` (everything in the service's process).
    * Default `'deployed'`.
@@ -123,6 +130,7 @@ export interface ResolvedOptions {
   readonly functionTimeoutMs: number;
   readonly jobTimeoutMs: number;
   readonly pluginTimeoutMs: number;
+  readonly loadTimeoutMs: number;
   readonly isolate: 'deployed' | 'all' | 'none';
   readonly extensionMemoryMb: number;
   readonly extensionAnswerMb: number;
@@ -155,6 +163,7 @@ export const defaultOptions = Object.freeze({
   functionTimeoutMs: 30_000,
   jobTimeoutMs: 300_000,
   pluginTimeoutMs: 30_000,
+  loadTimeoutMs: 10_000,
   isolate: 'deployed',
   extensionMemoryMb: 256,
   extensionAnswerMb: 16,
@@ -164,7 +173,7 @@ export const defaultOptions = Object.freeze({
 });
 
 const KNOWN = new Set([
-  'jwt', 'database', 'signature', 'bodyLimit', 'bodyTimeoutMs', 'functionTimeoutMs', 'jobTimeoutMs', 'pluginTimeoutMs', 'logger', 'admin',
+  'jwt', 'database', 'signature', 'bodyLimit', 'bodyTimeoutMs', 'functionTimeoutMs', 'jobTimeoutMs', 'pluginTimeoutMs', 'loadTimeoutMs', 'logger', 'admin',
   'isolate', 'extensionMemoryMb', 'extensionAnswerMb', 'extensionEnv', 'sandbox', 'extensionPermissions', 'extensionPool', 'deployments', 'files', 'secretsKey', 'deploy', 'keys', 'openapi', 'rateLimit',
 ]);
 
@@ -208,6 +217,7 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined, env: 
   const jobTimeoutMs = positiveInteger(options.jobTimeoutMs ?? defaultOptions.jobTimeoutMs, 'jobTimeoutMs', 'milliseconds');
   const bodyTimeoutMs = positiveInteger(options.bodyTimeoutMs ?? defaultOptions.bodyTimeoutMs, 'bodyTimeoutMs', 'milliseconds');
   const pluginTimeoutMs = positiveInteger(options.pluginTimeoutMs ?? defaultOptions.pluginTimeoutMs, 'pluginTimeoutMs', 'milliseconds');
+  const loadTimeoutMs = positiveInteger(options.loadTimeoutMs ?? defaultOptions.loadTimeoutMs, 'loadTimeoutMs', 'milliseconds');
   const extensionMemoryMb = positiveInteger(options.extensionMemoryMb ?? defaultOptions.extensionMemoryMb, 'extensionMemoryMb', 'megabytes');
   const extensionAnswerMb = positiveInteger(options.extensionAnswerMb ?? defaultOptions.extensionAnswerMb, 'extensionAnswerMb', 'megabytes');
   // An answer crosses as one JSON text, and a JavaScript string holds at most about 512 MB.
@@ -240,6 +250,7 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined, env: 
     bodyTimeoutMs,
     functionTimeoutMs,
     jobTimeoutMs,
+    loadTimeoutMs,
     pluginTimeoutMs,
     isolate,
     extensionMemoryMb,

@@ -3,7 +3,8 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { openDatabase, type DatabaseOption } from './db/connection';
 import { createRepository } from './db/repository';
 import { ContentStore } from './db/store';
-import { Deployments } from './deploy/deployments';
+import { loadInProcess } from './deploy/deployed';
+import { Deployments, type StartDeployment } from './deploy/deployments';
 import { LiveExtensions } from './deploy/live';
 import { createDeployRoutes, DEPLOYMENTS_PATH } from './deploy/routes';
 import { IdempotencyLedger } from './function/idempotency';
@@ -85,7 +86,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
 
   // Isolates: what deployed code (and, with `isolate: 'all'`, the registry's) runs in. Deployments go live by swapping the live tables.
   const isolation = new Isolation(settings, { store, verifyAccessToken, verifyPluginKey, events, sandbox: sandbox.choice });
-  const start = settings.isolate === 'none' ? undefined : isolation.deployment.bind(isolation);
+  const start: StartDeployment = settings.isolate === 'none' ? (deployment) => loadInProcess(deployment, settings.loadTimeoutMs) : (deployment) => isolation.deployment(deployment);
   const deployments = new Deployments({ store, live, ui, logger, start, enabled: settings.deployments === 'on', trusted: settings.trustedKeys, refused: sandbox.refused });
   // Settles only once both are done, so that a refused registry leaves no migration running behind it.
   const started = store.start();
@@ -167,8 +168,10 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     close: async () => {
       await admission.close(); // new requests refused (503), those under way answered
       await eventsAndJobs.close(); // no more deliveries or ticks claimed here
-      // Loads under way finish, then every isolate is ended, before the database closes under them.
-      await deployments.close();
+      // Loads under way are ended (deployments first told it is closing, so as not to record them failed), then every isolate, before the database closes under them.
+      const deployed = deployments.close();
+      isolation.stopLoading();
+      await deployed;
       await ready.catch(() => {});
       await isolation.close();
       await Promise.all([layers.close(), idempotency.close(), limits.close()]);

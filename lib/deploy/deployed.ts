@@ -233,6 +233,8 @@ export class DeployedExtensions {
       this.deps.logger.info({ kind: deployment.kind, name: deployment.name, version: deployment.version }, 'bcms-extensions: deployment live');
       return { id: deployment.id, extension, ui };
     } catch (error) {
+      // Ended by close(): it says nothing of the version.
+      if (this.closed) return undefined;
       // It loaded where it was deployed; here it does not: what this instance had keeps serving, and it says so.
       const message = (error as Error)?.message ?? String(error);
       this.failures.set(deployment.id, message);
@@ -247,16 +249,13 @@ export class DeployedExtensions {
 const LOAD_RETRIES = 2;
 const LOAD_RETRY_MS = 1_000;
 
-/** How long a deployment may take to load (its top-level code, a factory, a setup). */
-export const LOAD_TIMEOUT_MS = 10_000;
-
 /**
- * `isolate: 'none'`: a version loaded in the service's own process, within LOAD_TIMEOUT_MS (past it
- * the service stops waiting, though the code runs on: it cannot be stopped there).
+ * `isolate: 'none'`: a version loaded in the service's own process, within `loadTimeoutMs` of wall
+ * time (past it the service stops waiting, though the code runs on: it cannot be stopped there).
  */
-export function loadInProcess(deployment: ActiveDeployment): Promise<RunningExtension> {
+export function loadInProcess(deployment: ActiveDeployment, loadTimeoutMs: number): Promise<RunningExtension> {
   const { kind, name, version, code } = deployment;
-  return withDeadline(loadExtension(kind, name, code, bundleFilename(kind, name, version)), LOAD_TIMEOUT_MS, () => new Error(`it did not finish loading within ${LOAD_TIMEOUT_MS} ms`));
+  return withDeadline(loadExtension(kind, name, code, bundleFilename(kind, name, version)), loadTimeoutMs, () => new Error(`it did not finish loading within ${loadTimeoutMs} ms`));
 }
 
 export { activeDeployments };

@@ -1,7 +1,7 @@
 import type { ContentStore } from '../db/store';
 import type { Logger } from '../logger';
 import type { UiRoutes } from '../ui/assets';
-import { activeDeployments, DeployedExtensions, loadInProcess, type RunningExtension } from './deployed';
+import { activeDeployments, DeployedExtensions, type RunningExtension } from './deployed';
 import { listenForDeployments } from './listen';
 import type { LiveExtensions } from './live';
 import { assertTrusted, type TrustedKeys } from './signing';
@@ -25,8 +25,8 @@ export class Deployments {
       live: LiveExtensions;
       ui: UiRoutes;
       logger: Logger;
-      /** Isolates, or undefined for `isolate: 'none'`. */
-      start: StartDeployment | undefined;
+      /** How a version is loaded: in an isolate, or (`isolate: 'none'`) in the service's process. */
+      start: StartDeployment;
       /** `deployments: 'off'`: run none. */
       enabled: boolean;
       /** `deploy.trustedKeys`: a version no pinned key signed never runs here. */
@@ -36,13 +36,12 @@ export class Deployments {
     },
   ) {
     const { store, live, ui, logger, start, enabled, trusted } = deps;
-    const load = start ?? loadInProcess;
     this.deployed = new DeployedExtensions({
       read: () => store.run(() => activeDeployments(store.database.knex)),
       // Checked here, against this instance's own pinned keys, whatever the database holds.
       start: async (deployment) => {
         assertTrusted(deployment, deployment.signature, trusted, `Version ${deployment.version} of ${deployment.kind} "${deployment.name}"`);
-        return load(deployment);
+        return start(deployment);
       },
       recordFailure: (id, message) => store.run(() => recordLoadError(store.database.knex, id, message)),
       logger,
@@ -86,10 +85,15 @@ export class Deployments {
     return name === undefined ? undefined : this.deployed.pending('plugin', name);
   }
 
-  /** Stops listening; loads under way finish, then every deployed version is ended. */
+  /**
+   * Takes up nothing more from now on (at once, before it returns its promise); stops listening;
+   * loads under way finish (or fail, once the isolates' loads are stopped, recorded nowhere), then
+   * every deployed version is ended.
+   */
   async close(): Promise<void> {
     this.closed = true;
+    const ended = this.deployed.close();
     await this.stopListening?.();
-    await this.deployed.close();
+    await ended;
   }
 }

@@ -43,8 +43,10 @@ export interface IsolateServices {
   memoryMb: number;
   /** The whole environment of extension code (`extensionEnv`). */
   env: Readonly<Record<string, string>>;
-  /** Wall-clock limit of loading an extension, its top-level code and setups included. */
+  /** Limit of loading an extension, its top-level code and setups included (`loadTimeoutMs`: CPU time, see Isolate.load). */
   loadTimeoutMs: number;
+  /** Aborted when the service closes: a load under way is ended then rather than waited for. */
+  closing: AbortSignal;
   /** `files.dir`: each extension's isolates run in a folder of it (their cwd, where a layer's files land). */
   filesDir: string;
   /** The layers' isolate modules, each run in the isolate before extension code (lib/layer.ts). */
@@ -236,8 +238,17 @@ export class Isolate {
   load(kind: ExtensionKind, name: string, source: ExtensionSource): Promise<WireExtension> {
     const limit = this.services.loadTimeoutMs;
     const started = performance.now();
+    const { closing } = this.services;
+    let stop = (): void => {};
     return new Promise<WireExtension>((resolve, reject) => {
       let timer: NodeJS.Timeout;
+      stop = (): void => {
+        clearTimeout(timer);
+        this.loading = undefined;
+        reject(new ExtensionLoadError('BUNDLE_LOAD_FAILED', 'the service closed while it was loading'));
+      };
+      if (closing.aborted) return stop();
+      closing.addEventListener('abort', stop, { once: true });
       const check = (): void => {
         const usage = treeUsage(this.child.pid);
         if (usage !== undefined && usage.runnable && usage.cpuMs < limit && performance.now() - started < limit * LOAD_WALL_FACTOR) {
@@ -258,10 +269,12 @@ export class Isolate {
         reject: (error) => (clearTimeout(timer), reject(error)),
       };
       this.post({ t: 'load', kind, name, source, answerLimit: this.services.answerLimit });
-    }).catch((error: unknown) => {
-      this.end();
-      throw error;
-    });
+    })
+      .catch((error: unknown) => {
+        this.end();
+        throw error;
+      })
+      .finally(() => closing.removeEventListener('abort', stop));
   }
 
   /**

@@ -30,6 +30,8 @@ export const IDLE_ISOLATE_MS = 30_000;
 export class IsolatePool {
   private isolates: Isolate[] = [];
   private starting: Promise<Isolate> | undefined;
+  /** The isolate `starting` loads. */
+  private loading: Isolate | undefined;
   private closed = false;
   /** While the pool has more than one isolate: ends those idle past IDLE_ISOLATE_MS. */
   private shrinking: NodeJS.Timeout | undefined;
@@ -90,9 +92,11 @@ export class IsolatePool {
   private spawn(): Promise<Isolate> {
     this.starting ??= (async () => {
       const isolate = new Isolate(this.label, this.services, { kind: this.kind, name: this.name, source: this.source }, (gone, reason) => this.lost(gone, reason));
+      this.loading = isolate;
       try {
         await isolate.load(this.kind, this.name, this.source);
       } catch (error) {
+        if (this.closed) throw crashed('The extension was replaced.');
         this.services.logger.error({ extension: this.label, err: error }, 'bcms-extensions: an isolate could not load the extension');
         this.failed((error as Error)?.message ?? String(error));
         throw error;
@@ -104,7 +108,10 @@ export class IsolatePool {
       this.isolates.push(isolate);
       if (this.isolates.length > 1) this.shrinking ??= setInterval(() => this.shrink(), IDLE_ISOLATE_MS / 3).unref();
       return isolate;
-    })().finally(() => (this.starting = undefined));
+    })().finally(() => {
+      this.starting = undefined;
+      this.loading = undefined;
+    });
     return this.starting;
   }
 
@@ -180,6 +187,8 @@ export class IsolatePool {
     this.closed = true;
     clearInterval(this.shrinking);
     clearTimeout(this.restarting);
+    // One loading is not waited for: it was going to serve calls that no longer come.
+    this.loading?.end();
     await this.starting?.catch(() => {});
     const ending = this.isolates.map(async (isolate) => {
       while (isolate.isAlive && isolate.inFlight > 0) await new Promise((resolve) => setTimeout(resolve, 20));

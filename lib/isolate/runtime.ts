@@ -1,7 +1,7 @@
 import type { EventEmitter } from 'node:events';
 import { Module } from 'node:module';
 import type { ContentStore } from '../db/store';
-import { LOAD_TIMEOUT_MS, type RunningExtension } from '../deploy/deployed';
+import type { RunningExtension } from '../deploy/deployed';
 import type { LiveExtensions } from '../deploy/live';
 import { addedLayers } from '../layer';
 import { bundleFilename, type DeploymentKind } from '../deploy/load';
@@ -36,14 +36,15 @@ export class Isolation {
   private readonly services: IsolateServices;
   private readonly registry: RunningExtension[] = [];
   private closed = false;
+  private readonly closing = new AbortController();
 
   private readonly calls: IsolatedCallSettings;
 
   constructor(
-    settings: Pick<ResolvedOptions, 'logger' | 'extensionMemoryMb' | 'extensionAnswerMb' | 'extensionEnv' | 'extensionPermissions' | 'extensionPool' | 'pluginTimeoutMs' | 'functionTimeoutMs' | 'jobTimeoutMs' | 'bodyLimit' | 'bodyTimeoutMs' | 'filesDir'>,
+    settings: Pick<ResolvedOptions, 'logger' | 'extensionMemoryMb' | 'extensionAnswerMb' | 'extensionEnv' | 'extensionPermissions' | 'extensionPool' | 'pluginTimeoutMs' | 'functionTimeoutMs' | 'jobTimeoutMs' | 'loadTimeoutMs' | 'bodyLimit' | 'bodyTimeoutMs' | 'filesDir'>,
     deps: { store: ContentStore; verifyAccessToken: AccessTokenVerifier; verifyPluginKey: IdentifyPluginKey; events: EventEmitter; sandbox: SandboxChoice },
   ) {
-    const { logger, extensionMemoryMb: memoryMb, extensionAnswerMb, extensionEnv: env, extensionPermissions: permissions, pluginTimeoutMs, functionTimeoutMs, jobTimeoutMs, bodyLimit, bodyTimeoutMs, filesDir } = settings;
+    const { logger, extensionMemoryMb: memoryMb, extensionAnswerMb, extensionEnv: env, extensionPermissions: permissions, pluginTimeoutMs, functionTimeoutMs, jobTimeoutMs, loadTimeoutMs, bodyLimit, bodyTimeoutMs, filesDir } = settings;
     const { store, verifyAccessToken, verifyPluginKey, events } = deps;
     // An isolate may emit only the events its layers name, checked as they say (never 'error', which would throw here).
     const layers = addedLayers();
@@ -62,7 +63,7 @@ export class Isolation {
     const answerLimit = extensionAnswerMb * 1024 * 1024;
     // Extension sessions are bounded by the longest call: a statement, or a transaction left idle, cannot be a live call's past it.
     const bridge = new DatabaseBridge(store, { max: settings.extensionPool.max, timeoutMs: Math.max(functionTimeoutMs, pluginTimeoutMs) }, logger);
-    this.services = { logger, bridge, verifyAccessToken, verifyPluginKey, memoryMb, env, loadTimeoutMs: LOAD_TIMEOUT_MS, filesDir, layerModules, publish, answerLimit, logBudget: new LogBudget(logger), answerHeaders: new AnswerHeaderCheck(logger), sandbox: deps.sandbox, permissions };
+    this.services = { logger, bridge, verifyAccessToken, verifyPluginKey, memoryMb, env, loadTimeoutMs, closing: this.closing.signal, filesDir, layerModules, publish, answerLimit, logBudget: new LogBudget(logger), answerHeaders: new AnswerHeaderCheck(logger), sandbox: deps.sandbox, permissions };
     this.calls = { pluginTimeoutMs, functionTimeoutMs, jobTimeoutMs, bodyLimit, bodyTimeoutMs };
   }
 
@@ -127,9 +128,15 @@ export class Isolation {
     return { events: () => this.loadRegistryEvents(sources.events), jobs: () => this.loadRegistryJobs(sources.jobs) };
   }
 
+  /** Ends the isolates still loading (the service is closing): their loads fail at once, recorded nowhere. */
+  stopLoading(): void {
+    this.closing.abort();
+  }
+
   /** Ends the registry's isolates (deployed ones end with their deployments). */
   async close(): Promise<void> {
     this.closed = true;
+    this.stopLoading();
     await Promise.all(this.registry.map((extension) => extension.close?.()));
     await this.services.bridge.close();
   }

@@ -193,7 +193,7 @@ describe.each(backends())('events and jobs deployed (%s)', (backend) => {
       const live = new LiveExtensions([]);
       const deployed = new DeployedExtensions({
         read: () => activeDeployments(own.knex),
-        start: isolate === 'none' ? loadInProcess : (deployment) => isolation.deployment(deployment),
+        start: isolate === 'none' ? (deployment) => loadInProcess(deployment, 10_000) : (deployment) => isolation.deployment(deployment),
         recordFailure: async () => {},
         logger,
         swap: (set) => live.apply(set),
