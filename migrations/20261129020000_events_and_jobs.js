@@ -1,6 +1,6 @@
 'use strict';
 // Events and jobs (DESIGN.md "Events and jobs"). Events are an outbox: a write of an entry or a
-// template records its event, and a delivery per matching handler, in the write's own transaction
+// template records a delivery of its event per matching handler, in the write's own transaction
 // (a trigger, so that every path is covered: the SDK's routes, the host's store, extension code's
 // own session, plain SQL). Instances then claim deliveries with FOR UPDATE SKIP LOCKED, one
 // document's in commit order. Job runs are kept per (job, tick): the instance whose insert of a
@@ -29,19 +29,17 @@ exports.up = async function up(knex) {
     // A registry handler is kept by the instances that serve it; one no instance has named for an hour is given no more deliveries.
     table.timestamp('seen_at', { useTz: true }).notNullable().defaultTo(knex.raw('clock_timestamp()'));
   });
-  await knex.schema.createTable('bcms_events', (table) => {
+  // An event is its deliveries, one a matching handler, each with the event (a write then adds one
+  // row, not two): the deliveries of one event share its number.
+  await knex.raw('create sequence bcms_event_ids');
+  await knex.schema.createTable('bcms_event_deliveries', (table) => {
     table.bigIncrements('id');
+    table.bigInteger('event_id').notNullable();
+    table.text('handler').notNullable();
     table.text('scope').notNullable();
     table.text('method').notNullable();
     table.text('doc'); // `ENTRY:<id>`, `TEMPLATE:<id>`; null for a custom emit
     table.jsonb('payload');
-    table.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.raw('clock_timestamp()'));
-  });
-  await knex.schema.createTable('bcms_event_deliveries', (table) => {
-    table.bigIncrements('id');
-    table.bigInteger('event_id').notNullable(); // an event is kept while a delivery of it is (pruned together)
-    table.text('handler').notNullable();
-    table.text('doc');
     table.text('status').notNullable().defaultTo('pending'); // pending | running | retrying | delivered | failed
     table.integer('attempts').notNullable().defaultTo(0);
     table.timestamp('run_at', { useTz: true }).notNullable().defaultTo(knex.raw('clock_timestamp()'));
@@ -89,15 +87,14 @@ exports.up = async function up(knex) {
   await knex.raw(`
     create function bcms_record_event(p_scope text, p_method text, p_doc text, p_payload jsonb) returns void
     language plpgsql security definer ${searchPath} as $$
-    declare
-      event_id bigint;
     begin
-      if not exists (select 1 from bcms_event_handlers h ${MATCHING}) then
+      -- The event's number is taken once (a CTE with a volatile function is run once), by an event that has a handler.
+      with event as (select nextval('bcms_event_ids') as id)
+      insert into bcms_event_deliveries (event_id, handler, scope, method, doc, payload)
+        select event.id, h.name, p_scope, p_method, p_doc, p_payload from bcms_event_handlers h cross join event ${MATCHING};
+      if not found then
         return;
       end if;
-      insert into bcms_events (scope, method, doc, payload) values (p_scope, p_method, p_doc, p_payload) returning id into event_id;
-      insert into bcms_event_deliveries (event_id, handler, doc)
-        select event_id, h.name, p_doc from bcms_event_handlers h ${MATCHING};
       -- NOTIFY serializes the commits of the transactions that send it (Postgres takes one lock
       -- for them all at commit), and wakes every listening session of the database: one
       -- notification in ${NOTIFY_GAP_MS} ms, from one transaction at a time, is enough to wake every instance,
@@ -157,5 +154,6 @@ exports.down = async function down(knex) {
   await knex.raw('drop function if exists bcms_record_write()');
   await knex.raw('drop function if exists bcms_emit_event(text, text, jsonb)');
   await knex.raw('drop function if exists bcms_record_event(text, text, text, jsonb)');
-  for (const table of ['bcms_event_notified', 'bcms_job_runs', 'bcms_jobs', 'bcms_event_deliveries', 'bcms_events', 'bcms_event_handlers']) await knex.schema.dropTableIfExists(table);
+  for (const table of ['bcms_event_notified', 'bcms_job_runs', 'bcms_jobs', 'bcms_event_deliveries', 'bcms_event_handlers']) await knex.schema.dropTableIfExists(table);
+  await knex.raw('drop sequence if exists bcms_event_ids');
 };

@@ -198,9 +198,9 @@ export class EventDeliveries {
          update bcms_event_deliveries d
          set status = 'running', attempts = d.attempts + 1, started_at = clock_timestamp(),
              lease_until = clock_timestamp() + ? * interval '1 millisecond', instance = ?
-         from next, bcms_events e
-         where d.id = next.id and e.id = d.event_id
-         returning d.id, d.handler, e.scope, e.method, e.doc, e.payload`,
+         from next
+         where d.id = next.id
+         returning d.id, d.handler, d.scope, d.method, d.doc, d.payload`,
         [names, limit, this.options.timeoutMs + LEASE_MARGIN_MS, this.options.instance],
       )) as { rows: (Omit<Claimed, 'id'> & { id: string | number })[] };
       return rows.map((row) => ({ ...row, id: String(row.id) }));

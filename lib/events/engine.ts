@@ -104,8 +104,8 @@ export class EventsAndJobs {
   }
 
   /**
-   * Finished deliveries and job runs are kept for a week (the lists show them), then deleted, and
-   * the events none of whose deliveries is left with them; unfinished ones are kept until finished,
+   * Finished deliveries (each holds its event) and job runs are kept for a week (the lists show
+   * them), then deleted; unfinished ones are kept until finished,
    * or for a week when no handler will take them (undeployed, or served by no instance). A run
    * whose instance ended mid-run is marked failed once its lease ran out. Any instance may prune:
    * doing it twice does nothing more.
@@ -114,7 +114,6 @@ export class EventsAndJobs {
     await this.store.run(async (db) => {
       const before = db.raw(`clock_timestamp() - ? * interval '1 day'`, [RETENTION_DAYS]);
       await db('bcms_event_deliveries').whereIn('status', ['delivered', 'failed']).where('finished_at', '<', before).delete();
-      await db('bcms_events').where('created_at', '<', before).whereNotExists(db('bcms_event_deliveries').select(db.raw('1')).whereRaw('bcms_event_deliveries.event_id = bcms_events.id')).delete();
       await db('bcms_job_runs').whereNot('status', 'running').where('started_at', '<', before).delete();
       // Deliveries no handler will take: its handler undeployed, or no instance has served it, for a week.
       const gone = db('bcms_event_handlers').select('name').where('active', false).orWhere((where) => where.where('source', 'registry').andWhere('seen_at', '<', before));

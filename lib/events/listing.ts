@@ -108,20 +108,19 @@ export async function listEventHandlers(knex: Knex, query: { limit: number; hand
     .select('handler', 'status', knex.raw('count(*)::int as count'))
     .whereIn('handler', names)
     .groupBy('handler', 'status');
-  // Per handler, its `limit` newest (the (handler, id) index walked backwards), with its event's scope and method.
+  // Per handler, its `limit` newest (the (handler, id) index walked backwards).
   const recent =
     limit === 0
       ? { rows: [] }
       : await knex.raw(
           `select d.id, d.event_id, d.handler, d.doc, d.status, d.attempts, d.created_at, d.started_at, d.finished_at, d.duration_ms, d.run_at, d.error,
-                  e.scope, e.method
+                  d.scope, d.method
            from bcms_event_handlers h
            cross join lateral (
              select * from bcms_event_deliveries d
              where d.handler = h.name ${status === undefined ? '' : 'and d.status = ?'}
              order by d.id desc limit ?
            ) d
-           join bcms_events e on e.id = d.event_id
            where h.name = any(?::text[])
            order by h.name, d.id desc`,
           [...(status === undefined ? [] : [status]), limit, names],

@@ -16,15 +16,13 @@ export async function seedEventsAndJobs(knex: Knex): Promise<void> {
   ]);
   const statuses = ['delivered', 'failed', 'pending', 'retrying', 'running', 'delivered'] as const;
   for (let i = 0; i < 30; i++) {
-    const [event] = await knex('bcms_events')
-      .insert({ scope: 'ENTRY', method: i % 2 === 0 ? 'ADD' : 'UPDATE', doc: `ENTRY:e${i}`, payload: JSON.stringify({ n: i }), created_at: minutesAgo(60 - i) })
-      .returning('id');
+    const eventId = ((await knex.raw("select nextval('bcms_event_ids') as id")) as { rows: { id: string }[] }).rows[0]?.id;
+    const event = { event_id: eventId, scope: 'ENTRY', method: i % 2 === 0 ? 'ADD' : 'UPDATE', doc: `ENTRY:e${i}`, payload: JSON.stringify({ n: i }) };
     const status = statuses[i % statuses.length] as (typeof statuses)[number];
     const finished = status === 'delivered' || status === 'failed';
     await knex('bcms_event_deliveries').insert({
-      event_id: event.id,
+      ...event,
       handler: 'entry-log',
-      doc: `ENTRY:e${i}`,
       status,
       attempts: status === 'failed' ? 5 : status === 'pending' ? 0 : 1,
       run_at: finished ? minutesAgo(60 - i) : LATER,
@@ -36,7 +34,7 @@ export async function seedEventsAndJobs(knex: Knex): Promise<void> {
       error: status === 'failed' || status === 'retrying' ? `Error: boom ${i}` : null,
     });
     if (i < 3) {
-      await knex('bcms_event_deliveries').insert({ event_id: event.id, handler: 'audit', doc: `ENTRY:e${i}`, status: 'failed', attempts: 5, error: `TypeError: audit ${i}`, finished_at: minutesAgo(1), duration_ms: 7 });
+      await knex('bcms_event_deliveries').insert({ ...event, handler: 'audit', status: 'failed', attempts: 5, error: `TypeError: audit ${i}`, finished_at: minutesAgo(1), duration_ms: 7 });
     }
   }
   await knex('bcms_jobs').insert([
