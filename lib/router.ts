@@ -11,7 +11,7 @@ import { IdempotencyLedger } from './function/idempotency';
 import { checkFunctionModules } from './function/load';
 import { createFunctionServer, readFunctionBody, writeFunctionResult } from './function/serve';
 import { createDispatch } from './http/dispatch';
-import { errorHandler } from './http/errors';
+import { errorHandler, isClosing } from './http/errors';
 import { Admission } from './http/closing';
 import { createExchange } from './http/exchange';
 import { toBcmsLogger } from './handler-logger';
@@ -99,7 +99,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
       return eventsAndJobs.start(live); // once its handlers are recorded: a write from then on reaches them
     });
   // The refusal is logged even when the host never awaits `ready`, and is not an unhandled rejection.
-  ready.catch((error: unknown) => logger.error({ err: error }, 'bcms-extensions: the router could not start (a registry that cannot work, or a database it cannot migrate)'));
+  ready.catch((error: unknown) => isClosing(error) || logger.error({ err: error }, 'bcms-extensions: the router could not start (a registry that cannot work, or a database it cannot migrate)'));
 
   // The request path. Requests under way when close() begins are answered; later ones get 503 SERVICE_CLOSING.
   const admission = new Admission(logger, bodyTimeoutMs + Math.max(settings.functionTimeoutMs, settings.pluginTimeoutMs));

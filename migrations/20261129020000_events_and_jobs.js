@@ -88,7 +88,7 @@ exports.up = async function up(knex) {
     create function bcms_record_event(p_scope text, p_method text, p_doc text, p_payload jsonb) returns void
     language plpgsql security definer ${searchPath} as $$
     begin
-      -- The event's number is taken once (a CTE with a volatile function is run once), by an event that has a handler.
+      -- The event's number is taken once (a CTE with a volatile function is run once, not inlined); a number an event with no handler took is a gap, which does no harm.
       with event as (select nextval('bcms_event_ids') as id)
       insert into bcms_event_deliveries (event_id, handler, scope, method, doc, payload)
         select event.id, h.name, p_scope, p_method, p_doc, p_payload from bcms_event_handlers h cross join event ${MATCHING};

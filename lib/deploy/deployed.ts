@@ -219,6 +219,7 @@ export class DeployedExtensions {
         if (!transient || attempt >= LOAD_RETRIES || this.closed) throw error;
         this.deps.logger.warn({ err: error, kind: deployment.kind, name: deployment.name, version: deployment.version, attempt: attempt + 1 }, 'bcms-extensions: a deployment did not load on this instance; trying again');
         await new Promise((resolve) => setTimeout(resolve, LOAD_RETRY_MS * 2 ** attempt));
+        if (this.closed) throw error;
       }
     }
   }

@@ -18,7 +18,7 @@ export const errorCodes = {
   BUNDLE_INVALID: { status: 422, message: 'The bundle does not load, or does not export what its manifest says.' },
   /** A bundle whose code throws while loading (top-level code, a factory, a setup), or ends its isolate. */
   BUNDLE_LOAD_FAILED: { status: 422, message: 'The bundle did not load.' },
-  /** A bundle whose loading ran past its wall-clock limit (10 s): its isolate was ended. */
+  /** A bundle whose loading ran past `loadTimeoutMs` (10 s of CPU time by default, up to six times it in wall time): its isolate was ended. */
   BUNDLE_LOAD_TIMEOUT: { status: 422, message: 'The bundle did not finish loading in time.' },
   /** A deployment named as a plugin or function of the registry (the code in the app wins). */
   NAME_TAKEN: { status: 409, message: 'A plugin or function of the app already has this name.' },
@@ -110,6 +110,11 @@ export class BcmsHttpError extends Error {
     this.headers = headers;
     this.body = body;
   }
+}
+
+/** Whether `error` is the service's own closing (503 SERVICE_CLOSING): a load or a call cut off by `close()`. */
+export function isClosing(error: unknown): boolean {
+  return error instanceof BcmsHttpError && error.code === 'SERVICE_CLOSING';
 }
 
 /** The `errorHandler` of a handler's context, as in BCMS. */

@@ -16,6 +16,9 @@ import { BcmsHttpError } from '../http/errors';
 /** The most of one statement's result that extension code gets, as the database sends it (its fields' text). */
 export const EXTENSION_RESULT_MAX_BYTES = 32 * 1024 * 1024;
 
+/** How long a statement's answer waits for its cancel to go out (another session, which may be slow to connect). */
+const CANCEL_WAIT_MS = 5_000;
+
 /** What a row and each of its fields cost the service beyond their text, in the cap's bytes (a JS object and its slots). */
 const ROW_COST = 64;
 const FIELD_COST = 16;
@@ -76,7 +79,9 @@ export function runBounded(connection: object, sql: string, values: unknown[], r
     // statement is answered only once its cancel went out (a session that is idle ignores one).
     let cancelling: Promise<void> | undefined;
     const cancelOnce = (): void => {
-      cancelling ??= cancel().catch(() => {});
+      // A cancel that does not go out within CANCEL_WAIT_MS: the connection is not used again.
+      const dispose = (): void => void ((connection as { __knex__disposed?: unknown }).__knex__disposed = 'a cancel of its statement did not go out');
+      cancelling ??= Promise.race([cancel().then(() => true, () => true), new Promise<boolean>((resolve) => setTimeout(resolve, CANCEL_WAIT_MS, false).unref())]).then((sent) => (sent ? undefined : dispose()));
     };
     const timer = setTimeout(() => {
       timedOut = true;

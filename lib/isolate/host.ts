@@ -245,7 +245,8 @@ export class Isolate {
       stop = (): void => {
         clearTimeout(timer);
         this.loading = undefined;
-        reject(new ExtensionLoadError('BUNDLE_LOAD_FAILED', 'the service closed while it was loading'));
+        // Not the bundle's fault: a deploy check cut off by the close is answered 503, and nothing is recorded.
+        reject(new BcmsHttpError('SERVICE_CLOSING'));
       };
       if (closing.aborted) return stop();
       closing.addEventListener('abort', stop, { once: true });

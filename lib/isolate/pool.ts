@@ -7,7 +7,7 @@
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { Request } from 'express';
-import { BcmsHttpError } from '../http/errors';
+import { BcmsHttpError, isClosing } from '../http/errors';
 import type { IsolateAnswer } from './answer';
 import { crashed, ExtensionLoadError, Isolate, type IsolateServices, type NewCall } from './host';
 import type { ExtensionKind, ExtensionSource, WireExtension } from './protocol';
@@ -97,6 +97,8 @@ export class IsolatePool {
         await isolate.load(this.kind, this.name, this.source);
       } catch (error) {
         if (this.closed) throw crashed('The extension was replaced.');
+        // The service is closing (Isolation.stopLoading): nothing to say of the extension.
+        if (isClosing(error)) throw error;
         this.services.logger.error({ extension: this.label, err: error }, 'bcms-extensions: an isolate could not load the extension');
         this.failed((error as Error)?.message ?? String(error));
         throw error;

@@ -1,4 +1,4 @@
-import type { EventEmitter } from 'node:events';
+import { setMaxListeners, type EventEmitter } from 'node:events';
 import { Module } from 'node:module';
 import type { ContentStore } from '../db/store';
 import type { RunningExtension } from '../deploy/deployed';
@@ -36,6 +36,7 @@ export class Isolation {
   private readonly services: IsolateServices;
   private readonly registry: RunningExtension[] = [];
   private closed = false;
+  /** Aborted by close(): each load under way listens to it (as many as there are deployments loading at once). */
   private readonly closing = new AbortController();
 
   private readonly calls: IsolatedCallSettings;
@@ -64,6 +65,7 @@ export class Isolation {
     // Extension sessions are bounded by the longest call: a statement, or a transaction left idle, cannot be a live call's past it.
     const bridge = new DatabaseBridge(store, { max: settings.extensionPool.max, timeoutMs: Math.max(functionTimeoutMs, pluginTimeoutMs) }, logger);
     this.services = { logger, bridge, verifyAccessToken, verifyPluginKey, memoryMb, env, loadTimeoutMs, closing: this.closing.signal, filesDir, layerModules, publish, answerLimit, logBudget: new LogBudget(logger), answerHeaders: new AnswerHeaderCheck(logger), sandbox: deps.sandbox, permissions };
+    setMaxListeners(0, this.closing.signal);
     this.calls = { pluginTimeoutMs, functionTimeoutMs, jobTimeoutMs, bodyLimit, bodyTimeoutMs };
   }
 

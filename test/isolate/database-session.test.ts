@@ -508,10 +508,14 @@ describe('how extension code connects', () => {
       await expect(runBounded(client, "select repeat('x', 100000) as v from generate_series(1, 10)", [], undefined, limits, cancel)).rejects.toMatchObject({ code: 'TOO_LARGE' });
       const next = await runBounded(client, 'select pg_sleep(0.6), 1 as one', [], undefined, limits, cancel);
       expect(next.rows).toEqual([{ pg_sleep: '', one: 1 }]);
+      expect((client as { __knex__disposed?: unknown }).__knex__disposed).toBeUndefined();
+      // A cancel that never goes out (its session cannot connect): answered after a while all the same, the connection never used again.
+      await expect(runBounded(client, "select repeat('x', 100000) as v from generate_series(1, 10)", [], undefined, limits, () => new Promise<void>(() => {}))).rejects.toMatchObject({ code: 'TOO_LARGE' });
+      expect((client as { __knex__disposed?: unknown }).__knex__disposed).toBe('a cancel of its statement did not go out');
     } finally {
       await Promise.all([client.end(), canceller.end()]);
     }
-  });
+  }, 30_000);
 
   test('a transaction begun outside any call, its statement_timeout set to 0 and an exclusive lock held, is cancelled and rolled back past the time-out', async () => {
     const marker = `bcms_lock_${randomBytes(4).toString('hex')}`;
