@@ -1,7 +1,6 @@
 import { METHODS } from 'node:http';
 import os from 'node:os';
 import pino from 'pino';
-import SonicBoom from 'sonic-boom';
 
 /**
  * The logging surface the router needs: any pino logger fits, and so does any object with these
@@ -14,55 +13,34 @@ export interface Logger {
   debug(object: object, message?: string): void;
 }
 
-/** Signals on which the default logger writes out what it holds before the process ends. */
-const SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
-
 /**
  * The lines of one turn of the event loop, handed to stdout in one write when the turn ends
  * (`setImmediate`) rather than one write per line: a server under load answers dozens of requests
- * per turn, and a write per line cost more than anything the router does itself. The write is
- * sonic-boom's (pino's own destination), asynchronous as pino's default is, so a slow reader of
- * stdout never stalls the server. Nothing is lost on the way out: on `exit`, and on SIGTERM, SIGINT
- * and SIGHUP, what is held is written synchronously. The signal listener runs first (prepended), so
- * it sees the host's own listeners: with none, the signal is raised again and ends the process as it
- * would have; with one, the host decides.
+ * per turn, and a write per line cost more than anything the router does itself. The writer is
+ * `pino.destination` (sonic-boom), asynchronous as pino's default is, so a slow reader of stdout
+ * never stalls the server. The library adds no process listener: what is held is written out when
+ * the router closes (`drain`), and how the process ends is the app's call.
  */
 class TurnBuffer {
   private pending = '';
   private scheduled = false;
-  /** After `exit`: no later turn will come, so each line is written at once. */
-  private exiting = false;
   /** stdout's reader is gone (EPIPE): lines have nowhere to go, and are dropped. */
   private closed = false;
-  private readonly out: SonicBoom;
+  private readonly out: ReturnType<typeof pino.destination>;
 
   constructor(fd: number) {
-    this.out = new SonicBoom({ fd });
+    this.out = pino.destination({ dest: fd, sync: false });
     // A closed stdout (`node server.js | head`) must not take the server down: pino ignores EPIPE too.
     this.out.on('error', (error: NodeJS.ErrnoException) => {
       if (error.code !== 'EPIPE') throw error;
       this.closed = true;
     });
-    process.on('exit', () => {
-      this.exiting = true;
-      this.flushSync();
-    });
-    for (const signal of SIGNALS) {
-      process.prependOnceListener(signal, () => {
-        // From now on each line is written at once: the process may end at any moment.
-        this.exiting = true;
-        this.flushSync();
-        if (process.listenerCount(signal) === 0) this.raiseWhenWritten(signal);
-      });
-    }
   }
 
   write(line: string): boolean {
     if (this.closed) return true;
     this.pending += line;
-    if (this.exiting) {
-      this.flushSync();
-    } else if (!this.scheduled) {
+    if (!this.scheduled) {
       this.scheduled = true;
       setImmediate(() => this.flush());
     }
@@ -81,31 +59,19 @@ class TurnBuffer {
   }
 
   /**
-   * With no listener of the host's, the signal is raised again to end the process as it would
-   * have; but not while sonic-boom's asynchronous write is still in its thread: ending the process
-   * then cut that write short, and lost the last lines of answered requests. Waits at most a second.
+   * Everything held, written: once sonic-boom's asynchronous write is out of its thread (a process
+   * that exits meanwhile cuts it short), at most a second, then what is left synchronously.
    */
-  private raiseWhenWritten(signal: NodeJS.Signals): void {
-    const until = Date.now() + 1000;
-    const raise = (): void => {
-      if ((this.out as unknown as { _writing?: boolean })._writing === true && Date.now() < until) {
-        setTimeout(raise, 1);
-        return;
-      }
-      this.flushSync();
-      process.kill(process.pid, signal);
-    };
-    raise();
-  }
-
-  private flushSync(): void {
+  async drain(): Promise<void> {
     this.flush();
+    const until = Date.now() + 1000;
+    while ((this.out as unknown as { _writing?: boolean })._writing === true && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 1));
     // sonic-boom's flushSync retries a write that failed with EPIPE for ever.
     if (this.closed) return;
     try {
       this.out.flushSync();
     } catch {
-      // Nothing more can be done for stdout on the way out (closed, or never ready).
+      // Nothing more can be done for stdout (closed, or never ready).
     }
   }
 }
@@ -142,6 +108,11 @@ export function createDefaultLogger(): Logger {
     );
   };
   return Object.defineProperty(logger, REQUEST_LINE, { value: write });
+}
+
+/** Writes out what the default logger holds (router.close() ends with it): a no-op if none was made. */
+export function drainDefaultLogger(): Promise<void> {
+  return stdoutLines?.drain() ?? Promise.resolve();
 }
 
 /**

@@ -15,6 +15,7 @@ import { errorHandler, isClosing } from './http/errors';
 import { Admission } from './http/closing';
 import { createExchange } from './http/exchange';
 import { toBcmsLogger } from './handler-logger';
+import { drainDefaultLogger } from './logger';
 import { Isolation, registryModuleSources } from './isolate/runtime';
 import { sandboxFor } from './isolate/sandbox';
 import { bindLayers } from './layer';
@@ -176,6 +177,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
       await isolation.close();
       await Promise.all([layers.close(), idempotency.close(), limits.close()]);
       await store.database.close();
+      await drainDefaultLogger(); // its last lines out before the app ends the process
     },
   });
 }
