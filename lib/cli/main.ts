@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { openDatabase, type DatabaseOption } from '../db/connection';
 import { migrate, MIGRATIONS_TABLE, unlockMigrations } from '../db/migrate';
 import { isUnreachable } from '../db/store';
@@ -32,16 +34,45 @@ export function addCommand(command: CliCommand): void {
   added.set(command.name, command);
 }
 
-const usage = (): string => `Usage: bcms-ext <command>
-
-Commands:
-  migrate [--database URL | --pglite DIR] [--unlock]
+const MIGRATE_USAGE = `  migrate [--database URL | --pglite DIR] [--unlock]
                                             Bring the bcms_* tables up to date. --unlock first frees
                                             the lock a crashed migration left taken.
                                             Default database: DATABASE_URL, else PGlite in .bcms/data.
                                             With BCMS_SECRETS_KEY, seals the API key secrets in clear.
-${DB_USAGE}${CREATE_USAGE}${[...added.values()].map((command) => command.usage).join('')}${BUNDLE_USAGE}${DEPLOY_USAGE}${EVENTS_USAGE}${DEV_USAGE}${KEYS_USAGE}${SIGNING_KEY_USAGE}${CALL_USAGE}${OPENAPI_USAGE}  help                                      Show this text.
 `;
+
+const usage = (): string => `Usage: bcms-ext <command>   (bcms-ext <command> --help: that command alone; --version)
+
+Commands:
+${MIGRATE_USAGE}${DB_USAGE}${CREATE_USAGE}${[...added.values()].map((command) => command.usage).join('')}${BUNDLE_USAGE}${DEPLOY_USAGE}${EVENTS_USAGE}${DEV_USAGE}${KEYS_USAGE}${SIGNING_KEY_USAGE}${CALL_USAGE}${OPENAPI_USAGE}  help                                      Show this text.
+`;
+
+/** A command's own lines of the usage text, for `bcms-ext <command> --help`. */
+function commandUsage(command: string): string | undefined {
+  const own: Record<string, string> = {
+    migrate: MIGRATE_USAGE,
+    db: DB_USAGE,
+    create: CREATE_USAGE,
+    bundle: BUNDLE_USAGE,
+    deploy: DEPLOY_USAGE,
+    list: DEPLOY_USAGE,
+    rollback: DEPLOY_USAGE,
+    undeploy: DEPLOY_USAGE,
+    events: EVENTS_USAGE,
+    jobs: EVENTS_USAGE,
+    dev: DEV_USAGE,
+    keys: KEYS_USAGE,
+    'signing-key': SIGNING_KEY_USAGE,
+    call: CALL_USAGE,
+    openapi: OPENAPI_USAGE,
+  };
+  return added.get(command)?.usage ?? (Object.hasOwn(own, command) ? own[command] : undefined);
+}
+
+/** This package's version, from its package.json (two folders up from lib/cli and dist/cli alike). */
+function packageVersion(): string {
+  return (JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string }).version;
+}
 
 /** The CLI, with argv and output injectable so that tests run it without spawning. Resolves to the exit code. */
 export async function main(argv: readonly string[], io: Io = defaultIo()): Promise<number> {
@@ -49,6 +80,15 @@ export async function main(argv: readonly string[], io: Io = defaultIo()): Promi
   if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
     io.out(usage());
     return command === undefined ? 1 : 0;
+  }
+  if (command === '--version' || command === '-v' || command === 'version') {
+    io.out(`${packageVersion()}\n`);
+    return 0;
+  }
+  const own = commandUsage(command);
+  if (own !== undefined && (rest.includes('--help') || rest.includes('-h'))) {
+    io.out(`Usage: bcms-ext ${command}\n\n${own}`);
+    return 0;
   }
   try {
     if (command === 'migrate') return await runMigrate(rest, io);

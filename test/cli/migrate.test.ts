@@ -83,4 +83,23 @@ describe('bcms-ext migrate', () => {
     expect(await main(['help'], help.io)).toBe(0);
     expect(help.out.join('')).toMatch(/Usage: bcms-ext/);
   });
+
+  test('--version prints the package version; <command> --help (or -h) prints that command alone, exit 0, and runs nothing', async () => {
+    const version = capture();
+    expect(await main(['--version'], version.io)).toBe(0);
+    expect(version.out.join('')).toBe(`${(JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string }).version}\n`);
+    for (const [argv, shows] of [
+      [['keys', '--help'], /^Usage: bcms-ext keys\n\n {2}keys create --name NAME/],
+      [['migrate', '-h'], /^Usage: bcms-ext migrate\n\n {2}migrate \[--database URL/],
+      [['rollback', 'NAME', '--help'], /^Usage: bcms-ext rollback\n[\s\S]* {2}rollback NAME \[--kind KIND\]/],
+      [['jobs', '--help'], /^Usage: bcms-ext jobs\n[\s\S]* {2}jobs \[NAME\]/],
+      [['create', 'plugin', '-h'], /^Usage: bcms-ext create\n\n {2}create plugin NAME/],
+    ] as const) {
+      const help = capture();
+      expect([argv.join(' '), await main(argv, help.io), help.err.join('')]).toEqual([argv.join(' '), 0, '']);
+      expect(help.out.join('')).toMatch(shows);
+      // Only its own lines: not another command's.
+      expect(help.out.join('')).not.toMatch(/signing-key \[--out FILE\]/);
+    }
+  });
 });
