@@ -122,6 +122,14 @@ describe('the built package', () => {
     expect(execFileSync(bin, ['help'], { cwd: root, encoding: 'utf8' })).toMatch(/^Usage: bcms-ext <command>/);
   });
 
+  test('the tarball carries the licence (MIT, as package.json says) and the changelog', () => {
+    const packed = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, encoding: 'utf8' })) as { files: { path: string }[] }[];
+    const files = (packed[0]?.files ?? []).map((file) => file.path);
+    expect(files).toEqual(expect.arrayContaining(['LICENSE', 'CHANGELOG.md', 'README.md', 'package.json']));
+    expect(fs.readFileSync(path.join(root, 'LICENSE'), 'utf8')).toMatch(/^MIT License\n/);
+    expect((JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { license: string }).license).toBe('MIT');
+  });
+
   test('declarations are emitted next to the code', () => {
     expect(run(['-e', 'console.log(require("fs").existsSync(require.resolve("bcms-extensions").replace(/\\.js$/, ".d.ts")))']).trim()).toBe('true');
   });
