@@ -123,7 +123,7 @@ export function drainDefaultLogger(): Promise<void> {
 const CREDENTIAL_PARAMETER = /^(?:nonce|timestamp|sig|hmac|code|jwt|auth|session|sid|pwd|key[-_]?id)$|key$|token|secret|signature|passw|credential|authori[sz]ation/i;
 
 /**
- * A URL fit for a log line (DESIGN.md "Trust": no token, signature or secret in any log line): the
+ * A URL fit for a log line (SECURITY.md: no token, signature or secret in any log line): the
  * value of each query parameter that may hold a credential is `[redacted]`; the path and the other
  * parameters stay as they are, to tell requests apart.
  *

@@ -9,7 +9,7 @@ import { resolveTrustedKeys, type TrustedKeys } from './deploy/signing';
 import type { AdminSettings } from './ui/assets';
 import { resolvePermissions, type ExtensionPermissionsOption, type ResolvedPermissionsOption, type SandboxOption } from './isolate/sandbox';
 
-/** The second argument of `bcmsExtensions` (DESIGN.md "Options"). */
+/** The second argument of `bcmsExtensions` (docs/options.md). */
 export interface BcmsExtensionsOptions {
   /** Verifies JWTs for guarded plugin endpoints and private functions. */
   jwt?: JwtOptions;

@@ -130,6 +130,22 @@ describe('the built package', () => {
     expect((JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { license: string }).license).toBe('MIT');
   });
 
+  test('the shipped docs link only to what ships (or to absolute URLs); no declaration names a file outside the package', () => {
+    const packed = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, encoding: 'utf8' })) as { files: { path: string }[] }[];
+    const shipped = new Set((packed[0]?.files ?? []).map((file) => file.path));
+    const broken: string[] = [];
+    for (const file of [...shipped].filter((name) => name.endsWith('.md'))) {
+      for (const [, link] of fs.readFileSync(path.join(root, file), 'utf8').matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (link === undefined || /^(https?:|mailto:|#)/.test(link)) continue;
+        const target = path.posix.normalize(path.posix.join(path.posix.dirname(file), link.split('#')[0] ?? ''));
+        if (!shipped.has(target)) broken.push(`${file} -> ${link}`);
+      }
+    }
+    expect(broken).toEqual([]);
+    const naming = [...shipped].filter((name) => name.endsWith('.d.ts') && fs.readFileSync(path.join(root, name), 'utf8').includes('DESIGN.md'));
+    expect(naming).toEqual([]);
+  });
+
   test('declarations are emitted next to the code', () => {
     expect(run(['-e', 'console.log(require("fs").existsSync(require.resolve("bcms-extensions").replace(/\\.js$/, ".d.ts")))']).trim()).toBe('true');
   });

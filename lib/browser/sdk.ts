@@ -183,7 +183,7 @@ async function send<T>(config: BcmsSdkSendConfig): Promise<T> {
 // The event stream
 
 
-/** BCMS's lower-case names for its events, as DESIGN.md gives them. */
+/** BCMS's lower-case names for its events, as BCMS names them. */
 const EVENT_ALIASES: Record<string, string> = { entry: 'ENTRY', template: 'TEMPLATE' };
 const subscribers = new Map<string, Set<BcmsSocketCallback>>();
 let stream: AbortController | undefined;

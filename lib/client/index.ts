@@ -36,7 +36,7 @@ export type SignRequestOptions = SigningKey & {
 };
 
 /**
- * Signs a request to a private function (DESIGN.md "Private functions: HTTP Signature") and returns
+ * Signs a request to a private function (docs/signed-calls.md) and returns
  * the headers to send with it: `Date`, the body's digest, a random `X-Bcms-Nonce` (so two identical
  * calls in one second differ), `contentType` when given, and `Authorization: Signature ...` over
  * them and `(request-target)`. For any HTTP client.

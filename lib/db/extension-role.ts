@@ -1,5 +1,5 @@
 /**
- * The database role extension code runs as (DESIGN.md "Sandbox": the database session is the
+ * The database role extension code runs as (docs/deploying.md: the database session is the
  * service's alone). Extension queries may read and write content (templates, entries, plugin
  * documents: what `repo`, BCMSRepo and plugin repositories compile in an isolate) and nothing of
  * the service's own (API keys, signature replays, deployments, idempotency keys, migrations, this

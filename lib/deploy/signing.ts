@@ -3,7 +3,7 @@ import { BcmsHttpError } from '../http/errors';
 import { sha256Hex } from '../security/digest';
 
 /**
- * Code signing of bundles (DESIGN.md "Trust"). A deploy key proves who uploaded a bundle; its
+ * Code signing of bundles (SECURITY.md). A deploy key proves who uploaded a bundle; its
  * sha256 proves the bundle is whole; neither says who wrote it, and every instance runs whatever
  * row is active in `bcms_deployments`. With `deploy.trustedKeys`, the author signs the bundle's
  * manifest with a private key of their own (`BCMS_SIGNING_KEY_FILE`, when `bcms-ext bundle` or

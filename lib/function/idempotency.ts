@@ -13,7 +13,7 @@ import type { BcmsFunctionAuth } from './types';
 /** Sent on an answer that is a stored outcome given again, not a new run. */
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
 const TABLE = 'bcms_idempotency_keys';
-/** How long an outcome is given again: DESIGN.md "Trust". */
+/** How long an outcome is given again: SECURITY.md. */
 const WINDOW = "interval '24 hours'";
 /** Rows past the window are purged at most this often, by a call that claims a key (no timer). */
 const PURGE_EVERY_MS = 60 * 60 * 1000;
@@ -109,7 +109,7 @@ interface Claimed {
 }
 
 /**
- * Idempotent function calls (DESIGN.md "Trust"; issue 23, item 9), remembered in the database so
+ * Idempotent function calls (SECURITY.md), remembered in the database so
  * that every instance on it answers alike. A call with a key claims (caller, function, key) before
  * its handler runs; the handler's outcome, a 2xx or a 4xx, is recorded and given again to the same
  * key, caller and body for 24 h. A 5xx (a time-out, a crash, an outage, an outcome unknown) is not:

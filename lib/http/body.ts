@@ -261,7 +261,7 @@ export function decodeText(raw: Buffer, contentType: string | undefined): string
  * The charset a Content-Type declares when `decodeText` would not read its body as UTF-8 (lower-cased,
  * at most 40 characters); undefined for UTF-8: no charset, a header that does not parse, or any label
  * of UTF-8. A signature over a body's bytes fixes its text only when they are read as UTF-8: in
- * another charset, the same bytes are other text (DESIGN.md "Trust").
+ * another charset, the same bytes are other text (SECURITY.md).
  */
 export function nonUtf8Charset(contentType: string | undefined): string | undefined {
   const charset = charsetOf(contentType);

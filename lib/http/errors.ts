@@ -1,6 +1,6 @@
 /**
  * Every error the router can answer with, beside its status and default message: the table of
- * DESIGN.md ("HTTP"). Handlers throw; `lib/http/respond.ts` is the one place that renders.
+ * docs/http.md. Handlers throw; `lib/http/respond.ts` is the one place that renders.
  */
 export const errorCodes = {
   /** Plugin guard: no bearer token in the request. Plugin family only (functions use SIGNATURE_REQUIRED). */

@@ -31,7 +31,7 @@ export type Exchange = <A>(req: Request, res: Response, family: Family, path: st
 const ANSWERED = Symbol('answered');
 
 /**
- * What every request the router owns gets (DESIGN.md "HTTP"): an id, `Access-Control-Allow-Origin`
+ * What every request the router owns gets (docs/http.md): an id, `Access-Control-Allow-Origin`
  * and `X-Request-Id` on every answer (a handler's own included), its errors as JSON bodies, and one
  * log line. `pending()` is the router's start while it is under way: requests wait for it.
  */

@@ -29,7 +29,7 @@ export function withoutCredentials(headers: IncomingHttpHeaders): IncomingHttpHe
 /**
  * Answer headers that reach past the answer: cookies of the whole origin (session fixation,
  * cookie tossing), its storage wiped (`Clear-Site-Data`, where the admin shell keeps its token),
- * a redirect elsewhere (`Refresh`), and CORS, which the router owns (DESIGN.md "HTTP").
+ * a redirect elsewhere (`Refresh`), and CORS, which the router owns (docs/http.md).
  */
 const ORIGIN_WIDE = new Set(['set-cookie', 'set-cookie2', 'clear-site-data', 'refresh']);
 

@@ -1,5 +1,5 @@
 /**
- * The connections extension queries run on, never the service's own session (DESIGN.md "Sandbox").
+ * The connections extension queries run on, never the service's own session (docs/deploying.md, "Deployed code runs isolated").
  *
  * - A Postgres server: a pool of its own (`extensionPool.max`), logged in as the extension role
  *   (lib/db/extension-role.ts), in the service's schema, with `statement_timeout` and

@@ -1,4 +1,4 @@
-/** The algorithms an API key can be bound to (DESIGN.md "Private functions: HTTP Signature"). */
+/** The algorithms an API key can be bound to (docs/signed-calls.md). */
 export const SIGNATURE_ALGORITHMS = ['hmac-sha256', 'rsa-sha256', 'ed25519'] as const;
 export type SignatureAlgorithm = (typeof SIGNATURE_ALGORITHMS)[number];
 

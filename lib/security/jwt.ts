@@ -49,7 +49,7 @@ export function hasBearerToken(request: IncomingMessage): boolean {
 
 /**
  * Builds the verifier of one router on express-jwt. express-jwt reports every failure as an
- * `UnauthorizedError` with a `code`; this maps them to the bodies of DESIGN.md, never to HTML.
+ * `UnauthorizedError` with a `code`; this maps them to the bodies docs/http.md gives, never to HTML.
  */
 export function createAccessTokenVerifier(options: JwtOptions): AccessTokenVerifier {
   const algorithms = options.algorithms ?? ['HS256'];

@@ -16,7 +16,7 @@ export interface RateLimit {
 }
 
 /**
- * The `rateLimit` option (DESIGN.md "Sandbox"): `key` counts the calls of one caller of a private
+ * The `rateLimit` option (docs/options.md; SECURITY.md, "Rate limits"): `key` counts the calls of one caller of a private
  * function (the API key that signed it, or the user of a bearer token), `ip` the calls of one client
  * address (`req.ip`, so Express's `trust proxy` decides which address that is). Off when unset.
  */

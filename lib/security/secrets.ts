@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 import type { Logger } from '../logger';
 
 /**
- * HMAC secrets at rest (DESIGN.md "Trust"). An `hmac-sha256` key's secret must be kept where the
+ * HMAC secrets at rest (SECURITY.md). An `hmac-sha256` key's secret must be kept where the
  * service can verify with it, so whoever reads `bcms_api_keys` (a backup, a replica) could sign as
  * any key. With `secretsKey` (or `BCMS_SECRETS_KEY`) given, each secret is stored sealed with
  * AES-256-GCM under it, bound to its key's id (the id is the cipher's additional data: a sealed

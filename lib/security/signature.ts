@@ -84,7 +84,7 @@ export function limitKeyCall(limitKey: SignatureSettings['limitKey'], keyId: str
 }
 
 /**
- * Verifies signed requests (DESIGN.md "Private functions: HTTP Signature"): the draft-cavage
+ * Verifies signed requests (docs/signed-calls.md): the draft-cavage
  * signature over `(request-target)`, `date` and the body's digest (and `content-type`, for a body
  * not in UTF-8), the date within the clock skew, the digest against the raw body, and the key's
  * state and permission, remembering the signature in Postgres so that it is accepted once on
@@ -116,7 +116,7 @@ export function createSignatureVerifier(options: SignatureSettings): VerifySigne
       throw refuse('SIGNATURE_INVALID', `The signature must cover (request-target), date and digest (or content-digest); it covers "${withoutCredentials(signed.join(' '))}".`);
     }
     // The digest fixes the bytes, the charset how they are read: unsigned, a charset other than
-    // UTF-8 could be swapped in to make the same bytes other text (DESIGN.md "Trust").
+    // UTF-8 could be swapped in to make the same bytes other text (SECURITY.md).
     const charset = hasBody(req) && !signed.includes('content-type') ? nonUtf8Charset(req.headers['content-type']) : undefined;
     if (charset !== undefined) {
       throw refuse(

@@ -100,7 +100,7 @@ function readParameters(query: string): Record<Parameter, string> {
 }
 
 /**
- * Verifies calls signed as the BCMS client signs them (DESIGN.md "The BCMS client's signed calls"):
+ * Verifies calls signed as the BCMS client signs them (docs/signed-calls.md, "Calling from the BCMS client"):
  * the key opted in (`bcmsClient: true`), the timestamp within the clock skew either way, the HMAC
  * over the body exactly as received, compared in constant time, and the key's state and
  * permission; the signature is remembered in the ledger HTTP Signatures use, so it is accepted
@@ -135,7 +135,7 @@ export function createClientSignatureVerifier(options: SignatureSettings): Verif
     }
 
     // The scheme signs no header, so nothing fixes a charset: a body it signs is read as UTF-8,
-    // as the client sends it, and never as other text (DESIGN.md "Trust").
+    // as the client sends it, and never as other text (SECURITY.md).
     const charset = hasBody(req) ? nonUtf8Charset(req.headers['content-type']) : undefined;
     if (charset !== undefined) {
       throw refuse(
