@@ -1,5 +1,5 @@
 'use strict';
-// Templates and entries (DESIGN.md "Data"). Ids are UUIDs made by Postgres; nested BCMS data is JSONB.
+// Templates and entries (docs/content.md). Ids are UUIDs made by Postgres; nested BCMS data is JSONB.
 // created_at defaults to clock_timestamp(), not now(), and `seq` breaks ties: rows added within one
 // clock tick (PGlite's clock is coarse) still come back in the order they were added.
 

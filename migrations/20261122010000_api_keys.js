@@ -1,6 +1,6 @@
 'use strict';
-// API keys for private functions, and the memory of accepted signatures (DESIGN.md "Private
-// functions: HTTP Signature"). A key is bound to one algorithm: an HMAC secret, or a public key.
+// API keys for private functions, and the memory of accepted signatures (docs/signed-calls.md,
+// "API keys"). A key is bound to one algorithm: an HMAC secret, or a public key.
 // What a key signed (the signing string: its date, nonce and digest included) is remembered until
 // its Date leaves the clock-skew window, so that a replay is refused by every instance on this
 // database; the primary key is what refuses it.

@@ -1,5 +1,5 @@
 'use strict';
-// Plugin-owned documents (DESIGN.md "BCMS v3 compatibility": createFSDBRepository,
+// Plugin-owned documents (docs/porting.md: createFSDBRepository,
 // createMongoDBCachedRepository): every plugin collection in one table, one JSONB document per row,
 // keyed by (collection, id), so that every instance on the database reads and writes the same data.
 // `seq` keeps insertion order (FSDB's and Mongo's natural order). Equality filters on fields run as

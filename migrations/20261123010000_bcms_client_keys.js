@@ -1,6 +1,6 @@
 'use strict';
-// API keys that also accept the BCMS client's signed calls (issue 15; DESIGN.md "The BCMS client's
-// signed calls"): query parameters key, nonce, timestamp and an HMAC-SHA256 over them and the body.
+// API keys that also accept the BCMS client's signed calls (issue 15; docs/signed-calls.md, "Calling
+// from the BCMS client"): query parameters key, nonce, timestamp and an HMAC-SHA256 over them and the body.
 // Off by default, since that scheme signs neither the method nor the path. Only a key with a shared
 // secret (hmac-sha256) can compute that HMAC, and the database refuses any other.
 

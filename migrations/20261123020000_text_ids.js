@@ -1,5 +1,5 @@
 'use strict';
-// BCMS's ids and cids (DESIGN.md "BCMS v3 compatibility": BCMSRepo). Ids become text, so that BCMS's
+// BCMS's ids and cids (docs/porting.md: BCMSRepo). Ids become text, so that BCMS's
 // 24-hex ObjectIds are stored and found as they are; rows keep their ids (a UUID's text is the
 // UUID), new rows made without an id still get a UUID, and the foreign key and the template index
 // are made again on the text columns. `cid` is BCMS's short id, a hex counter (entries and

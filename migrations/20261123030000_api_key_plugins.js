@@ -1,5 +1,5 @@
 'use strict';
-// API keys that list the plugins they may call (issue 14; DESIGN.md "BCMS v3 compatibility":
+// API keys that list the plugins they may call (issue 14; docs/porting.md:
 // BCMSRouteProtection.createJwtApiPreRequestHandler accepts an API-key signature when the key's
 // access lists the plugin, as BCMS's `access.plugins` does). A JSON array of plugin names, as
 // `functions` is; none by default, so a key made before this migration may call no plugin.

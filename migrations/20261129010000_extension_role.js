@@ -1,5 +1,5 @@
 'use strict';
-// Extension code's own database role (DESIGN.md "Sandbox": the database session is the service's
+// Extension code's own database role (docs/deploying.md: the database session is the service's
 // alone). Extension queries connect as a login role that may touch the content tables only; this
 // table, which only the service may read, keeps that role's name and password. The role itself is
 // cluster-wide and is made (where the service's user may make roles) and granted this schema's

@@ -1,5 +1,5 @@
 'use strict';
-// Events and jobs (DESIGN.md "Events and jobs"). Events are an outbox: a write of an entry or a
+// Events and jobs (docs/events-and-jobs.md). Events are an outbox: a write of an entry or a
 // template records a delivery of its event per matching handler, in the write's own transaction
 // (a trigger, so that every path is covered: the SDK's routes, the host's store, extension code's
 // own session, plain SQL). Instances then claim deliveries with FOR UPDATE SKIP LOCKED, one

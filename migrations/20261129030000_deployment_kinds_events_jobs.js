@@ -1,5 +1,5 @@
 'use strict';
-// Events and jobs (DESIGN.md "Events and jobs"): a functions project's src/events/*.ts and
+// Events and jobs (docs/events-and-jobs.md): a functions project's src/events/*.ts and
 // src/jobs/*.ts deploy beside its functions, each a deployment of kind `event` or `job`, stored,
 // listed, undeployed and rolled back as functions are.
 
