@@ -99,6 +99,16 @@ describe('the built package', () => {
     }
   });
 
+  test('bcms-extensions/ui: an ES module that Node loads by import and by require (vue is an optional peer), with declarations', () => {
+    const names = 'BCMSButton,BCMSCodeEditor,BCMSIcon,BCMSManagerNav,BCMSModalWrapper,BCMSPasswordInput,BCMSPluginLayout,BCMSSpinner,BCMSSpinnerSmall,BCMSTextAreaInput,BCMSTextInput,BCMSToggleInput,clickOutside,cy,tooltip';
+    expect(run(['--input-type=module', '-e', 'import * as ui from "bcms-extensions/ui"; console.log(Object.keys(ui).sort().join(","))']).trim()).toBe(names);
+    expect(run(['-e', 'console.log(Object.keys(require("bcms-extensions/ui")).sort().join(","))']).trim()).toBe(names);
+    const manifest = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { peerDependencies: Record<string, string>; peerDependenciesMeta: Record<string, { optional?: boolean }> };
+    expect([manifest.peerDependencies.vue, manifest.peerDependenciesMeta.vue]).toEqual(['^3.4.0', { optional: true }]);
+    // Its declarations name their modules as Node resolves them (with extensions).
+    expect(fs.readFileSync(path.join(root, 'dist', 'bcms', 'ui', 'index.d.ts'), 'utf8')).toMatch(/from '\.\/components\.js'/);
+  });
+
   test('source maps carry their sources: the tarball has dist/, not lib/', () => {
     const maps: string[] = [];
     const walk = (dir: string): void => {
