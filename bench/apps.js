@@ -115,7 +115,7 @@ function constrainedCeiling(without) {
     // The router's own JSON writer: the same content headers and write as its answers.
     const write = (req, res, requestId, started, value) => {
       writeJson(res, 200, JSON.stringify(value));
-      if (without !== 'log') writeLine(requestId, req.method, req.url, 200, Math.round((performance.now() - started) * 1000) / 1000);
+      if (without !== 'log') writeLine(requestId, undefined, req.method, req.url, 200, Math.round((performance.now() - started) * 1000) / 1000);
     };
     const app = express();
     app.use((req, res) => {

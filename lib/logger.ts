@@ -80,7 +80,7 @@ class TurnBuffer {
  * Writes the request log line itself: the same JSON, byte for byte but the time, as the logger's
  * `info(fields, 'request')` would. Only the default logger has one (see `createDefaultLogger`).
  */
-export type RequestLineWriter = (requestId: string, method: string, path: string, status: number, ms: number) => void;
+export type RequestLineWriter = (requestId: string, traceId: string | undefined, method: string, path: string, status: number, ms: number) => void;
 export const REQUEST_LINE = Symbol('bcms-extensions.requestLine');
 
 let stdoutLines: TurnBuffer | undefined;
@@ -99,12 +99,12 @@ export function createDefaultLogger(): Logger {
   const logger = pino({ name: 'bcms-extensions' }, out);
   // pino's own bindings, in its order: {"level","time","pid","hostname","name", fields..., "msg"}.
   const bindings = `,"pid":${process.pid},"hostname":${JSON.stringify(os.hostname())},"name":"bcms-extensions","requestId":`;
-  // The request id is the router's own (hex and base-36 digits) and the method nearly always one
-  // Node's parser knows: both need no escaping, which saves two JSON.stringify calls a line.
-  const write: RequestLineWriter = (requestId, method, path, status, ms) => {
+  // The request id (the router's own, or a client's of letters, digits and _.:-), the trace id (hex)
+  // and the method (nearly always one Node's parser knows) need no escaping: no JSON.stringify for them.
+  const write: RequestLineWriter = (requestId, traceId, method, path, status, ms) => {
     if (!logger.isLevelEnabled('info')) return;
     out.write(
-      `{"level":30,"time":${Date.now()}${bindings}"${requestId}","method":${QUOTED_METHODS.get(method) ?? JSON.stringify(method)},"path":${JSON.stringify(path)},"status":${status},"ms":${ms},"msg":"request"}\n`,
+      `{"level":30,"time":${Date.now()}${bindings}"${requestId}"${traceId === undefined ? '' : `,"traceId":"${traceId}"`},"method":${QUOTED_METHODS.get(method) ?? JSON.stringify(method)},"path":${JSON.stringify(path)},"status":${status},"ms":${ms},"msg":"request"}\n`,
     );
   };
   return Object.defineProperty(logger, REQUEST_LINE, { value: write });

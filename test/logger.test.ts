@@ -125,20 +125,23 @@ describe('the default logger: a line for every answered request, none lost when 
     for (const url of ['/api/plugin/ping/ping', '/api/plugin/ping/ping?token=secret', '/api/plugin/ping/nope%22%C3%A9']) {
       await fetch(`http://127.0.0.1:${server.port}${url}`);
     }
+    // A client's request id and a trace, in the line too.
+    await fetch(`http://127.0.0.1:${server.port}/api/plugin/ping/ping`, { headers: { 'X-Request-Id': 'edge-42', traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' } });
     // Written at the end of their turn, asynchronously: read once out (nothing flushes them at a signal the host does not handle).
-    for (let waited = 0; waited < 10_000 && server.stdout().split('\n').filter((line) => line.includes('"msg":"request"')).length < 2; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+    for (let waited = 0; waited < 10_000 && server.stdout().split('\n').filter((line) => line.includes('"msg":"request"')).length < 3; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
     server.child.kill('SIGTERM');
     await server.exited;
     const raw = server.stdout().split('\n').filter((line) => line.includes('"msg":"request"'));
-    expect(raw).toHaveLength(2); // the third path is not the router's: the host's 404, not logged
+    expect(raw).toHaveLength(3); // the third path is not the router's: the host's 404, not logged
+    expect(JSON.parse(raw[2] ?? '{}')).toMatchObject({ requestId: 'edge-42', traceId: '4bf92f3577b34da6a3ce929d0e0e4736' });
     for (const line of raw) {
-      const fields = JSON.parse(line) as { time: number; pid: number; requestId: string; method: string; path: string; status: number; ms: number };
+      const fields = JSON.parse(line) as { time: number; pid: number; requestId: string; traceId?: string; method: string; path: string; status: number; ms: number };
       let written = '';
       const reference = pino(
         { name: 'bcms-extensions', base: { pid: fields.pid, hostname: os.hostname() }, timestamp: () => `,"time":${fields.time}` },
         { write: (text: string) => void (written += text) },
       );
-      reference.info({ requestId: fields.requestId, method: fields.method, path: fields.path, status: fields.status, ms: fields.ms }, 'request');
+      reference.info({ requestId: fields.requestId, ...(fields.traceId === undefined ? {} : { traceId: fields.traceId }), method: fields.method, path: fields.path, status: fields.status, ms: fields.ms }, 'request');
       expect(line).toBe(written.trimEnd());
       expect(fields).toMatchObject({ pid: server.child.pid, method: 'GET', path: '/api/plugin/ping/ping', status: 200 });
     }

@@ -5,7 +5,7 @@ import { type Logger, REQUEST_LINE, type RequestLineWriter } from '../logger';
 import { dropUnreadBody } from './body';
 import { BcmsHttpError } from './errors';
 import type { Admission } from './closing';
-import { createRequestIds } from './request-id';
+import { createRequestIds, requestIdOf, traceIdOf } from './request-id';
 import { type Family, writeError } from './respond';
 
 /**
@@ -44,7 +44,8 @@ export function createExchange(options: { logger: Logger; pending: () => Promise
   // written here, not in a `then` of its own), and dispatch passes what it found as `arg` rather
   // than in a closure.
   return function exchange(req, res, family, path, handle, arg, write) {
-    const requestId = nextRequestId();
+    const requestId = requestIdOf(req.headers['x-request-id'], nextRequestId);
+    const traceId = traceIdOf(req.headers.traceparent);
     const started = performance.now();
     const hostHeaders = res.getHeaderNames();
     res.setHeader('Access-Control-Allow-Origin', '*');
@@ -53,7 +54,7 @@ export function createExchange(options: { logger: Logger; pending: () => Promise
       renderError(logger, req, res, error, family, requestId, hostHeaders);
       // Refused before its body was read (a guard's 401, say): the rest is dropped unparsed, within bodyTimeoutMs.
       if (res.getHeader('connection') !== 'close') dropUnreadBody(req, bodyTimeoutMs);
-      logRequest(logger, writeLine, req, res, path, requestId, started, admission);
+      logRequest(logger, writeLine, req, res, path, requestId, traceId, started, admission);
     };
     let work: Work;
     try {
@@ -64,7 +65,7 @@ export function createExchange(options: { logger: Logger; pending: () => Promise
     } catch (error) {
       return failed(error);
     }
-    if (work === undefined) return logRequest(logger, writeLine, req, res, path, requestId, started, admission);
+    if (work === undefined) return logRequest(logger, writeLine, req, res, path, requestId, traceId, started, admission);
     const answered = (value: unknown): void => {
       if (write !== undefined && value !== ANSWERED) {
         try {
@@ -73,7 +74,7 @@ export function createExchange(options: { logger: Logger; pending: () => Promise
           return failed(error);
         }
       }
-      logRequest(logger, writeLine, req, res, path, requestId, started, admission);
+      logRequest(logger, writeLine, req, res, path, requestId, traceId, started, admission);
     };
     try {
       work.then(answered, failed);
@@ -85,16 +86,16 @@ export function createExchange(options: { logger: Logger; pending: () => Promise
 }
 
 /**
- * The request's log line: `{ requestId, method, path, status, ms }`, through the default logger's
+ * The request's log line: `{ requestId, traceId?, method, path, status, ms }`, through the default logger's
  * own writer when it has one. `path` is the mount path and the router-relative path: no query
  * string, never a token.
  */
-function logRequest(logger: Logger, writeLine: RequestLineWriter | undefined, req: Request, res: ServerResponse, path: string, requestId: string, started: number, admission?: Admission): void {
+function logRequest(logger: Logger, writeLine: RequestLineWriter | undefined, req: Request, res: ServerResponse, path: string, requestId: string, traceId: string | undefined, started: number, admission?: Admission): void {
   admission?.done(res);
   const fullPath = req.baseUrl ? req.baseUrl + path : path;
   const ms = Math.round((performance.now() - started) * 1000) / 1000;
-  if (writeLine !== undefined) return writeLine(requestId, req.method, fullPath, res.statusCode, ms);
-  logger.info({ requestId, method: req.method, path: fullPath, status: res.statusCode, ms }, 'request');
+  if (writeLine !== undefined) return writeLine(requestId, traceId, req.method, fullPath, res.statusCode, ms);
+  logger.info({ requestId, ...(traceId === undefined ? {} : { traceId }), method: req.method, path: fullPath, status: res.statusCode, ms }, 'request');
 }
 
 /**

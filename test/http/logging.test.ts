@@ -68,6 +68,28 @@ describe('request log', () => {
     for (const credential of [headers.Authorization as string, signature, key.secret, token, 'query-signature', 'query-token']) expect(text).not.toContain(credential);
   });
 
+  test("a client's or a proxy's X-Request-Id is kept when fit for a log line (else one is made); a valid traceparent's trace id is logged", async () => {
+    const t = await buildApp({ functions: [fn] });
+    const trace = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const send = (headers: Record<string, string>) => request(t.app).post('/api/function/store').set(headers);
+    const cases = [
+      await send({ 'X-Request-Id': 'lb-7f3a.2:x_1', traceparent: `00-${trace}-00f067aa0ba902b7-01` }),
+      await send({ 'X-Request-Id': 'x'.repeat(129) }), // too long
+      await send({ 'X-Request-Id': 'a"b\\c' }), // characters a log line would escape
+      await send({ 'X-Request-Id': '' }),
+      await send({ traceparent: `ff-${trace}-00f067aa0ba902b7-01` }), // version ff is invalid
+      await send({ traceparent: `00-${'0'.repeat(32)}-00f067aa0ba902b7-01` }), // an all-zero trace id is invalid
+      await send({ traceparent: `00-${trace.toUpperCase()}-00f067aa0ba902b7-01` }), // upper-case hex is invalid
+    ];
+    expect(cases.map((res) => res.status)).toEqual([200, 200, 200, 200, 200, 200, 200]);
+    const ids = cases.map((res) => res.headers['x-request-id'] as string);
+    expect(ids[0]).toBe('lb-7f3a.2:x_1');
+    for (const made of ids.slice(1)) expect(made).toMatch(/^[0-9a-f]{12}-[0-9a-z]+$/);
+    const lines = t.log.lines.filter((line) => line.msg === 'request');
+    expect(lines.map((line) => line.requestId)).toEqual(ids);
+    expect(lines.map((line) => line.traceId)).toEqual([trace, undefined, undefined, undefined, undefined, undefined, undefined]);
+  });
+
   test('request ids differ from request to request', async () => {
     const t = await buildApp({ functions: [fn] });
     const ids = new Set<string>();
