@@ -5,6 +5,9 @@ import path from 'node:path';
 // The built package, as a user gets it: `npm test` builds dist/ first (the pretest script).
 const root = path.resolve(__dirname, '..');
 const run = (args: string[]) => execFileSync(process.execPath, args, { cwd: root, encoding: 'utf8' });
+/** The files `npm pack` puts in the tarball, by their paths in it. */
+const packedFiles = (): string[] =>
+  (JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, encoding: 'utf8' })) as { files: { path: string }[] }[])[0]?.files.map((file) => file.path) ?? [];
 
 const CORE = [
   'BcmsHttpError',
@@ -133,16 +136,13 @@ describe('the built package', () => {
   });
 
   test('the tarball carries the licence (MIT, as package.json says) and the changelog', () => {
-    const packed = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, encoding: 'utf8' })) as { files: { path: string }[] }[];
-    const files = (packed[0]?.files ?? []).map((file) => file.path);
-    expect(files).toEqual(expect.arrayContaining(['LICENSE', 'CHANGELOG.md', 'README.md', 'package.json']));
+    expect(packedFiles()).toEqual(expect.arrayContaining(['LICENSE', 'CHANGELOG.md', 'README.md', 'package.json']));
     expect(fs.readFileSync(path.join(root, 'LICENSE'), 'utf8')).toMatch(/^MIT License\n/);
     expect((JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { license: string }).license).toBe('MIT');
   });
 
   test('the shipped docs link only to what ships (or to absolute URLs); no declaration or migration names DESIGN.md, which is not in it', () => {
-    const packed = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, encoding: 'utf8' })) as { files: { path: string }[] }[];
-    const shipped = new Set((packed[0]?.files ?? []).map((file) => file.path));
+    const shipped = new Set(packedFiles());
     const broken: string[] = [];
     for (const file of [...shipped].filter((name) => name.endsWith('.md'))) {
       for (const [, link] of fs.readFileSync(path.join(root, file), 'utf8').matchAll(/\]\(([^)\s]+)\)/g)) {
