@@ -7,7 +7,7 @@ const path = require('node:path');
 
 const from = __dirname;
 const to = path.resolve(__dirname, '..', '..', '..', 'dist', 'bcms', 'ui');
-for (const file of ['styles.d.ts', 'tailwind.config.cjs']) fs.copyFileSync(path.join(from, file), path.join(to, file));
+for (const file of ['styles.d.ts', 'tailwind.config.cjs', 'tailwind.config.d.cts']) fs.copyFileSync(path.join(from, file), path.join(to, file));
 // styles.css: Tailwind's directives, then the core's look (lib/ui/base.css), one file.
 const base = fs.readFileSync(path.resolve(from, '..', '..', 'ui', 'base.css'), 'utf8');
 fs.writeFileSync(path.join(to, 'styles.css'), `${fs.readFileSync(path.join(from, 'styles.css'), 'utf8')}\n${base}`);
