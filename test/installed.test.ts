@@ -119,7 +119,8 @@ createTestService().then(async (service) => {
     expect(await started.stop()).toBe(0);
     const lines = started.stderr().trim().split('\n');
     // One progress line, and nothing of a template that could not be had.
-    expect(lines.filter((line) => line.includes('preparing the embedded database'))).toEqual([`bcms-extensions: preparing the embedded database (PGlite) in ${path.join(copy, '.bcms', 'data')}; a first start takes a few seconds`]);
+    // Through the app's logger, at info level, as every line of the package.
+    expect(lines.filter((line) => line.includes('preparing the embedded database'))).toEqual([`info: bcms-extensions: preparing the embedded database (PGlite) in ${path.join(copy, '.bcms', 'data')}; a first start takes a few seconds`]);
     expect(lines.filter((line) => /PGlite template|^error|^fatal/.test(line))).toEqual([]);
     const uid = String(process.getuid!());
     expect(fs.readdirSync(path.join(tmp, `bcms-extensions-${uid}`))).toEqual([expect.stringMatching(/^pglite-[\d.]+-[0-9a-f]{12}\.tar$/)]);

@@ -141,7 +141,8 @@ async function runMigrate(args: string[], io: Io): Promise<number> {
     // DATABASE_URL (and BCMS_SECRETS_KEY) from the environment, then a .env here, as every command reads its variables.
     env = { ...readDotEnv(io.cwd ?? process.cwd()), ...io.env };
     secrets = resolveSecretsKeys(undefined, env);
-    database = openDatabase(option, env, { info: () => {}, debug: () => {}, warn: toErr, error: toErr });
+    // Its one info line (a first start of PGlite that takes a while) to stderr too, as its message.
+    database = openDatabase(option, env, { info: (_object, message) => io.err(`${message ?? ''}\n`), debug: () => {}, warn: toErr, error: toErr });
   } catch (error) {
     io.err(`bcms-ext migrate: ${(error as Error).message}\n`);
     return 1;

@@ -180,7 +180,7 @@ async function startPglite(PGlite: typeof import('@electric-sql/pglite').PGlite,
   const startParams = [...PGlite.defaultStartParams, '-c', `shared_buffers=${PGLITE_SHARED_BUFFERS}`];
   if (!inMemory && fs.existsSync(path.join(dataDir, COMPLETE_MARK))) return PGlite.create(dataDir, { startParams });
   // A first start on disk is a service's first start: one line says what the wait is for.
-  const slow = inMemory ? undefined : setTimeout(() => process.stderr.write(`bcms-extensions: preparing the embedded database (PGlite) in ${dataDir}; a first start takes a few seconds\n`), SLOW_START_MS);
+  const slow = inMemory ? undefined : setTimeout(() => logger?.info({ dataDir }, `bcms-extensions: preparing the embedded database (PGlite) in ${dataDir}; a first start takes a few seconds`), SLOW_START_MS);
   slow?.unref();
   try {
     return await startNewPglite(PGlite, startParams, dataDir, inMemory, logger);

@@ -45,9 +45,9 @@ const count = createBcmsFunction(async () => ({
   config: { name: 'count', public: true },
   handler: async ({ repo }) => (await repo.template.findAll()).length,
 }));
-// Warnings and errors on stderr (a missing template says so there), the rest nowhere.
+// Everything but debug on stderr, each line as its level and message (a missing template says so there).
 const say = (level) => (fields, message) => process.stderr.write(level + ': ' + (message ?? fields) + '\\n');
-const logger = { info() {}, debug() {}, trace() {}, warn: say('warn'), error: say('error'), fatal: say('fatal'), child: () => logger };
+const logger = { info: say('info'), debug() {}, trace() {}, warn: say('warn'), error: say('error'), fatal: say('fatal'), child: () => logger };
 const router = bcmsExtensions({ functions: [count] }, { logger });
 router.ready.catch((error) => { process.stderr.write('failed: ' + error.message + '\\n'); process.exit(1); });
 const server = express().use(router).listen(Number(process.env.PORT), '127.0.0.1');
