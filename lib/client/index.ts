@@ -1,4 +1,5 @@
 import type { BcmsFunctionModule } from '../function/types';
+import type { ErrorCode } from '../http/errors';
 import type { HttpVerb, MethodRoute } from '../plugin/types';
 import type { JsonOrAbsent } from '../json';
 
@@ -93,15 +94,22 @@ function signingKey(options: SigningKey): { key: string | KeyObject; algorithm: 
 }
 
 /** A call that did not succeed: the service's error code and message, or a transport failure. */
+/**
+ * What a failed call's `code` may be: one of the service's error codes (docs/http.md), the client's
+ * own `NETWORK_ERROR` (no answer) or `INVALID_RESPONSE` (not the service's answer), or a code a
+ * plugin's handler chose (any other string: the union still completes the known ones).
+ */
+export type ClientErrorCode = ErrorCode | 'NETWORK_ERROR' | 'INVALID_RESPONSE' | (string & {});
+
 export class FunctionCallError extends Error {
   /** The service's code (`KEY_FORBIDDEN`, `SIGNATURE_EXPIRED`...), `NETWORK_ERROR`, or `INVALID_RESPONSE`. */
-  readonly code: string;
+  readonly code: ClientErrorCode;
   /** The HTTP status; 0 when no answer came. */
   readonly status: number;
   /** The service's X-Request-Id, to find its log line. */
   readonly requestId: string | undefined;
 
-  constructor(code: string, message: string, status: number, requestId?: string, options?: { cause?: unknown }) {
+  constructor(code: ClientErrorCode, message: string, status: number, requestId?: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'FunctionCallError';
     this.code = code;

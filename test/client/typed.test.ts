@@ -3,7 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { expectTypeOf } from 'expect-type';
 import { z } from 'zod';
 import { createBcmsFunction, createBcmsPlugin, createController, createControllerMethod, createJwtProtectionPreRequestHandler, JWTPermissionName, JWTRoleName } from '../../lib';
-import { BcmsClientError, createClient, FunctionCallError, type PluginPath } from '../../lib/client';
+import { BcmsClientError, createClient, FunctionCallError, type ClientErrorCode, type PluginPath } from '../../lib/client';
+import type { ErrorCode } from '../../lib';
 import { buildApp, role, signToken, type TestApp } from '../support/app';
 import { sharedTestDatabase } from '../support/database';
 import { hmacKey } from '../support/signature';
@@ -90,6 +91,11 @@ const registry = { functions: [add, greet, loose, when, sized, maybe, stated], p
 // Checked by the type-checker (npm run typecheck, in CI), never run: these calls would go out. An
 // unused @ts-expect-error is itself an error, so each refusal below is proven.
 export function typedCalls(client: ReturnType<typeof createClient<typeof registry>>): void {
+  // A failure's code: the service's codes and the client's own, named (a plugin's own code is a string still).
+  expectTypeOf<BcmsClientError['code']>().toEqualTypeOf<ClientErrorCode>();
+  expectTypeOf<'KEY_FORBIDDEN'>().toMatchTypeOf<ClientErrorCode>();
+  expectTypeOf<ErrorCode | 'NETWORK_ERROR' | 'INVALID_RESPONSE'>().toMatchTypeOf<BcmsClientError['code']>();
+  expectTypeOf<'MY_PLUGIN_CODE'>().toMatchTypeOf<FunctionCallError['code']>();
   expectTypeOf(client.function.call).parameter(0).toEqualTypeOf<'add' | 'greet' | 'loose' | 'when' | 'sized' | 'maybe' | 'stated'>();
   expectTypeOf(client.function.call('maybe')).resolves.toEqualTypeOf<{ a: number } | undefined>();
   void client.function.call('maybe', undefined);
