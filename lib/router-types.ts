@@ -6,6 +6,7 @@ import type { BcmsEventModule, BcmsJobModule } from './events/types';
 import type { BcmsFunctionModule } from './function/types';
 import type { BcmsPlugin } from './plugin/types';
 
+/** What `bcmsExtensions(registry)` serves from the app's own code: its plugins, functions, events and jobs (deployed ones come on top). */
 export interface BcmsRegistry {
   plugins?: BcmsPlugin[];
   functions?: BcmsFunctionModule[];

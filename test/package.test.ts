@@ -156,6 +156,38 @@ describe('the built package', () => {
     expect(naming).toEqual([]);
   });
 
+  test('every name the package exports has its TSDoc (a /** comment on its declaration, through re-exports)', () => {
+    const dist = path.join(root, 'dist');
+    const moduleFile = (from: string, specifier: string): string => {
+      const base = path.join(path.dirname(from), specifier.replace(/\.js$/, ''));
+      return fs.existsSync(`${base}.d.ts`) ? `${base}.d.ts` : path.join(base, 'index.d.ts');
+    };
+    const documented = (file: string, name: string): boolean => {
+      const text = fs.readFileSync(file, 'utf8');
+      const declared = new RegExp(`(/\\*\\*(?:(?!\\*/)[\\s\\S])*\\*/\\s*)?(?://[^\\n]*\\n\\s*)*export (?:declare )?(?:abstract )?(?:const|function|class|interface|type|enum) ${name}\\b`).exec(text);
+      if (declared !== null) return declared[1] !== undefined;
+      for (const [, names, from] of text.matchAll(/export (?:type )?\{([^}]*)\} from '([^']+)'/g)) {
+        for (const part of (names ?? '').split(',').map((each) => each.trim().replace(/^type /, ''))) {
+          const [original, alias] = part.split(/\s+as\s+/);
+          if ((alias ?? original) === name && original !== undefined) return documented(moduleFile(file, from ?? ''), original);
+        }
+      }
+      throw new Error(`${name} is not declared in ${path.relative(dist, file)}`);
+    };
+    const exported = (file: string): [string, string][] => {
+      const text = fs.readFileSync(file, 'utf8');
+      const names: [string, string][] = [];
+      for (const [, list] of text.matchAll(/export (?:type )?\{([^}]*)\}(?: from '[^']+')?;/g)) {
+        for (const part of (list ?? '').split(',').map((each) => each.trim().replace(/^type /, '')).filter(Boolean)) names.push([file, part.split(/\s+as\s+/).pop() ?? part]);
+      }
+      for (const [, from] of text.matchAll(/export \* from '([^']+)'/g)) names.push(...exported(moduleFile(file, from ?? '')));
+      return names;
+    };
+    const names = exported(path.join(dist, 'index.d.ts'));
+    expect(names.length).toBeGreaterThan(100);
+    expect(names.filter(([file, name]) => !documented(file, name)).map(([, name]) => name)).toEqual([]);
+  });
+
   test('declarations are emitted next to the code', () => {
     expect(run(['-e', 'console.log(require("fs").existsSync(require.resolve("bcms-extensions").replace(/\\.js$/, ".d.ts")))']).trim()).toBe('true');
   });

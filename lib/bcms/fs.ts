@@ -19,10 +19,12 @@ export function getFilesRoot(): string {
   return filesRoot ?? path.resolve('.bcms', 'files');
 }
 
+/** One file of `fs.fileTree`, as purple-cheetah gives it: its absolute and relative paths, and its folder. */
 export interface FSFileTreeItem {
   path: { abs: string; rel: string };
   dir: string;
 }
+/** What `fs.fileTree` resolves to. */
 export type FSFileTreeList = FSFileTreeItem[];
 
 /** purple-cheetah's file system helper: each path is a string or its segments. */
@@ -41,6 +43,7 @@ export interface FS {
   move(srcPath: string | string[], destPath: string | string[]): Promise<void>;
 }
 
+/** `useFS`'s config, as purple-cheetah's: where relative paths start, inside the files directory. */
 export interface FSConfig {
   /** Where relative paths start: inside the files directory (an absolute path must be in it). */
   base?: string | string[];

@@ -16,10 +16,12 @@ export interface BCMSUserCustomPool {
   [key: string]: unknown;
 }
 
+/** What `BCMSRouteProtection.createJwtPreRequestHandler` gives a handler: the verified access token. */
 export interface BCMSRouteProtectionJwtResult {
   accessToken: JWT<BCMSUserCustomPool>;
 }
 
+/** What `BCMSRouteProtection.createJwtAndBodyCheckPreRequestHandler` gives a handler: the verified access token and the checked body. */
 export interface BCMSRouteProtectionJwtAndBodyCheckResult<Body> {
   accessToken: JWT<BCMSUserCustomPool>;
   body: Body;

@@ -11,6 +11,7 @@ export interface SocketEvent {
   eventData: unknown;
 }
 
+/** What `useSocket()` returns, as BCMS's: emits that reach the subscribed plugin UIs, and lookups that find no connection. */
 export interface Socket {
   findConnection(query?: unknown): null;
   findConnections(query?: unknown): [];
@@ -51,6 +52,7 @@ const socket: Socket = {
   emitToScope: ({ scope, eventName, eventData }) => send({ scope: String(scope), eventName, eventData }),
 };
 
+/** BCMS's socket manager: `emit` and `emitToScope` reach the plugin UIs subscribed to the event; it has no connections to look up. */
 export function useSocket(): Socket {
   return socket;
 }

@@ -31,6 +31,7 @@ export const ObjectUtility = {
 
 export type ObjectUtility = typeof ObjectUtility;
 
+/** purple-cheetah's object utility (`compareWithSchema` and the rest). */
 export function useObjectUtility(): ObjectUtility {
   return ObjectUtility;
 }
@@ -77,6 +78,7 @@ export const StringUtility = {
 
 export type StringUtility = typeof StringUtility;
 
+/** purple-cheetah's string utility (`toSlug`, `toSlugUnderscore` and the rest). */
 export function useStringUtility(): StringUtility {
   return StringUtility;
 }

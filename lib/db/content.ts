@@ -21,6 +21,7 @@ export interface BCMSEntry extends BcmsEntry {
 
 /** What `add` takes: the entity, where everything but the required fields may be left out. */
 export type NewBCMSTemplate = Pick<BCMSTemplate, 'name'> & Partial<BCMSTemplate>;
+/** An entry to add through BCMS's repository: its template id, and any other field. */
 export type NewBCMSEntry = Pick<BCMSEntry, 'templateId'> & Partial<BCMSEntry>;
 
 /** The base methods BCMS's FSDB repositories have at the top level. */
@@ -48,6 +49,7 @@ export interface BCMSBaseRepository<Entity extends { _id: string }, New> {
   count(): Promise<number>;
 }
 
+/** The `methods` of BCMS's entry repository. */
 export interface BCMSEntryRepositoryMethods {
   /** By `_id`, `cid`, or the slug (`meta[0].props[1].data[0]`), as BCMS looks it up. */
   findByTemplateIdAndRef(templateId: string, ref: string): Promise<BCMSEntry | null>;
@@ -70,6 +72,7 @@ export interface BCMSEntryRepositoryMethods {
   deleteById(id: string): Promise<boolean>;
 }
 
+/** The `methods` of BCMS's template repository. */
 export interface BCMSTemplateRepositoryMethods {
   /** By `_id`, `cid` or `name`. */
   findByRef(ref: string): Promise<BCMSTemplate | null>;
@@ -89,7 +92,9 @@ export interface BCMSTemplateRepositoryMethods {
   deleteById(id: string): Promise<boolean>;
 }
 
+/** BCMS's entry repository (`BCMSRepo.entry`): the base methods and `methods`, over this package's content tables. */
 export type BCMSEntryRepository = BCMSBaseRepository<BCMSEntry, NewBCMSEntry> & { methods: BCMSEntryRepositoryMethods };
+/** BCMS's template repository (`BCMSRepo.template`): the base methods and `methods`, over this package's content tables. */
 export type BCMSTemplateRepository = BCMSBaseRepository<BCMSTemplate, NewBCMSTemplate> & { methods: BCMSTemplateRepositoryMethods };
 
 export interface BCMSContentRepo {

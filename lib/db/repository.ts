@@ -7,11 +7,16 @@ import type { BcmsEntry, BcmsEntryMeta, BcmsTemplate } from './shapes';
 
 export type { BcmsEntry, BcmsEntryMeta, BcmsEntryMetaProp, BcmsTemplate } from './shapes';
 
+/** A template to add: its name, and optionally its label, description, single-entry flag and props. */
 export type NewTemplate = Pick<BcmsTemplate, 'name'> & Partial<Pick<BcmsTemplate, 'label' | 'desc' | 'singleEntry' | 'props'>>;
+/** A change to a template: its `_id`, and the fields to change. */
 export type TemplateUpdate = Pick<BcmsTemplate, '_id'> & Partial<Omit<BcmsTemplate, '_id' | 'createdAt' | 'updatedAt'>>;
+/** An entry to add: its template, and optionally its user, status, meta and content. */
 export type NewEntry = Pick<BcmsEntry, 'templateId'> & Partial<Pick<BcmsEntry, 'userId' | 'status' | 'meta' | 'content'>>;
+/** A change to an entry: its `_id`, and the fields to change. */
 export type EntryUpdate = Pick<BcmsEntry, '_id'> & Partial<Pick<BcmsEntry, 'userId' | 'status' | 'meta' | 'content'>>;
 
+/** The entries part of the content repo (`repo.entry` in a handler, `router.repo.entry` in the app). */
 export interface BcmsEntryRepo {
   /** Every entry of a template, oldest first; `[]` for an unknown or malformed id. */
   findAllByTemplateId(templateId: string): Promise<BcmsEntry[]>;
@@ -24,6 +29,7 @@ export interface BcmsEntryRepo {
   deleteById(id: string): Promise<boolean>;
 }
 
+/** The templates part of the content repo (`repo.template` in a handler, `router.repo.template` in the app). */
 export interface BcmsTemplateRepo {
   findAll(): Promise<BcmsTemplate[]>;
   findById(id: string): Promise<BcmsTemplate | null>;

@@ -12,12 +12,14 @@ export interface BcmsTemplate {
   updatedAt: number;
 }
 
+/** One property value of an entry's language meta, as BCMS shapes it: the prop's id and its data. */
 export interface BcmsEntryMetaProp {
   id: string;
   /** Always an array in BCMS: `meta[0].props[0].data[0]` is the first value of the first prop. */
   data: unknown[];
 }
 
+/** An entry's props in one language (`lng`), as BCMS shapes it. */
 export interface BcmsEntryMeta {
   lng: string;
   props: BcmsEntryMetaProp[];

@@ -39,6 +39,7 @@ export enum BCMSEventConfigMethod {
   DELETE = 'DELETE',
 }
 
+/** What an event handler subscribes to: a scope (`ENTRY`, `TEMPLATE`, `ALL` or one of your own) and a method (`ADD`, `UPDATE`, `DELETE`, `ALL` or one of your own). */
 export interface BCMSEventConfig {
   scope: BCMSEventConfigScope | string;
   method: BCMSEventConfigMethod | string;
@@ -51,6 +52,7 @@ export interface BCMSEventHandlerData<Payload = unknown> {
   payload: Payload;
 }
 
+/** An event handler as `createBcmsEvent`'s factory returns it: its config and the function each matching event is delivered to. */
 export interface BCMSEventHandler<Payload = unknown> {
   (data: BCMSEventHandlerData<Payload>): Promise<void> | void;
 }
@@ -78,6 +80,7 @@ export interface BCMSJobCron {
   dayOfWeek: string;
 }
 
+/** A job as `createBcmsJob`'s factory returns it: its cron fields and the function run once a tick, across every instance. */
 export interface BCMSJobHandler {
   (): Promise<void> | void;
 }

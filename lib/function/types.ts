@@ -6,6 +6,7 @@ import type { JWT } from '../security/token';
 import type { BodySchema } from '../schema/body';
 import type { SignatureAuth } from '../security/signature';
 
+/** A function's config: its URL-safe name, whether it is public (else calls must be signed or carry a token), its optional body limit, and its body and response schemas. */
 export interface BcmsFunctionConfig {
   /** Last segment of the call URL: `POST /api/function/<name>`. URL-safe. */
   name: string;
@@ -52,6 +53,7 @@ export interface BcmsFunctionKeyAuth extends SignatureAuth {
  */
 export type BcmsFunctionAuth = BcmsFunctionKeyAuth | ({ type: 'jwt'; accessToken: JWT } & JWT);
 
+/** What a function's handler gets: the request (its parsed body), the caller's verified auth, the content repo, a logger and the error handler. */
 // `any` by default, as Express types `req.body`: BCMS function files read it without a cast.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export interface BcmsFunctionContext<Body = any> {
@@ -59,9 +61,11 @@ export interface BcmsFunctionContext<Body = any> {
   request: Omit<Request, 'body'> & { body: Body };
   /** Takes pino's `(object, message)` and BCMS's `(place, message)` alike. */
   logger: BcmsLogger;
+  /** `throw errorHandler.occurred(status, message)`: the error the caller gets, as in BCMS. */
   errorHandler: ErrorHandler;
   /** Templates and entries of the router's database. */
   repo: BcmsRepo;
+  /** Who called: the API key whose signature was accepted, or the JWT; `null` for a public function. */
   auth: BcmsFunctionAuth | null;
   /**
    * The call's `Idempotency-Key`, when it carries one (ours: BCMS has none). The router already
@@ -72,6 +76,7 @@ export interface BcmsFunctionContext<Body = any> {
   idempotencyKey?: string;
 }
 
+/** A function as `createBcmsFunction`'s factory returns it: its config and its handler, called with `POST /api/function/<name>`. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export interface BcmsFunction<Body = any, Result = unknown> {
   config: BcmsFunctionConfig;

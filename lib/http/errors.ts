@@ -88,6 +88,7 @@ export const errorCodes = {
   TOO_LARGE: { status: 400, message: 'The request holds a value or a filter too large for the database.' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
+/** Every error code the router answers with (`{ code }` in an error body); each has its status in `errorCodes`. */
 export type ErrorCode = keyof typeof errorCodes;
 
 /**

@@ -60,6 +60,7 @@ type Spread<T> = [T] extends [void] ? unknown : [T] extends [object] ? T : unkno
 /** A handler's context: the base context plus what its pre-request handler yielded. */
 export type BcmsPluginHandlerContext<PreResult> = BcmsPluginContext & Spread<PreResult>;
 
+/** One route of a controller (`createControllerMethod`): its verb and path, an optional pre-request handler (a guard) and the handler. */
 export interface BcmsControllerMethod<PreResult = void, Body = unknown> {
   /**
    * Appended to the controller path (a leading `/` is added, `//` becomes `/`); `:name` segments
@@ -102,6 +103,7 @@ export interface BcmsControllerSetupConfig {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type BcmsControllerMethods = Record<string, BcmsControllerMethod<any, any>>;
 
+/** A controller of a plugin (`createController`): a path under the plugin's, its methods, and an optional `setup` run once at load. */
 export interface BcmsController<SetupResult = unknown> {
   /** Human-readable name. */
   name: string;
@@ -125,6 +127,7 @@ export interface BcmsPluginPolicy {
   default?: string[];
 }
 
+/** A plugin (`createBcmsPlugin`): its name (the `/api/plugin/<name>` prefix), its controllers, and optionally its UI and policy. */
 export interface BcmsPlugin {
   /** Path segment of the plugin's endpoints: `/api/plugin/<name>/...`. URL-safe. */
   name: string;

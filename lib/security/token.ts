@@ -25,10 +25,12 @@ export enum JWTPermissionName {
   EXECUTE = 'EXECUTE',
 }
 
+/** One permission of a role in a BCMS access token: `READ`, `WRITE`, `DELETE` or `EXECUTE`. */
 export interface JWTPermission {
   name: JWTPermissionName;
 }
 
+/** A role of a BCMS access token (`rls`): its name (`ADMIN`, `USER`, ...) and its permissions. */
 export interface JWTRole {
   name: JWTRoleName;
   permissions: JWTPermission[];

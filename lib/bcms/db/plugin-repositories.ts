@@ -42,6 +42,7 @@ export type RepositoryLogger = BcmsLogger;
 // ---------------------------------------------------------------------------------------------
 // FSDB
 
+/** `createFSDBRepository`'s config, as BCMS's: the collection's name, its schema, and the repository's own methods. */
 export interface FSDBRepositoryConfig<Entity extends FSDBEntity, Methods> {
   name: string;
   schema: ObjectSchema;
@@ -200,6 +201,7 @@ export interface MongoDBInterface<Entity> {
   deleteMany(filter: DocumentFilter<Entity>): MongoDBResult<{ acknowledged: true; deletedCount: number }>;
 }
 
+/** `createMongoDBCachedRepository`'s config, as BCMS's: the collection's name, its schema, its methods and cache methods. */
 export interface MongoDBCachedRepositoryConfig<Entity extends MongoDBEntity, Methods, CacheMethods> {
   name: string;
   /** `objectSchemaToMongoDBSchema(schema)`, a mongoose Schema (read for its paths' types), or an ObjectSchema. */
