@@ -93,7 +93,6 @@ function signingKey(options: SigningKey): { key: string | KeyObject; algorithm: 
   throw new TypeError(`signRequest: privateKey must be an RSA or Ed25519 key, got ${String(key.asymmetricKeyType)}`);
 }
 
-/** A call that did not succeed: the service's error code and message, or a transport failure. */
 /**
  * What a failed call's `code` may be: one of the service's error codes (docs/http.md), the client's
  * own `NETWORK_ERROR` (no answer) or `INVALID_RESPONSE` (not the service's answer), or a code a
@@ -101,6 +100,7 @@ function signingKey(options: SigningKey): { key: string | KeyObject; algorithm: 
  */
 export type ClientErrorCode = ErrorCode | 'NETWORK_ERROR' | 'INVALID_RESPONSE' | (string & {});
 
+/** A call that did not succeed: the service's error code and message, or a transport failure. */
 export class FunctionCallError extends Error {
   /** The service's code (`KEY_FORBIDDEN`, `SIGNATURE_EXPIRED`...), `NETWORK_ERROR`, or `INVALID_RESPONSE`. */
   readonly code: ClientErrorCode;
