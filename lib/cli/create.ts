@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { ownManifest } from '../manifest';
 import { isUrlSafe } from '../names';
 import { parseArgs, UsageError, type Io } from './_io';
 import { functionsProjectLayout, packageSpec } from './layout';
@@ -24,8 +25,8 @@ export const VERSIONS = { typescript: '7.0.2', vite: '8.3.8', vue: '3.5.45', '@v
  * devDependencies, read from its package.json): a project's tests run the kit's in-memory PGlite.
  */
 function embeddedDatabaseVersions(): Record<string, string> {
-  const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as { devDependencies?: Record<string, string> };
-  return Object.fromEntries(['@electric-sql/pglite', 'knex-pglite'].map((name) => [name, manifest.devDependencies?.[name] ?? '*']));
+  const { devDependencies } = ownManifest();
+  return Object.fromEntries(['@electric-sql/pglite', 'knex-pglite'].map((name) => [name, devDependencies?.[name] ?? '*']));
 }
 
 /**

@@ -4,9 +4,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { PACKAGE_ROOT } from '../manifest';
 
-/** This package's own folder (a checkout, or an installed copy in some node_modules). */
-export const PACKAGE_ROOT = path.resolve(__dirname, '..', '..');
 
 /** A plugin's back end: `backend/` (bcms-ext create, BCMS's plugin-starter) or `src/backend/` (BCMS's Vue CLI plugins). */
 export const BACKEND_DIRS = ['backend', 'src/backend'] as const;

@@ -1,8 +1,7 @@
-import fs from 'node:fs';
-import path from 'node:path';
 import { openDatabase, type DatabaseOption } from '../db/connection';
 import { migrate, MIGRATIONS_TABLE, unlockMigrations } from '../db/migrate';
 import { isUnreachable } from '../db/store';
+import { ownManifest } from '../manifest';
 import { resolveSecretsKeys, sealStoredSecrets, type SecretsKeys } from '../security/secrets';
 import { defaultIo, parseArgs, UsageError, type Io } from './_io';
 import { CALL_USAGE, runCall } from './call';
@@ -69,11 +68,6 @@ function commandUsage(command: string): string | undefined {
   return added.get(command)?.usage ?? (Object.hasOwn(own, command) ? own[command] : undefined);
 }
 
-/** This package's version, from its package.json (two folders up from lib/cli and dist/cli alike). */
-function packageVersion(): string {
-  return (JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string }).version;
-}
-
 /** The CLI, with argv and output injectable so that tests run it without spawning. Resolves to the exit code. */
 export async function main(argv: readonly string[], io: Io = defaultIo()): Promise<number> {
   const [command, ...rest] = argv;
@@ -82,7 +76,7 @@ export async function main(argv: readonly string[], io: Io = defaultIo()): Promi
     return command === undefined ? 1 : 0;
   }
   if (command === '--version' || command === '-v' || command === 'version') {
-    io.out(`${packageVersion()}\n`);
+    io.out(`${ownManifest().version}\n`);
     return 0;
   }
   const own = commandUsage(command);

@@ -4,6 +4,7 @@ import knexFactory, { type Knex } from 'knex';
 import type { PGlite } from '@electric-sql/pglite';
 import type { Logger } from '../logger';
 import { LOCK_FILE, lockDataDirectory } from './pglite-lock';
+import { ownManifest } from '../manifest';
 import { COMPLETE_MARK, extractTemplate, loadPgliteTemplate, readTar, topLevelNames, type TarEntry } from './pglite-template';
 
 /**
@@ -160,8 +161,7 @@ function requireEmbedded<T>(name: string): T {
 
 /** `npm install` of the embedded database's packages, at the versions this package is tested with. */
 export function pgliteInstallCommand(): string {
-  const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as { devDependencies?: Record<string, string> };
-  const versions = manifest.devDependencies ?? {};
+  const versions = ownManifest().devDependencies ?? {};
   return `npm install ${EMBEDDED_PACKAGES.map((name) => (versions[name] ? `${name}@${versions[name]}` : name)).join(' ')}`;
 }
 

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
+import { PACKAGE_ROOT } from '../manifest';
 import { MIGRATIONS_DIRECTORY, MIGRATIONS_TABLE } from './migrate';
 
 /**
@@ -28,7 +29,6 @@ import { MIGRATIONS_DIRECTORY, MIGRATIONS_TABLE } from './migrate';
  * a data directory, and never opened as one.
  */
 
-const PACKAGE_ROOT = path.resolve(__dirname, '..', '..');
 
 function pgliteVersion(): string {
   const entry = require.resolve('@electric-sql/pglite');

@@ -25,10 +25,10 @@ import type { Ask, ExtensionKind, ExtensionSource, FromIsolate, ToIsolate, WireE
 import { isolateCommand, moduleRoot, packageReadables, permissionsFor, stripSetIdBits, type ResolvedPermissionsOption, type SandboxChoice } from './sandbox';
 import { treeUsage } from './cpu';
 import { Waiting } from './waiting';
+import { PACKAGE_ROOT } from '../manifest';
 import { answerBytes, answerOverLimit, fromWire, isolateFrameLimit, LOG_OBJECT_MAX_BYTES, logObjectNote, Outbox, toWire, errorToWire, unsignedToken, type WireError } from './wire';
 
 /** The compiled child (dist/isolate), from dist or lib alike: a child process runs JavaScript only. */
-const PACKAGE_ROOT = path.resolve(__dirname, '..', '..');
 const CHILD = path.join(PACKAGE_ROOT, 'dist', 'isolate', 'child.js');
 /** What every isolate reads of this package and its dependencies (lib/isolate/sandbox.ts). */
 let packageFiles: string[] | undefined;

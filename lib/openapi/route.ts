@@ -1,5 +1,3 @@
-import fs from 'node:fs';
-import path from 'node:path';
 import type { EventEmitter } from 'node:events';
 import etag from 'etag';
 import fresh from 'fresh';
@@ -12,12 +10,9 @@ import { createBcmsPlugin, createController, createControllerMethod } from '../p
 import { PluginRouteTable } from '../plugin/routes';
 import type { BcmsFunction } from '../function/types';
 import type { BcmsController } from '../plugin/types';
+import { ownManifest } from '../manifest';
 import { buildOpenApiDocument, type OpenApiSources } from './document';
 
-/** The package's own version, for the document's `info.version`: read when a document is first made, not at every start. */
-let packageVersion: string | undefined;
-const version = (): string =>
-  (packageVersion ??= (JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string }).version);
 /** The functions before the router's start loaded them: one table, so that the document made meanwhile is kept. */
 const NO_FUNCTIONS: ReadonlyMap<string, BcmsFunction> = new Map();
 
@@ -52,7 +47,7 @@ export function createOwnRoutes(options: {
   const { store, live, title } = options;
   const functions = () => live.functions ?? NO_FUNCTIONS;
   const sdk = createSdkController({ plugins: () => live.allPlugins, hasUi: options.hasUi, functions, content: bcmsContentRepoOf(store), events: options.events });
-  const sources = (): OpenApiSources => ({ plugins: live.plugins, functions: functions(), ownRoutes: table, title, version: version(), rateLimited: options.rateLimited === true });
+  const sources = (): OpenApiSources => ({ plugins: live.plugins, functions: functions(), ownRoutes: table, title, version: ownManifest().version, rateLimited: options.rateLimited === true });
   let served: Served | undefined;
   /** A deployment change replaces the live tables whole: the same tables, the same document. */
   const current = (): Served => {

@@ -4,7 +4,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { PACKAGE_ROOT } from '../../cli/layout';
+import { PACKAGE_ROOT } from '../../manifest';
 
 /** The package every BCMS back-end module name is replaced with. */
 export const PACKAGE = 'bcms-extensions';
