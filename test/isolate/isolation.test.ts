@@ -300,11 +300,16 @@ module.exports = createBcmsPlugin({ name: 'inside', controllers: [createControll
     }
   });
 
-  test('an instance that starts while a deployment cannot load: ready at once, everything else served, the failure logged and kept', async () => {
-    const spinning = functionSource('stuck', 'async () => 1', 'for (;;) {}');
-    await recordDeployment(db.knex, { kind: 'function', name: 'stuck', project: null, version: '1.0.0', sha256: 'x', code: spinning, ui: null, signature: null, deployedBy: 'test' });
+  /** A function whose top-level code never ends, deployed as another instance would have, and an instance that starts beside it. */
+  const startBesideSpinning = async (name: string, loadTimeoutMs: number) => {
+    const code = functionSource(name, 'async () => 1', 'for (;;) {}');
+    await recordDeployment(db.knex, { kind: 'function', name, project: null, version: '1.0.0', sha256: 'x', code, ui: null, signature: null, deployedBy: 'test' });
     const startLog = memoryLogger();
-    const again = bcmsExtensions({ plugins: [open] }, { database: db.knex, logger: startLog.logger, loadTimeoutMs: 3000 });
+    return { startLog, again: bcmsExtensions({ plugins: [open] }, { database: db.knex, logger: startLog.logger, loadTimeoutMs }) };
+  };
+
+  test('an instance that starts while a deployment cannot load: ready at once, everything else served, the failure logged and kept', async () => {
+    const { startLog, again } = await startBesideSpinning('stuck', 3000);
     try {
       const failed = (): boolean => startLog.lines.some((line) => line.msg === 'bcms-extensions: a deployment failed to load on this instance' && line.name === 'stuck');
       await again.ready;
@@ -326,11 +331,8 @@ module.exports = createBcmsPlugin({ name: 'inside', controllers: [createControll
   }, 90_000);
 
   test('close() while a deployment is still loading ends its load rather than wait for it, and records no failure', async () => {
-    const spinning = functionSource('spinning', 'async () => 1', 'for (;;) {}');
-    await recordDeployment(db.knex, { kind: 'function', name: 'spinning', project: null, version: '1.0.0', sha256: 'x', code: spinning, ui: null, signature: null, deployedBy: 'test' });
-    const startLog = memoryLogger();
     // Its load would be given up only after ten minutes of CPU time: far past this test's time-out.
-    const again = bcmsExtensions({ plugins: [open] }, { database: db.knex, logger: startLog.logger, loadTimeoutMs: 600_000 });
+    const { startLog, again } = await startBesideSpinning('spinning', 600_000);
     try {
       await again.ready;
       expect((await request(express().use(again)).get('/api/plugin/host-open/open')).status).toBe(200);
