@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { createFunctionClient, FunctionCallError, type FunctionClientOptions } from '../client';
+import { createFunctionClient, FunctionCallError, type SigningKey } from '../client';
 import { parseArgs, UsageError, type Io } from './_io';
 import { readDotEnv } from './dotenv';
 
@@ -40,13 +40,13 @@ export async function runCall(args: readonly string[], io: Io): Promise<number> 
   // The environment, then a .env here, as the other commands read them.
   const dotEnv = readDotEnv(io.cwd ?? process.cwd());
   const env = { ...dotEnv, ...io.env };
-  const baseUrl = (flags.url as string | undefined) ?? (env.BCMS_URL || 'http://localhost:8080');
+  const url = (flags.url as string | undefined) ?? (env.BCMS_URL || 'http://localhost:8080');
   // A key's secret or private key file from one place: the environment's when it sets either (a
   // project's .env names its deploy key's file, which must not pair with a secret given here).
   const material = io.env.BCMS_KEY_SECRET || io.env.BCMS_PRIVATE_KEY_FILE ? io.env : dotEnv;
   let client;
   try {
-    client = createFunctionClient({ baseUrl, ...signingKey({ ...env, BCMS_KEY_SECRET: material.BCMS_KEY_SECRET, BCMS_PRIVATE_KEY_FILE: material.BCMS_PRIVATE_KEY_FILE }) } as FunctionClientOptions);
+    client = createFunctionClient({ url, key: signingKey({ ...env, BCMS_KEY_SECRET: material.BCMS_KEY_SECRET, BCMS_PRIVATE_KEY_FILE: material.BCMS_PRIVATE_KEY_FILE }) });
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
@@ -82,11 +82,11 @@ function readData(data: string | undefined): unknown {
   }
 }
 
-function signingKey(env: NodeJS.ProcessEnv): Partial<FunctionClientOptions> {
+function signingKey(env: NodeJS.ProcessEnv): SigningKey | undefined {
   const keyId = env.BCMS_KEY_ID;
   if (!keyId) {
     if (env.BCMS_KEY_SECRET || env.BCMS_PRIVATE_KEY_FILE) throw new UsageError('BCMS_KEY_SECRET or BCMS_PRIVATE_KEY_FILE is set without BCMS_KEY_ID');
-    return {};
+    return undefined;
   }
   if (env.BCMS_KEY_SECRET && env.BCMS_PRIVATE_KEY_FILE) throw new UsageError('set BCMS_KEY_SECRET or BCMS_PRIVATE_KEY_FILE, not both');
   if (env.BCMS_KEY_SECRET) return { keyId, secret: env.BCMS_KEY_SECRET };

@@ -80,6 +80,11 @@ export function signRequest(options: SignRequestOptions): Record<string, string>
   return headers;
 }
 
+/** A key's own fields only: a key object spread into signRequest's options brings nothing else along. */
+function keyFields(key: SigningKey): SigningKey {
+  return key.privateKey !== undefined ? { keyId: key.keyId, privateKey: key.privateKey } : { keyId: key.keyId, secret: key.secret };
+}
+
 function signingKey(options: SigningKey): { key: string | KeyObject; algorithm: SignatureAlgorithm } {
   if (typeof options.secret === 'string' && options.secret !== '') {
     if (options.privateKey !== undefined) throw new TypeError('signRequest: pass secret or privateKey, not both');
@@ -118,25 +123,31 @@ export class FunctionCallError extends Error {
   }
 }
 
-export type FunctionClientOptions = (
-  | {
-      /** Where the service is, e.g. `http://localhost:8080` (a path prefix is kept). */
-      baseUrl: string;
-      url?: undefined;
-    }
-  | {
-      /** Where the service is: `baseUrl` by the name `createClient` gives it. */
-      url: string;
-      baseUrl?: undefined;
-    }
-) & {
+/** What `createFunctionClient` and `createClient` both take: where the service is, and the key to sign with. */
+interface ClientTarget {
+  /** Where the service is, such as `https://cms.example.com` (a path prefix is kept). */
+  url: string;
+  /** An API key that lists the private functions called: their calls are signed (HTTP Signature). */
+  key?: SigningKey;
+  /** Defaults to the global fetch (Node 20+). */
+  fetch?: typeof fetch;
+}
+
+/** The shape of releases before 0.2: `baseUrl`, and the key's fields beside it. Still taken. */
+type LegacyFunctionClientTarget = {
+  /** @deprecated `url`, as `createClient` takes it. */
+  baseUrl?: string;
+  url?: string;
+  key?: undefined;
+  fetch?: typeof fetch;
+} & (SigningKey | { keyId?: undefined; secret?: undefined; privateKey?: undefined });
+
+export type FunctionClientOptions = (ClientTarget | LegacyFunctionClientTarget) & {
   /** Sign with `Digest` (default) or `Content-Digest`. */
   digest?: 'digest' | 'content-digest';
   /** Also sign `host` (see signRequest); off by default, for reverse proxies that rewrite it. */
   signHost?: boolean;
-  /** Defaults to the global fetch (Node 20+). */
-  fetch?: typeof fetch;
-} & (SigningKey | { keyId?: undefined; secret?: undefined; privateKey?: undefined });
+};
 
 export interface FunctionClient {
   /**
@@ -165,29 +176,32 @@ async function reach(send: typeof fetch, base: string, url: string, init: Reques
  * A client for a service's functions: private ones are signed with the client's key.
  *
  * @example
- * const client = createFunctionClient({ baseUrl: 'http://localhost:8080', keyId, secret });
+ * const client = createFunctionClient({ url: 'http://localhost:8080', key: { keyId, secret } });
  * const { id } = await client.call<{ id: string }>('submit-form', { email: 'a@example.com' });
  */
 export function createFunctionClient(options: FunctionClientOptions): FunctionClient {
-  if (options === null || typeof options !== 'object') throw new TypeError('createFunctionClient: options are required');
-  if (options.baseUrl !== undefined && options.url !== undefined) throw new TypeError('createFunctionClient: give baseUrl or url, not both');
-  const given = options.baseUrl ?? options.url;
+  if (options === null || typeof options !== 'object') throw new TypeError('createFunctionClient: options { url, key? } are required');
+  const legacy = options as LegacyFunctionClientTarget;
+  if (legacy.baseUrl !== undefined && options.url !== undefined) throw new TypeError('createFunctionClient: give url, not both url and baseUrl');
+  if (options.key !== undefined && legacy.keyId !== undefined) throw new TypeError('createFunctionClient: give key: { keyId, secret }, not both key and keyId');
+  const given = options.url ?? legacy.baseUrl;
   let base: string;
   try {
     base = new URL(given as string).toString().replace(/\/+$/, '');
   } catch {
-    throw new TypeError(`createFunctionClient: baseUrl (or url) must be a URL such as http://localhost:8080, got ${JSON.stringify(given)}`);
+    throw new TypeError(`createFunctionClient: url must be a URL such as http://localhost:8080, got ${JSON.stringify(given)}`);
   }
+  const key: SigningKey | undefined = options.key ?? (legacy.keyId !== undefined ? (legacy as SigningKey) : undefined);
   const send = options.fetch ?? fetch;
   // Fail now, not at the first call, on a key that cannot sign.
-  if (options.keyId !== undefined) signRequest({ ...(options as SigningKey), method: 'POST', url: base });
+  if (key !== undefined) signRequest({ ...keyFields(key), method: 'POST', url: base });
   return {
     async call<Result>(name: string, body?: unknown, callOptions?: { idempotencyKey?: string }): Promise<Result> {
       if (typeof name !== 'string' || name === '') throw new TypeError('call: a function name is required');
       const url = `${base}/api/function/${encodeURIComponent(name)}`;
       const payload = body === undefined ? '' : JSON.stringify(body);
       const headers: Record<string, string> = payload === '' ? {} : { 'Content-Type': 'application/json' };
-      if (options.keyId !== undefined) Object.assign(headers, signRequest({ ...(options as SigningKey), method: 'POST', url, body: payload, digest: options.digest, signHost: options.signHost }));
+      if (key !== undefined) Object.assign(headers, signRequest({ ...keyFields(key), method: 'POST', url, body: payload, digest: options.digest, signHost: options.signHost }));
       if (callOptions?.idempotencyKey !== undefined) headers['Idempotency-Key'] = callOptions.idempotencyKey;
       const response = await reach(send, base, url, { method: 'POST', headers, body: payload === '' ? undefined : payload });
       const requestId = response.headers.get('x-request-id') ?? undefined;
@@ -238,15 +252,9 @@ export type FunctionBody<Registry, Name extends string> = Extract<TypesOf<Module
 export type FunctionResult<Registry, Name extends string> = Extract<TypesOf<ModuleOf<Registry>>, { name: Name }> extends { result: infer Result } ? JsonOrAbsent<Result> : never;
 
 
-export interface BcmsClientOptions {
-  /** Where the service is, such as `https://cms.example.com` (a path prefix is kept). */
-  url: string;
-  /** An API key that lists the private functions called: their calls are signed (HTTP Signature). */
-  key?: SigningKey;
+export interface BcmsClientOptions extends ClientTarget {
   /** A bearer token for plugin endpoints behind the JWT guard (a call's own `token` wins). */
   token?: string;
-  /** Defaults to the global fetch. */
-  fetch?: typeof fetch;
 }
 
 /** The registry's plugin endpoints: what `createBcmsPlugin`, `createController` and `createControllerMethod` kept of them. */
@@ -387,7 +395,7 @@ export interface BcmsClient<Registry> {
  */
 export function createClient<Registry extends RegistryShape>(options: BcmsClientOptions): BcmsClient<Registry> {
   if (options === null || typeof options !== 'object') throw new TypeError('createClient: options { url, key? } are required');
-  const functions = createFunctionClient({ baseUrl: options.url, fetch: options.fetch, ...(options.key ?? {}) } as Parameters<typeof createFunctionClient>[0]);
+  const functions = createFunctionClient({ url: options.url, key: options.key, fetch: options.fetch });
   const base = new URL(options.url).toString().replace(/\/+$/, '');
   const send = options.fetch ?? fetch;
   async function request(verb: string, route: string, callOptions: PluginRequestOptions = {}): Promise<never> {
@@ -401,7 +409,7 @@ export function createClient<Registry extends RegistryShape>(options: BcmsClient
     const token = callOptions.token ?? options.token;
     if (callOptions.signed === true) {
       if (options.key === undefined) throw new TypeError(`plugin.${verb}: signed: true needs the client's key`);
-      Object.assign(headers, signRequest({ ...options.key, method, url, body: payload }));
+      Object.assign(headers, signRequest({ ...keyFields(options.key), method, url, body: payload }));
     } else if (token !== undefined) headers.Authorization = `Bearer ${token}`;
     let response: Response;
     try {

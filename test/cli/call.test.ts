@@ -106,6 +106,6 @@ describe('bcms-ext call', () => {
     expect((await run(['call', 'sum'], { BCMS_KEY_ID: 'k' })).err).toBe(
       'bcms-ext call: BCMS_KEY_ID is set: set BCMS_KEY_SECRET (hmac-sha256) or BCMS_PRIVATE_KEY_FILE (rsa-sha256, ed25519) too\n',
     );
-    expect((await run(['call', 'sum', '--url', 'nope'], {})).err).toBe('bcms-ext call: createFunctionClient: baseUrl (or url) must be a URL such as http://localhost:8080, got "nope"\n');
+    expect((await run(['call', 'sum', '--url', 'nope'], {})).err).toBe('bcms-ext call: createFunctionClient: url must be a URL such as http://localhost:8080, got "nope"\n');
   });
 });

@@ -39,33 +39,33 @@ afterAll(() => new Promise((resolve) => server.close(resolve)));
 describe('createFunctionClient', () => {
   test('an HMAC key: call() signs, sends, and resolves to the result; with signHost too', async () => {
     const key = await hmacKey((await sharedTestDatabase()).knex, ['sum']);
-    const client = createFunctionClient({ baseUrl, ...key });
+    const client = createFunctionClient({ url: baseUrl, key });
     expect(await client.call('sum', [1, 2, 3])).toBe(6);
-    expect(await createFunctionClient({ baseUrl, ...key, signHost: true }).call('sum', [2, 2])).toBe(4);
+    expect(await createFunctionClient({ url: baseUrl, key, signHost: true }).call('sum', [2, 2])).toBe(4);
     // Two identical calls in one second: different nonces, both accepted.
     expect(await Promise.all([client.call('sum', [1]), client.call('sum', [1])])).toEqual([1, 1]);
   });
 
   test.each(['rsa-sha256', 'ed25519'] as const)('a %s private key, signing Content-Digest', async (algorithm) => {
     const key = await publicKeyKey((await sharedTestDatabase()).knex, algorithm, ['sum']);
-    const client = createFunctionClient({ baseUrl: `${baseUrl}/`, ...key, digest: 'content-digest' });
+    const client = createFunctionClient({ url: `${baseUrl}/`, key, digest: 'content-digest' });
     expect(await client.call('sum', [40, 2])).toBe(42);
   });
 
   test('no key: public functions, with or without a body', async () => {
-    const client = createFunctionClient({ baseUrl });
+    const client = createFunctionClient({ url: baseUrl });
     expect(await client.call('hello')).toBe('hello world');
     expect(await client.call('hello', { name: 'Ada' })).toBe('hello Ada');
   });
 
   test("the service's refusal rejects with its code, status, message and request id", async () => {
     const key = await hmacKey((await sharedTestDatabase()).knex, ['other']);
-    const error = await createFunctionClient({ baseUrl, ...key }).call('sum', [1]).catch((caught: unknown) => caught);
+    const error = await createFunctionClient({ url: baseUrl, key }).call('sum', [1]).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(FunctionCallError);
     expect(error).toMatchObject({ code: 'KEY_FORBIDDEN', status: 403, message: 'This API key may not call function "sum": it does not list it.', requestId: expect.any(String) });
-    const unsigned = await createFunctionClient({ baseUrl }).call('sum', [1]).catch((caught: unknown) => caught);
+    const unsigned = await createFunctionClient({ url: baseUrl }).call('sum', [1]).catch((caught: unknown) => caught);
     expect(unsigned).toMatchObject({ code: 'SIGNATURE_REQUIRED', status: 401 });
-    const handled = await createFunctionClient({ baseUrl }).call('picky').catch((caught: unknown) => caught);
+    const handled = await createFunctionClient({ url: baseUrl }).call('picky').catch((caught: unknown) => caught);
     expect(handled).toMatchObject({ code: 'HANDLER_ERROR', status: 422, message: 'Field "email" is required.' });
   });
 
@@ -75,7 +75,7 @@ describe('createFunctionClient', () => {
       sent.push(new Headers(init?.headers).get('idempotency-key'));
       return fetch(input, init);
     };
-    const client = createFunctionClient({ baseUrl, ...(await hmacKey((await sharedTestDatabase()).knex, ['sum'])), fetch: recording });
+    const client = createFunctionClient({ url: baseUrl, key: await hmacKey((await sharedTestDatabase()).knex, ['sum']), fetch: recording });
     const key = `order-${Date.now()}`;
     expect(await client.call('sum', [1, 2], { idempotencyKey: key })).toBe(3);
     expect(await client.call('sum', [1, 2], { idempotencyKey: key })).toBe(3);
@@ -86,21 +86,24 @@ describe('createFunctionClient', () => {
 
   test('no service there: NETWORK_ERROR; something else there: INVALID_RESPONSE', async () => {
     const port = await freePort();
-    const down = await createFunctionClient({ baseUrl: `http://127.0.0.1:${port}` }).call('hello').catch((caught: unknown) => caught);
+    const down = await createFunctionClient({ url: `http://127.0.0.1:${port}` }).call('hello').catch((caught: unknown) => caught);
     expect(down).toMatchObject({ name: 'FunctionCallError', code: 'NETWORK_ERROR', status: 0, message: `Could not reach http://127.0.0.1:${port} (ECONNREFUSED).` });
-    const elsewhere = await createFunctionClient({ baseUrl: baseUrl.replace('/cms', '/nothing') }).call('hello').catch((caught: unknown) => caught);
+    const elsewhere = await createFunctionClient({ url: baseUrl.replace('/cms', '/nothing') }).call('hello').catch((caught: unknown) => caught);
     expect(elsewhere).toMatchObject({ code: 'INVALID_RESPONSE', status: 404 });
   });
 
   test('a key that cannot sign is refused when the client is made', () => {
-    expect(() => createFunctionClient({ baseUrl, keyId: 'k', privateKey: 'not a key' })).toThrow();
-    expect(() => createFunctionClient({ baseUrl, keyId: 'k' } as never)).toThrow('signRequest: secret (hmac-sha256) or privateKey (rsa-sha256, ed25519) is required');
-    expect(() => createFunctionClient({ baseUrl: 'not a url' })).toThrow('createFunctionClient: baseUrl (or url) must be a URL such as http://localhost:8080, got "not a url"');
-    expect(() => createFunctionClient({ baseUrl, url: baseUrl } as never)).toThrow('createFunctionClient: give baseUrl or url, not both');
+    expect(() => createFunctionClient({ url: baseUrl, key: { keyId: 'k', privateKey: 'not a key' } })).toThrow();
+    expect(() => createFunctionClient({ url: baseUrl, key: { keyId: 'k' } as never })).toThrow('signRequest: secret (hmac-sha256) or privateKey (rsa-sha256, ed25519) is required');
+    expect(() => createFunctionClient({ url: 'not a url' })).toThrow('createFunctionClient: url must be a URL such as http://localhost:8080, got "not a url"');
+    expect(() => createFunctionClient({ baseUrl, url: baseUrl } as never)).toThrow('createFunctionClient: give url, not both url and baseUrl');
+    expect(() => createFunctionClient({ url: baseUrl, key: { keyId: 'a', secret: 's' }, keyId: 'b', secret: 's' } as never)).toThrow('createFunctionClient: give key: { keyId, secret }, not both key and keyId');
   });
 
-  test('url, as createClient names it, is baseUrl', async () => {
-    expect(await createFunctionClient({ url: baseUrl }).call('hello')).toBe('hello world');
+  test('the shape of earlier releases (baseUrl, and keyId and secret beside it) still signs and calls', async () => {
+    const key = await hmacKey((await sharedTestDatabase()).knex, ['sum']);
+    expect(await createFunctionClient({ baseUrl, ...key }).call('sum', [2, 3])).toBe(5);
+    expect(await createFunctionClient({ baseUrl }).call('hello')).toBe('hello world');
   });
 });
 
