@@ -119,6 +119,14 @@ export interface BcmsExtensionsOptions {
    * bcmsExtensions(registry, { rateLimit: { key: { points: 100, seconds: 1 }, ip: { points: 300, seconds: 10 } } });
    */
   rateLimit?: RateLimitOptions;
+  /**
+   * `true` serves `GET /api/extensions/metrics` in Prometheus's text format (prom-client): requests,
+   * each extension's calls, errors and latency, deploys, isolates started and crashed, signature
+   * refusals, database outages, event deliveries and job runs. Read with an ADMIN token, or with
+   * `{ token }` (16 characters or more) as a bearer token, as a scraper would. Default: off.
+   * The registry is `router.metrics`, for an app that serves its own metrics to merge.
+   */
+  metrics?: boolean | { token?: string };
 }
 
 export interface ResolvedOptions {
@@ -153,6 +161,8 @@ export interface ResolvedOptions {
   readonly keys: Readonly<{ deployOverHttp: boolean }>;
   /** `rateLimit`, checked; undefined: off. */
   readonly rateLimit: Readonly<RateLimitOptions> | undefined;
+  /** `metrics`, checked; undefined: off. */
+  readonly metrics: Readonly<{ token: string | undefined }> | undefined;
 }
 
 export const defaultOptions = Object.freeze({
@@ -174,7 +184,7 @@ export const defaultOptions = Object.freeze({
 
 const KNOWN = new Set([
   'jwt', 'database', 'signature', 'bodyLimit', 'bodyTimeoutMs', 'functionTimeoutMs', 'jobTimeoutMs', 'pluginTimeoutMs', 'loadTimeoutMs', 'logger', 'admin',
-  'isolate', 'extensionMemoryMb', 'extensionAnswerMb', 'extensionEnv', 'sandbox', 'extensionPermissions', 'extensionPool', 'deployments', 'files', 'secretsKey', 'deploy', 'keys', 'openapi', 'rateLimit',
+  'isolate', 'extensionMemoryMb', 'extensionAnswerMb', 'extensionEnv', 'sandbox', 'extensionPermissions', 'extensionPool', 'deployments', 'files', 'secretsKey', 'deploy', 'keys', 'openapi', 'rateLimit', 'metrics',
 ]);
 
 /** A nested option is an object of known keys: a typo such as `jwt.secert` must not pass silently. */
@@ -269,7 +279,17 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined, env: 
     trustedKeys: resolveTrustedKeys(deploy.trustedKeys),
     keys: Object.freeze({ deployOverHttp }),
     rateLimit,
+    metrics: resolveMetrics(options.metrics),
   }) as ResolvedOptions;
+}
+
+function resolveMetrics(metrics: BcmsExtensionsOptions['metrics']): ResolvedOptions['metrics'] {
+  if (metrics === undefined || metrics === false) return undefined;
+  if (metrics === true) return Object.freeze({ token: undefined });
+  checkKeys(metrics, 'metrics', ['token']);
+  const { token } = metrics;
+  if (token !== undefined && (typeof token !== 'string' || token.length < 16)) throw new TypeError('option metrics.token must be a string of 16 characters or more (a scraper sends it as a bearer token)');
+  return Object.freeze({ token });
 }
 
 function positiveInteger(value: unknown, name: string, unit: string): number {

@@ -1,6 +1,7 @@
 import type { EventEmitter } from 'node:events';
 import type { Router } from 'express';
 import type { Knex } from 'knex';
+import type { Registry } from 'prom-client';
 import type { BcmsRepo } from './db/repository';
 import type { BcmsEventModule, BcmsJobModule } from './events/types';
 import type { BcmsFunctionModule } from './function/types';
@@ -38,6 +39,11 @@ export interface BcmsExtensionsRouter extends Router {
   emit(scope: string, method: string, payload: unknown): Promise<void>;
   /** The OpenAPI 3.1 document of what it serves now (`GET /api/extensions/openapi.json`), once `ready` resolved. */
   openapi(): Record<string, unknown>;
+  /**
+   * With the `metrics` option, the prom-client registry `GET /api/extensions/metrics` serves: an app
+   * that serves its own metrics merges it (`Registry.merge([register, router.metrics])`). Else undefined.
+   */
+  readonly metrics: Registry | undefined;
   /** Closes what the router opened: its pool, or its embedded database. */
   close(): Promise<void>;
 }

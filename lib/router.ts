@@ -19,6 +19,7 @@ import { drainDefaultLogger } from './logger';
 import { Isolation, registryModuleSources } from './isolate/runtime';
 import { sandboxFor } from './isolate/sandbox';
 import { bindLayers } from './layer';
+import { metricsFor } from './metrics';
 import { createOwnRoutes } from './openapi/route';
 import { type BcmsExtensionsOptions, resolveOptions } from './options';
 import { warnAboutMiddleware, warnWithoutSecret } from './plugin/routes';
@@ -58,6 +59,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   const registryPlugins = registry.plugins ?? [];
   const isolateAll = settings.isolate === 'all';
   const live = new LiveExtensions(registryPlugins, { isolated: isolateAll });
+  const { metrics, registry: metricsRegistry } = metricsFor(settings.metrics, live); // NO_METRICS unless the option is on
   const ui = new UiRoutes(checkPluginUis(registryPlugins), settings.admin);
   const modules = registry.functions ?? [];
   checkFunctionModules(modules);
@@ -67,9 +69,9 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   const sandbox = sandboxFor(settings); // the isolates': throws where 'bubblewrap' is required and cannot run
 
   // Content, once nothing above refused the options: a refused router leaves no database open.
-  const store = new ContentStore(openDatabase(settings.database as DatabaseOption | undefined, process.env, logger), logger, { secrets: settings.secrets });
+  const store = new ContentStore(openDatabase(settings.database as DatabaseOption | undefined, process.env, logger), logger, { secrets: settings.secrets, metrics });
   const repo = createRepository(store);
-  const eventsAndJobs = new EventsAndJobs(store, logger, settings, registry); // throws on a registry of events or jobs that are not factories
+  const eventsAndJobs = new EventsAndJobs(store, logger, settings, registry, metrics); // throws on a registry of events or jobs that are not factories
   const { limitKey, limitIp, ...limits } = createRateLimits(store, logger, settings.rateLimit); // counted in the database, for every instance
   // One memory of keys and accepted signatures for both schemes: a signature is accepted once, whichever way it comes.
   const signatures = { memory: new SignatureMemory(store, logger, settings.secrets), clockSkewSeconds: settings.signature.clockSkewSeconds, limitKey };
@@ -86,7 +88,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   const verifyPluginKey = createPluginKeyCheck({ ...keyVerifiers, bodyLimit, bodyTimeoutMs, logger });
 
   // Isolates: what deployed code (and, with `isolate: 'all'`, the registry's) runs in. Deployments go live by swapping the live tables.
-  const isolation = new Isolation(settings, { store, verifyAccessToken, verifyPluginKey, events, sandbox: sandbox.choice });
+  const isolation = new Isolation(settings, { store, verifyAccessToken, verifyPluginKey, events, sandbox: sandbox.choice, metrics });
   const start: StartDeployment = settings.isolate === 'none' ? (deployment) => loadInProcess(deployment, settings.loadTimeoutMs) : (deployment) => isolation.deployment(deployment);
   const deployments = new Deployments({ store, live, ui, logger, start, enabled: settings.deployments === 'on', trusted: settings.trustedKeys, refused: sandbox.refused });
   // Settles only once both are done, so that a refused registry leaves no migration running behind it.
@@ -104,7 +106,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
 
   // The request path. Requests under way when close() begins are answered; later ones get 503 SERVICE_CLOSING.
   const admission = new Admission(logger, bodyTimeoutMs + Math.max(settings.functionTimeoutMs, settings.pluginTimeoutMs));
-  const exchange = createExchange({ logger, bodyTimeoutMs, admission, pending: () => (live.functions === undefined ? ready : undefined) });
+  const exchange = createExchange({ logger, bodyTimeoutMs, admission, metrics, pending: () => (live.functions === undefined ? ready : undefined) });
   const servePlugin = createPluginServer({ bodyLimit, bodyTimeoutMs, timeoutMs: settings.pluginTimeoutMs, logger: bcmsLogger, errorHandler, repo, verifyAccessToken, verifyPluginKey });
   const identifyCaller = createCallerCheck({ ...keyVerifiers, verifyAccessToken, readBody, logger, limitKey });
   const idempotency = new IdempotencyLedger(store, logger, settings.functionTimeoutMs, verifyAccessToken);
@@ -114,7 +116,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     identifyCaller, bodyLimit, bodyTimeoutMs, idempotency, limitIp,
     timeoutMs: settings.functionTimeoutMs, logger: bcmsLogger, errorHandler, repo,
   });
-  const own = createOwnRoutes({ store, keys: settings.keys, live, hasUi: (name) => ui.hasUi(name), events, title: settings.admin?.title ?? 'BCMS', openapi: settings.openapi, rateLimited: limits.on });
+  const own = createOwnRoutes({ store, keys: settings.keys, live, hasUi: (name) => ui.hasUi(name), events, title: settings.admin?.title ?? 'BCMS', openapi: settings.openapi, rateLimited: limits.on, metrics: metricsRegistry && { registry: metricsRegistry, token: settings.metrics?.token } });
 
   const serveDeployments = createDeployRoutes({
     verify: verifySignedRequest,
@@ -126,6 +128,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     logger, bodyTimeoutMs, verifyAccessToken,
     trusted: settings.trustedKeys,
     sandbox,
+    metrics,
   });
   const dispatch = createDispatch({
     exchange,
@@ -166,6 +169,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     events,
     emit: eventManagerOf(() => store).emit,
     openapi: own.document,
+    metrics: metricsRegistry,
     close: async () => {
       await admission.close(); // new requests refused (503), those under way answered
       await eventsAndJobs.close(); // no more deliveries or ticks claimed here

@@ -1,5 +1,7 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../logger';
+import type { Metrics } from '../metrics';
+import { childSpan } from '../tracing';
 import { BcmsHttpError } from '../http/errors';
 import type { Database } from './connection';
 import { migrate } from './migrate';
@@ -75,7 +77,7 @@ export class ContentStore {
   constructor(
     readonly database: Database,
     private readonly logger: Logger,
-    private readonly options?: { migratedElsewhere?: boolean; secrets?: SecretsKeys },
+    private readonly options?: { migratedElsewhere?: boolean; secrets?: SecretsKeys; metrics?: Pick<Metrics, 'database'> },
   ) {
     this.migratedElsewhere = options?.migratedElsewhere === true;
     watchFailedStatements(database.knex);
@@ -119,7 +121,10 @@ export class ContentStore {
   async run<T>(query: (db: Knex) => Promise<T>): Promise<T> {
     await this.ready();
     try {
-      return await query(this.database.knex);
+      // Within a traced request, a span of its own (lib/tracing.ts).
+      const result = await childSpan('bcms db', { 'db.system': 'postgresql' }, () => query(this.database.knex));
+      this.options?.metrics?.database(true);
+      return result;
     } catch (error) {
       // Already an answer (the isolates' bridge runs through here): kept as it is.
       if (error instanceof BcmsHttpError) throw error;
@@ -140,6 +145,7 @@ export class ContentStore {
    */
   private unavailable(error: unknown): unknown {
     if (!isUnreachable(error)) return error;
+    this.options?.metrics?.database(false);
     if (wroteBeforeLost(error)) {
       this.logger.error({ err: error, database: this.database.description }, 'bcms-extensions: database unreachable after a write was sent: its outcome is unknown');
       return new BcmsHttpError('DATABASE_OUTCOME_UNKNOWN');

@@ -7,6 +7,7 @@ import { BcmsHttpError } from '../http/errors';
 import { writeJson } from '../http/respond';
 import { createEventListRoutes, EVENT_LIST_PATHS } from '../events/routes';
 import type { Logger } from '../logger';
+import { type Metrics, NO_METRICS } from '../metrics';
 import { isUrlSafe } from '../names';
 import { sha256Hex } from '../security/digest';
 import type { AccessTokenVerifier } from '../security/jwt';
@@ -116,8 +117,10 @@ export function createDeployRoutes(deps: {
   trusted?: TrustedKeys;
   /** What isolates run in, as the list shows it, and why deployments are refused here (production without a sandbox: 503 SANDBOX_UNAVAILABLE). */
   sandbox?: Pick<RouterSandbox, 'listed' | 'refused'>;
+  /** Deploys, rollbacks and undeploys counted by outcome (the `metrics` option). */
+  metrics?: Metrics;
 }): (req: Request, res: ServerResponse, pathname: string) => Promise<void> {
-  const { verify, store, deployed, check, taken, logger, trusted, bodyTimeoutMs, sandbox } = deps;
+  const { verify, store, deployed, check, taken, logger, trusted, bodyTimeoutMs, sandbox, metrics = NO_METRICS } = deps;
   const knex = store.database.knex;
   const serveEventLists = createEventListRoutes({ verify, verifyAccessToken: deps.verifyAccessToken, store, ...(bodyTimeoutMs === undefined ? {} : { bodyTimeoutMs }) });
 
@@ -131,7 +134,20 @@ export function createDeployRoutes(deps: {
     }
   }
 
-  return async function serveDeployments(req, res, pathname) {
+  /** What a request does to what is live: counted with its outcome, `ok` or the code it was answered. */
+  return function serveCounted(req, res, pathname) {
+    const action = req.method === 'POST' ? (pathname === DEPLOYMENTS_PATH ? 'deploy' : pathname.endsWith('/rollback') ? 'rollback' : undefined) : req.method === 'DELETE' ? 'undeploy' : undefined;
+    if (action === undefined || (pathname !== DEPLOYMENTS_PATH && !pathname.startsWith(`${DEPLOYMENTS_PATH}/`))) return serveDeployments(req, res, pathname);
+    return serveDeployments(req, res, pathname).then(
+      () => metrics.deploy(action, 'ok'),
+      (error: unknown) => {
+        metrics.deploy(action, error instanceof BcmsHttpError ? error.code : 'INTERNAL_ERROR');
+        throw error;
+      },
+    );
+  };
+
+  async function serveDeployments(req: Request, res: ServerResponse, pathname: string): Promise<void> {
     if (EVENT_LIST_PATHS.has(pathname)) return serveEventLists(req, res, pathname);
     const item = /^\/api\/extensions\/deployments\/(plugin|function|event|job)\/([^/]+)(\/rollback)?$/.exec(pathname);
     const isList = pathname === DEPLOYMENTS_PATH;
@@ -246,7 +262,7 @@ export function createDeployRoutes(deps: {
     }
     logger.info({ kind, name, version, by: auth.key.name }, 'bcms-extensions: deployed');
     writeJson(res, 201, JSON.stringify({ deployment }));
-  };
+  }
 }
 
 /**

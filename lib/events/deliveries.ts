@@ -3,6 +3,7 @@ import { listenOn } from '../deploy/listen';
 import type { ContentStore } from '../db/store';
 import { withDeadline } from '../http/deadline';
 import type { Logger } from '../logger';
+import type { Metrics } from '../metrics';
 import { eventPayload } from './payload';
 import { recordServed } from './served';
 import type { BCMSEvent } from './types';
@@ -43,6 +44,8 @@ export interface ServedEvent {
 interface Claimed {
   id: string;
   handler: string;
+  /** Its tries, this one included. */
+  attempts: number;
   scope: string;
   method: string;
   doc: string | null;
@@ -51,6 +54,8 @@ interface Claimed {
 
 interface Outcome {
   id: string;
+  handler: string;
+  attempts: number;
   error: string | null;
   durationMs: number;
 }
@@ -83,7 +88,7 @@ export class EventDeliveries {
   constructor(
     private readonly store: ContentStore,
     private readonly logger: Logger,
-    private readonly options: { instance: string; timeoutMs: number },
+    private readonly options: { instance: string; timeoutMs: number; metrics?: Pick<Metrics, 'delivery'> },
   ) {}
 
   /**
@@ -200,7 +205,7 @@ export class EventDeliveries {
              lease_until = clock_timestamp() + ? * interval '1 millisecond', instance = ?
          from next
          where d.id = next.id
-         returning d.id, d.handler, d.scope, d.method, d.doc, d.payload`,
+         returning d.id, d.handler, d.attempts, d.scope, d.method, d.doc, d.payload`,
         [names, limit, this.options.timeoutMs + LEASE_MARGIN_MS, this.options.instance],
       )) as { rows: (Omit<Claimed, 'id'> & { id: string | number })[] };
       return rows.map((row) => ({ ...row, id: String(row.id) }));
@@ -232,7 +237,7 @@ export class EventDeliveries {
       error = thrown instanceof Error ? thrown.message : String(thrown);
       this.logger.warn({ handler: delivery.handler, delivery: delivery.id, err: thrown }, 'bcms-extensions: an event handler failed (tried again with backoff)');
     }
-    return { id: delivery.id, error, durationMs: Date.now() - began };
+    return { id: delivery.id, handler: delivery.handler, attempts: delivery.attempts, error, durationMs: Date.now() - began };
   }
 
   /** Outcomes are written together: one statement for those that finished meanwhile. */
@@ -242,7 +247,7 @@ export class EventDeliveries {
       await new Promise((resolve) => setImmediate(resolve));
       while (this.finished.length > 0) {
         const outcomes = this.finished.splice(0);
-        await this.bookkeeping((db) => this.record(db, outcomes)).catch((error: unknown) => {
+        await this.bookkeeping((db) => this.record(db, outcomes)).then(() => this.count(outcomes), (error: unknown) => {
           // Left running: its lease runs out and it is delivered again (at least once).
           this.logger.error({ err: error, deliveries: outcomes.length }, 'bcms-extensions: could not record event deliveries; they will be delivered again');
         });
@@ -253,6 +258,13 @@ export class EventDeliveries {
       // What finished may have been holding a document's next delivery.
       this.wake();
     });
+  }
+
+  /** Outcomes recorded, for the metrics: as `record` decided them. */
+  private count(outcomes: readonly Outcome[]): void {
+    const metrics = this.options.metrics;
+    if (metrics === undefined) return;
+    for (const { handler, attempts, error } of outcomes) metrics.delivery(handler, error === null ? 'delivered' : attempts >= MAX_ATTEMPTS ? 'failed' : 'retrying');
   }
 
   /** `delivered`, or `retrying` after 1, 2, 4, 8 s, or `failed` at the fifth try; only while the claim is still this instance's. */

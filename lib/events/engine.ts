@@ -3,6 +3,7 @@ import os from 'node:os';
 import { isEmbedded } from '../db/connection';
 import type { ContentStore } from '../db/store';
 import type { Logger } from '../logger';
+import type { Metrics } from '../metrics';
 import { checkEvent, checkJob, cronLine } from './check';
 import { EventDeliveries, type ServedEvent } from './deliveries';
 import { JobScheduler, type ServedJob } from './jobs';
@@ -45,6 +46,7 @@ export class EventsAndJobs {
     private readonly logger: Logger,
     settings: { functionTimeoutMs: number; jobTimeoutMs: number },
     private readonly modules: { events?: unknown; jobs?: unknown },
+    metrics?: Pick<Metrics, 'delivery' | 'jobRun'>,
   ) {
     for (const [key, maker] of [['events', 'createBcmsEvent'], ['jobs', 'createBcmsJob']] as const) {
       const list = modules[key];
@@ -55,8 +57,8 @@ export class EventsAndJobs {
     const instance = `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     this.instance = instance;
     LIVE_INSTANCES.add(instance);
-    this.deliveries = new EventDeliveries(store, logger, { instance, timeoutMs: settings.functionTimeoutMs });
-    this.scheduler = new JobScheduler(store, logger, { instance, timeoutMs: settings.jobTimeoutMs });
+    this.deliveries = new EventDeliveries(store, logger, { instance, timeoutMs: settings.functionTimeoutMs, metrics });
+    this.scheduler = new JobScheduler(store, logger, { instance, timeoutMs: settings.jobTimeoutMs, metrics });
   }
 
   /**

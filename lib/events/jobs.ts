@@ -1,6 +1,7 @@
 import type { ContentStore } from '../db/store';
 import { withDeadline } from '../http/deadline';
 import type { Logger } from '../logger';
+import type { Metrics } from '../metrics';
 import { cronLine, nextTick } from './check';
 import { recordServed } from './served';
 import type { BCMSJob } from './types';
@@ -38,7 +39,7 @@ export class JobScheduler {
   constructor(
     private readonly store: ContentStore,
     private readonly logger: Logger,
-    private readonly options: { instance: string; timeoutMs: number },
+    private readonly options: { instance: string; timeoutMs: number; metrics?: Pick<Metrics, 'jobRun'> },
   ) {}
 
   /** The jobs this instance runs from now on: recorded (for the listing), and their ticks awaited. */
@@ -118,9 +119,10 @@ export class JobScheduler {
       )) as { rows: { id: string | number; status: string }[] };
       return rows[0];
     });
+    if (claimed?.status === 'skipped') this.options.metrics?.jobRun(name, 'skipped');
     if (claimed === undefined || claimed.status !== 'running') return; // another instance has this tick, or a run is still going
     const began = Date.now();
-    let status = 'succeeded';
+    let status: 'succeeded' | 'failed' | 'timed_out' = 'succeeded';
     let error: string | null = null;
     try {
       const late = (): Error => Object.assign(new Error(`the job ran past jobTimeoutMs (${timeoutMs} ms)`), { timedOut: true });
@@ -136,6 +138,7 @@ export class JobScheduler {
         .where({ id: String(claimed.id) })
         .update({ status, error, finished_at: db.raw('clock_timestamp()'), duration_ms: Date.now() - began, lease_until: null }),
     );
+    this.options.metrics?.jobRun(name, status);
   }
 
   /** Stops waiting for ticks; waits for the runs going now to be recorded. */

@@ -2,8 +2,10 @@ import type { ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Request, Response } from 'express';
 import { type Logger, REQUEST_LINE, type RequestLineWriter } from '../logger';
+import { type Metrics, NO_METRICS } from '../metrics';
+import { requestSpan } from '../tracing';
 import { dropUnreadBody } from './body';
-import { BcmsHttpError } from './errors';
+import { BcmsHttpError, type ErrorCode } from './errors';
 import type { Admission } from './closing';
 import { createRequestIds, requestIdOf, traceIdOf } from './request-id';
 import { type Family, writeError } from './respond';
@@ -35,8 +37,8 @@ const ANSWERED = Symbol('answered');
  * and `X-Request-Id` on every answer (a handler's own included), its errors as JSON bodies, and one
  * log line. `pending()` is the router's start while it is under way: requests wait for it.
  */
-export function createExchange(options: { logger: Logger; pending: () => Promise<void> | undefined; bodyTimeoutMs: number; admission?: Admission }): Exchange {
-  const { logger, pending, bodyTimeoutMs, admission } = options;
+export function createExchange(options: { logger: Logger; pending: () => Promise<void> | undefined; bodyTimeoutMs: number; admission?: Admission; metrics?: Metrics }): Exchange {
+  const { logger, pending, bodyTimeoutMs, admission, metrics = NO_METRICS } = options;
   const nextRequestId = createRequestIds();
   const writeLine = (logger as { [REQUEST_LINE]?: RequestLineWriter })[REQUEST_LINE];
 
@@ -47,25 +49,34 @@ export function createExchange(options: { logger: Logger; pending: () => Promise
     const requestId = requestIdOf(req.headers['x-request-id'], nextRequestId);
     const traceId = traceIdOf(req.headers.traceparent);
     const started = performance.now();
+    // A span when the app has OpenTelemetry's API; the handler runs within it.
+    const span = requestSpan(req.method, family, path, requestId, req.headers);
+    const done = (): void => {
+      logRequest(logger, writeLine, req, res, path, requestId, traceId, started, admission);
+      metrics.request(path, res.statusCode, (performance.now() - started) / 1000);
+      span?.end(res.statusCode);
+    };
     const hostHeaders = res.getHeaderNames();
     res.setHeader('Access-Control-Allow-Origin', '*');
     res.setHeader('X-Request-Id', requestId);
     const failed = (error: unknown): void => {
-      renderError(logger, req, res, error, family, requestId, hostHeaders);
+      const code = renderError(logger, req, res, error, family, requestId, hostHeaders);
+      if (code !== undefined) metrics.error(code);
       // Refused before its body was read (a guard's 401, say): the rest is dropped unparsed, within bodyTimeoutMs.
       if (res.getHeader('connection') !== 'close') dropUnreadBody(req, bodyTimeoutMs);
-      logRequest(logger, writeLine, req, res, path, requestId, traceId, started, admission);
+      done();
     };
     let work: Work;
     try {
       // Once the router is closing: 503 SERVICE_CLOSING (lib/http/closing.ts).
       admission?.admit(res);
       const starting = pending();
-      work = starting === undefined ? handle(req, res, arg) : starting.then(() => handle(req, res, arg) ?? ANSWERED);
+      const run = (): Work => (span === undefined ? handle(req, res, arg) : span.run(() => handle(req, res, arg)));
+      work = starting === undefined ? run() : starting.then(() => run() ?? ANSWERED);
     } catch (error) {
       return failed(error);
     }
-    if (work === undefined) return logRequest(logger, writeLine, req, res, path, requestId, traceId, started, admission);
+    if (work === undefined) return done();
     const answered = (value: unknown): void => {
       if (write !== undefined && value !== ANSWERED) {
         try {
@@ -74,7 +85,7 @@ export function createExchange(options: { logger: Logger; pending: () => Promise
           return failed(error);
         }
       }
-      logRequest(logger, writeLine, req, res, path, requestId, traceId, started, admission);
+      done();
     };
     try {
       work.then(answered, failed);
@@ -99,7 +110,7 @@ function logRequest(logger: Logger, writeLine: RequestLineWriter | undefined, re
 }
 
 /**
- * Renders what a request threw. Headers a handler set (say Cache-Control) do not go out on its
+ * Renders what a request threw, and says its code (none for a client that went away). Headers a handler set (say Cache-Control) do not go out on its
  * error: only those the host set before the router, and the router's own, stay. A 500 names the
  * request id and nothing internal; the error itself goes to the log.
  */
@@ -111,13 +122,13 @@ function renderError(
   family: Family,
   requestId: string,
   hostHeaders: readonly string[],
-): void {
+): ErrorCode | undefined {
   // The connection, not the request stream: a body read to its end destroys the stream too.
   if (req.socket?.destroyed === true && !res.headersSent) {
     // The client went away (mid-body, say): there is no one to answer, and nothing went wrong here.
     logger.debug({ err: error, requestId }, 'bcms-extensions: client closed the request');
     res.statusCode = 499; // for the log line only, as nginx logs it
-    return;
+    return undefined;
   }
   let answer: BcmsHttpError;
   if (error instanceof BcmsHttpError) {
@@ -129,7 +140,7 @@ function renderError(
   if (res.headersSent) {
     // The handler started its own answer: nothing valid can follow, so end what is there.
     res.end();
-    return;
+    return answer.code;
   }
   for (const name of res.getHeaderNames()) {
     if (!hostHeaders.includes(name) && name !== 'access-control-allow-origin' && name !== 'x-request-id') res.removeHeader(name);
@@ -142,4 +153,5 @@ function renderError(
     logger.error({ err: error, requestId }, 'bcms-extensions: an error could not be answered; the connection is closed');
     res.destroy();
   }
+  return answer.code;
 }

@@ -14,6 +14,7 @@ import type { Duplex, Readable } from 'node:stream';
 import type { Request } from 'express';
 import { BcmsHttpError, errorCodes, type ErrorCode } from '../http/errors';
 import type { Logger } from '../logger';
+import type { Metrics } from '../metrics';
 import type { IdentifyPluginKey } from '../security/caller';
 import type { AccessTokenVerifier } from '../security/jwt';
 import { IsolateAnswer, writableHeader } from './answer';
@@ -26,6 +27,7 @@ import { isolateCommand, moduleRoot, packageReadables, permissionsFor, stripSetI
 import { treeUsage } from './cpu';
 import { Waiting } from './waiting';
 import { PACKAGE_ROOT } from '../manifest';
+import { childSpan } from '../tracing';
 import { answerBytes, answerOverLimit, fromWire, isolateFrameLimit, LOG_OBJECT_MAX_BYTES, logObjectNote, Outbox, toWire, errorToWire, unsignedToken, type WireError } from './wire';
 
 /** The compiled child (dist/isolate), from dist or lib alike: a child process runs JavaScript only. */
@@ -62,6 +64,8 @@ export interface IsolateServices {
   logBudget: LogBudget;
   /** What an isolate's answers (and errors) may not set: headers that act on the service's whole origin. */
   answerHeaders: AnswerHeaderCheck;
+  /** Isolates started and crashed (the `metrics` option). */
+  metrics: Metrics;
 }
 
 /**
@@ -170,6 +174,7 @@ export class Isolate {
     fs.mkdirSync(cwd, { recursive: true, mode: 0o700 });
     fs.chmodSync(cwd, 0o700);
     this.folder = cwd;
+    services.metrics.isolateStarted(what.kind);
     packageFiles ??= packageReadables(PACKAGE_ROOT);
     // A registry module (isolate: 'all') is read from its package's folder, with what it requires.
     const readable = what.source.type === 'module' ? [...packageFiles, moduleRoot(what.source.file)] : packageFiles;
@@ -286,6 +291,11 @@ export class Isolate {
    */
   call(message: NewCall, request: Request | undefined, plugin: string | undefined, timeoutMs: number, timeout: () => Error): Promise<IsolateAnswer> {
     if (!this.alive) return Promise.reject(crashed('The extension is not running.'));
+    // A span of the request's, when it is traced (lib/tracing.ts).
+    return childSpan('bcms isolate call', { 'bcms.extension': this.label }, () => this.send(message, request, plugin, timeoutMs, timeout));
+  }
+
+  private send(message: NewCall, request: Request | undefined, plugin: string | undefined, timeoutMs: number, timeout: () => Error): Promise<IsolateAnswer> {
     const id = ++this.nextCall;
     const now = performance.now();
     this.lastActive = now;

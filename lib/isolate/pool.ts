@@ -145,6 +145,7 @@ export class IsolatePool {
       if (this.isolates.length === 0) this.spawn().catch(() => {});
       return;
     }
+    this.services.metrics.isolateCrashed(this.kind);
     const young = isolate.loadedAt === undefined || performance.now() - isolate.loadedAt < CRASH_LOOP_MS;
     if (!young) this.failures = 0;
     if (young && !isolate.diedAnswering) return this.failed(reason);

@@ -1,5 +1,6 @@
 import type { EventEmitter } from 'node:events';
 import etag from 'etag';
+import type { Registry } from 'prom-client';
 import fresh from 'fresh';
 import { bcmsContentRepoOf } from '../db/content';
 import type { ContentStore } from '../db/store';
@@ -11,6 +12,7 @@ import { PluginRouteTable } from '../plugin/routes';
 import type { BcmsFunction } from '../function/types';
 import type { BcmsController } from '../plugin/types';
 import { ownManifest } from '../manifest';
+import { metricsController } from '../metrics-route';
 import { buildOpenApiDocument, type OpenApiSources } from './document';
 
 /** The functions before the router's start loaded them: one table, so that the document made meanwhile is kept. */
@@ -40,6 +42,8 @@ export function createOwnRoutes(options: {
   openapi: 'public' | 'token' | 'off';
   /** The `rateLimit` option is set: function calls may be answered 429. */
   rateLimited?: boolean;
+  /** The `metrics` option is on: its registry, and the scraper's token if one was given. */
+  metrics?: { registry: Registry; token: string | undefined };
 }): {
   table: PluginRouteTable;
   document: () => Record<string, unknown>;
@@ -71,6 +75,7 @@ export function createOwnRoutes(options: {
   };
   const controllers = [createKeysController(store, options.keys), sdk];
   if (options.openapi !== 'off') controllers.push(openApiController(textFor, options.openapi === 'token'));
+  if (options.metrics !== undefined) controllers.push(metricsController(options.metrics.registry, options.metrics.token));
   const table = new PluginRouteTable([createBcmsPlugin({ name: 'extensions', controllers })], '/api');
   return { table, document: () => current().document };
 }

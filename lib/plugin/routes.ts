@@ -41,6 +41,8 @@ export class PluginRouteTable {
   private readonly paramPaths: PluginPath[] = [];
   /** For each static path, every path it matches (itself first): computed once, as they never change. */
   private readonly staticMatches = new Map<string, readonly PluginMatch[]>();
+  /** The names of the plugins it serves. */
+  readonly pluginNames: ReadonlySet<string>;
 
   /**
    * `prefix`: where each plugin's paths start, before its name (the package's own routes use `/api`).
@@ -59,6 +61,7 @@ export class PluginRouteTable {
 
   constructor(plugins: readonly BcmsPlugin[], prefix = '/api/plugin') {
     const names = new Set<string>();
+    this.pluginNames = names;
     // Two paths that differ only in parameter names (`/:id` and `/:key`) are one path.
     const byShape = new Map<string, PluginPath>();
     if (!Array.isArray(plugins)) throw new TypeError('registry.plugins must be an array of plugins (createBcmsPlugin)');
