@@ -79,9 +79,7 @@ async function benchKeysDatabase() {
 function guardedPluginApp() {
   return withExtensions(
     {
-      plugins: [
-        benchPlugin(createJwtProtectionPreRequestHandler([JWTRoleName.ADMIN, JWTRoleName.USER], JWTPermissionName.READ)),
-      ],
+      plugins: [benchPlugin(createJwtProtectionPreRequestHandler([JWTRoleName.ADMIN, JWTRoleName.USER], JWTPermissionName.READ))],
     },
     { jwt: { secret: JWT_SECRET } },
   );

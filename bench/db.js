@@ -57,8 +57,7 @@ async function measure(url, table) {
   const repo = createRepository(new ContentStore({ knex, description: table.schema, close: async () => {} }, quiet));
   const client = new Client({ connectionString: url, options: `-c search_path=${table.schema}` });
   await client.connect();
-  const handWritten = (id) =>
-    client.query('select id, template_id, user_id, status, meta, content, created_at, updated_at from bcms_entries where template_id = $1', [id]);
+  const handWritten = (id) => client.query('select id, template_id, user_id, status, meta, content, created_at, updated_at from bcms_entries where template_id = $1', [id]);
 
   const ours = [];
   const theirs = [];

@@ -115,7 +115,10 @@ async function overHttp(plain, templateId, secret) {
 
 /** Writes at `rate` a second; `started` maps an entry id to its handler's start (ms since epoch), filled by whoever handles it. */
 async function commitToStart(router, started, rate) {
-  const [{ id: templateId }] = await router.db('bcms_templates').insert({ name: `lat${Date.now()}` }).returning('id');
+  const [{ id: templateId }] = await router
+    .db('bcms_templates')
+    .insert({ name: `lat${Date.now()}` })
+    .returning('id');
   const committed = new Map();
   const gap = 1000 / rate;
   const begin = Date.now();
@@ -167,7 +170,9 @@ async function main() {
   await writer.ready;
   results.latencyOneInstance = await commitToStart(writer, async () => startedHere, 100);
   await writer.close();
-  console.log(`events: commit to handler start at 100 writes/s, one instance: p50 ${results.latencyOneInstance.p50} ms, p99 ${results.latencyOneInstance.p99} ms (${results.latencyOneInstance.delivered} delivered; target p99 < 100 ms)`);
+  console.log(
+    `events: commit to handler start at 100 writes/s, one instance: p50 ${results.latencyOneInstance.p50} ms, p99 ${results.latencyOneInstance.p99} ms (${results.latencyOneInstance.delivered} delivered; target p99 < 100 ms)`,
+  );
 
   // 2b. Across two instances: the handler in a second process, which reports its start times at the end.
   const urlL2 = await schemaUrl(base, 'bcms_bench_events_latency2');
@@ -183,7 +188,9 @@ async function main() {
   results.latencyTwoInstances = await commitToStart(plain, startedThere, 100);
   peer.kill();
   await plain.close();
-  console.log(`events: commit to handler start at 100 writes/s, across two instances: p50 ${results.latencyTwoInstances.p50} ms, p99 ${results.latencyTwoInstances.p99} ms (${results.latencyTwoInstances.delivered} delivered)`);
+  console.log(
+    `events: commit to handler start at 100 writes/s, across two instances: p50 ${results.latencyTwoInstances.p50} ms, p99 ${results.latencyTwoInstances.p99} ms (${results.latencyTwoInstances.delivered} delivered)`,
+  );
 
   // 3. A backlog: events recorded while no instance serves the handler, then one starts.
   const urlB = await schemaUrl(base, 'bcms_bench_events_backlog');

@@ -156,7 +156,8 @@ async function main() {
 }
 
 if (process.argv[2] === '--flood') flood(Number(process.argv[3]));
-else main().catch((error) => {
-  console.error(error);
-  process.exitCode = 1;
-});
+else
+  main().catch((error) => {
+    console.error(error);
+    process.exitCode = 1;
+  });

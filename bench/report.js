@@ -121,9 +121,7 @@ function markdown(rows, info, settings) {
     const met = row.met === null ? '—' : row.met ? 'yes' : 'missed';
     const range = row.ratio === null ? '—' : `${fixed(row.ratioP25, 2)}–${fixed(row.ratioP75, 2)}`;
     const failed = row.failures > 0 ? ` (${row.failures} failed requests)` : '';
-    lines.push(
-      `| ${row.name}${failed} | ${fixed(row.reqPerSec, 0)} | ${fixed(row.p99Ms, 1)} | ${fixed(row.ratio, 3)} | ${range} | ${target} | ${met} |`,
-    );
+    lines.push(`| ${row.name}${failed} | ${fixed(row.reqPerSec, 0)} | ${fixed(row.p99Ms, 1)} | ${fixed(row.ratio, 3)} | ${range} | ${target} | ${met} |`);
   }
   // "baseline-get 24, baseline-post 8": how many slices each baseline row pools.
   const pooled = rows
@@ -143,8 +141,7 @@ function markdown(rows, info, settings) {
       'A B | B A A B), so that neither server gained from where its slices fell.',
     `The ratio is the median over the ${n} pairs of scenario req/s ÷ baseline req/s within a pair, measured seconds apart so ` +
       "slow drifts of the machine's speed cancel out, and the IQR is the 25th–75th percentile of those ratios.",
-    "req/s and p99 are medians over a row's own slices; a baseline row pools its slices from every pair it took part in " +
-      `(${pooled}).`,
+    `req/s and p99 are medians over a row's own slices; a baseline row pools its slices from every pair it took part in (${pooled}).`,
     "The bcms-extensions scenarios log one pino line per request through the package's default logger (pino, to stdout, " +
       "written once per turn of the event loop), with each server's stdout on /dev/null, so formatting and writing each line is included; the baseline Express apps log nothing.",
     "A slice's req/s is the average of autocannon's per-second samples. plugin-get-guarded-cold is plugin-get-guarded's server sent " +

@@ -82,12 +82,8 @@ function pinning() {
  * `profileName` names its --cpu-prof file: a baseline's server is started once per pair.
  */
 function startServer(name, settings, profileName = name, cores = 'server') {
-  const profile = settings.profile
-    ? ['--cpu-prof', `--cpu-prof-dir=${path.join(RESULTS, 'profiles')}`, `--cpu-prof-name=${profileName}.cpuprofile`]
-    : [];
-  const options = settings.pinned
-    ? { execPath: 'taskset', execArgv: ['-c', settings.pinned[cores], process.execPath, ...profile] }
-    : { execArgv: profile };
+  const profile = settings.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.join(RESULTS, 'profiles')}`, `--cpu-prof-name=${profileName}.cpuprofile`] : [];
+  const options = settings.pinned ? { execPath: 'taskset', execArgv: ['-c', settings.pinned[cores], process.execPath, ...profile] } : { execArgv: profile };
   // stdout to /dev/null: the servers' log lines are written (and paid for) but read by nobody. A pipe
   // read by this process would slow the servers with every line it has to carry.
   const child = fork(path.join(__dirname, 'server.js'), [name], { ...options, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
@@ -184,10 +180,7 @@ async function verify(scenario, url, request) {
     body = text;
   }
   if (response.status !== 200 || !isDeepStrictEqual(body, scenario.expect)) {
-    throw new Error(
-      `${scenario.name}: ${request.method} ${url} answered ${response.status} ${text}; ` +
-        `expected 200 ${JSON.stringify(scenario.expect)}`,
-    );
+    throw new Error(`${scenario.name}: ${request.method} ${url} answered ${response.status} ${text}; ` + `expected 200 ${JSON.stringify(scenario.expect)}`);
   }
 }
 
@@ -386,10 +379,7 @@ async function main() {
   const failed = rows.filter((row) => row.failures > 0);
   if (failed.length > 0) {
     for (const row of failed) {
-      console.error(
-        `${row.name}: ${row.failures} failed requests (non-2xx ${row.non2xx}, errors ${row.errors}, ` +
-          `timeouts ${row.timeouts}); status codes ${JSON.stringify(row.statusCodes)}`,
-      );
+      console.error(`${row.name}: ${row.failures} failed requests (non-2xx ${row.non2xx}, errors ${row.errors}, ` + `timeouts ${row.timeouts}); status codes ${JSON.stringify(row.statusCodes)}`);
     }
     process.exitCode = 1;
   }

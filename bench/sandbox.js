@@ -49,7 +49,21 @@ function services(sandbox) {
   };
 }
 
-const request = { method: 'POST', url: '/api/function/hello', originalUrl: '/api/function/hello', baseUrl: '', path: '/api/function/hello', params: {}, query: {}, headers: {}, body: {}, ip: '127.0.0.1', protocol: 'http', hostname: 'localhost', secure: false };
+const request = {
+  method: 'POST',
+  url: '/api/function/hello',
+  originalUrl: '/api/function/hello',
+  baseUrl: '',
+  path: '/api/function/hello',
+  params: {},
+  query: {},
+  headers: {},
+  body: {},
+  ip: '127.0.0.1',
+  protocol: 'http',
+  hostname: 'localhost',
+  secure: false,
+};
 
 async function startAndAnswer(sandbox, name = 'hello') {
   const began = performance.now();
@@ -118,7 +132,9 @@ async function main() {
   fs.writeFileSync(path.join(__dirname, 'results', 'sandbox.json'), `${JSON.stringify(result, null, 2)}\n`);
   console.log('| measure | sandboxed (bubblewrap) | plain child process | ratio | target |');
   console.log('|---|---|---|---|---|');
-  console.log(`| isolate start, spawn to first answer (median of ${ROUNDS}) | ${start.sandboxedMs.toFixed(1)} ms | ${start.plainMs.toFixed(1)} ms | ${start.ratio.toFixed(2)}× | ≤ 1.3× ${result.start.met ? '(met)' : '(NOT met)'} |`);
+  console.log(
+    `| isolate start, spawn to first answer (median of ${ROUNDS}) | ${start.sandboxedMs.toFixed(1)} ms | ${start.plainMs.toFixed(1)} ms | ${start.ratio.toFixed(2)}× | ≤ 1.3× ${result.start.met ? '(met)' : '(NOT met)'} |`,
+  );
   clearInterval(alive);
   console.log(`| RSS of ${IDLE} idle function isolates | ${result.idle.rssMb.toFixed(0)} MB | | | < 600 MB ${result.idle.met ? '(met)' : '(NOT met)'} |`);
 }

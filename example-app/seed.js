@@ -12,7 +12,10 @@ const SUBMISSIONS_TEMPLATE = 'form-submissions';
 const ALL = [{ name: 'READ' }, { name: 'WRITE' }, { name: 'DELETE' }, { name: 'EXECUTE' }];
 // The admin is SUDO too: only a SUDO role holding WRITE may create deploy keys over HTTP. ADMIN
 // stays first: BCMS plugin UIs read the user's first role (user.roles[0].name === ADMIN).
-const ADMIN_ROLES = [{ name: 'ADMIN', permissions: ALL }, { name: 'SUDO', permissions: ALL }];
+const ADMIN_ROLES = [
+  { name: 'ADMIN', permissions: ALL },
+  { name: 'SUDO', permissions: ALL },
+];
 const DEMO_USERS = [
   { key: 'admin', roles: ADMIN_ROLES },
   { key: 'reader', email: 'reader@example.com', roles: [{ name: 'USER', permissions: [{ name: 'READ' }] }] },
@@ -72,33 +75,59 @@ async function seed(knex, repo, { adminEmail, adminPassword }) {
   await createHostTables(knex);
   const jwtSecret = await setting(knex, 'jwt-secret', () => randomBytes(32).toString('hex'));
 
-  const seedUsers = () => Promise.all(
-    DEMO_USERS.map(async (demo) => {
-      const email = demo.key === 'admin' ? adminEmail : demo.email;
-      const given = demo.key === 'admin' ? adminPassword : undefined;
-      const existing = await knex('example_users').where({ email }).first();
-      if (existing) {
-        // ADMIN_PASSWORD is the admin's password whenever it is set.
-        if (given !== undefined && !verifyPassword(given, existing.password_hash)) {
-          await knex('example_users').where({ email }).update({ password_hash: await hashPassword(given) });
+  const seedUsers = () =>
+    Promise.all(
+      DEMO_USERS.map(async (demo) => {
+        const email = demo.key === 'admin' ? adminEmail : demo.email;
+        const given = demo.key === 'admin' ? adminPassword : undefined;
+        const existing = await knex('example_users').where({ email }).first();
+        if (existing) {
+          // ADMIN_PASSWORD is the admin's password whenever it is set.
+          if (given !== undefined && !verifyPassword(given, existing.password_hash)) {
+            await knex('example_users')
+              .where({ email })
+              .update({ password_hash: await hashPassword(given) });
+          }
+          // An admin seeded before deploy keys needed SUDO gets it (the deploy loop makes one over HTTP).
+          if (demo.key === 'admin' && !existing.roles.some((role) => role.name === 'SUDO')) {
+            await knex('example_users')
+              .where({ email })
+              .update({ roles: JSON.stringify([...existing.roles, { name: 'SUDO', permissions: ALL }]) });
+          }
+          return { email };
         }
-        // An admin seeded before deploy keys needed SUDO gets it (the deploy loop makes one over HTTP).
-        if (demo.key === 'admin' && !existing.roles.some((role) => role.name === 'SUDO')) {
-          await knex('example_users').where({ email }).update({ roles: JSON.stringify([...existing.roles, { name: 'SUDO', permissions: ALL }]) });
-        }
-        return { email };
-      }
-      const password = given ?? randomBytes(12).toString('base64url');
-      await knex('example_users').insert({ id: randomUUID(), email, password_hash: await hashPassword(password), roles: JSON.stringify(demo.roles) });
-      return { email, password: given === undefined ? password : undefined };
-    }),
-  );
+        const password = given ?? randomBytes(12).toString('base64url');
+        await knex('example_users').insert({ id: randomUUID(), email, password_hash: await hashPassword(password), roles: JSON.stringify(demo.roles) });
+        return { email, password: given === undefined ? password : undefined };
+      }),
+    );
 
   const seedContent = async () => {
     if ((await repo.template.findById(BLOG_TEMPLATE_ID)) === null) {
-      await knex('bcms_templates').insert({ id: BLOG_TEMPLATE_ID, name: 'blog', label: 'Blog', props: JSON.stringify([{ id: 'title', type: 'STRING' }, { id: 'body', type: 'STRING' }]) });
+      await knex('bcms_templates').insert({
+        id: BLOG_TEMPLATE_ID,
+        name: 'blog',
+        label: 'Blog',
+        props: JSON.stringify([
+          { id: 'title', type: 'STRING' },
+          { id: 'body', type: 'STRING' },
+        ]),
+      });
       for (const [title, body] of BLOG_POSTS) {
-        await repo.entry.add({ templateId: BLOG_TEMPLATE_ID, userId: 'seed', status: 'published', meta: [{ lng: 'en', props: [{ id: 'title', data: [title] }, { id: 'body', data: [body] }] }] });
+        await repo.entry.add({
+          templateId: BLOG_TEMPLATE_ID,
+          userId: 'seed',
+          status: 'published',
+          meta: [
+            {
+              lng: 'en',
+              props: [
+                { id: 'title', data: [title] },
+                { id: 'body', data: [body] },
+              ],
+            },
+          ],
+        });
       }
     }
     if ((await repo.template.findByName(SUBMISSIONS_TEMPLATE)) === null) {

@@ -45,4 +45,3 @@ export function toBcmsLogger(base: Logger, component?: string): BcmsLogger {
   }
   return Object.freeze(wrapped) as BcmsLogger;
 }
-

@@ -34,10 +34,10 @@ export type Jsonified<T> = 0 extends 1 & T
               ? { [Index in keyof T]: T[Index] extends Unsent ? null : Jsonified<T[Index]> }
               : T extends object
                 ? // One object type, written out here (an alias would have to be named in users' declaration files).
-                  ({ [Key in keyof T as Sent<T[Key]> extends false ? never : undefined extends T[Key] ? never : Key]: Jsonified<T[Key]> } & {
-                      // A field that may be undefined may be absent.
-                      [Key in keyof T as Sent<T[Key]> extends false ? never : undefined extends T[Key] ? Key : never]?: Jsonified<Exclude<T[Key], undefined>>;
-                    }) extends infer Fields
+                  { [Key in keyof T as Sent<T[Key]> extends false ? never : undefined extends T[Key] ? never : Key]: Jsonified<T[Key]> } & {
+                    // A field that may be undefined may be absent.
+                    [Key in keyof T as Sent<T[Key]> extends false ? never : undefined extends T[Key] ? Key : never]?: Jsonified<Exclude<T[Key], undefined>>;
+                  } extends infer Fields
                   ? { [Key in keyof Fields]: Fields[Key] }
                   : never
                 : unknown;
@@ -48,10 +48,4 @@ type Sent<V> = [Exclude<V, undefined>] extends [never] ? false : Exclude<V, unde
 export type JsonOrAbsent<T> = 0 extends 1 & T ? T : undefined extends T ? Jsonified<Exclude<T, undefined>> | undefined : Jsonified<T>;
 
 /** A plugin's answer: as JSON carries it, `null` where the handler answered nothing (the router writes null). */
-export type JsonAnswer<T> = 0 extends 1 & T
-  ? T
-  : [T] extends [void]
-    ? null
-    : undefined extends T
-      ? Jsonified<Exclude<T, undefined | void>> | null
-      : Jsonified<T>;
+export type JsonAnswer<T> = 0 extends 1 & T ? T : [T] extends [void] ? null : undefined extends T ? Jsonified<Exclude<T, undefined | void>> | null : Jsonified<T>;

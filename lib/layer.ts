@@ -75,7 +75,7 @@ export function addLayer(layer: Layer): void {
 }
 
 /** The paths the core routes to a layer: under /api/, and never a function's or a deployment's. */
-const LAYER_PATH = /^\/api\/(?!function(?:\/|$)|extensions\/deployments(?:\/|$))[A-Za-z0-9._~\/-]+$/;
+const LAYER_PATH = /^\/api\/(?!function(?:\/|$)|extensions\/deployments(?:\/|$))[A-Za-z0-9._~/-]+$/;
 
 export function addedLayers(): readonly Layer[] {
   return added;

@@ -73,7 +73,7 @@ export function createMetrics(known: (kind: ExtensionKind, name: string) => bool
 
   const requests = counter('bcms_requests_total', 'Requests the router answered, by family (function, plugin, service, ui) and status.', ['family', 'status']);
   const requestSeconds = histogram('bcms_request_duration_seconds', 'Time from a request reaching the router to its answer, by family.', ['family']);
-  const calls = counter('bcms_extension_calls_total', "Calls of each plugin and function served now, by outcome: ok (2xx, 3xx), refused (4xx), error (5xx).", ['kind', 'extension', 'outcome']);
+  const calls = counter('bcms_extension_calls_total', 'Calls of each plugin and function served now, by outcome: ok (2xx, 3xx), refused (4xx), error (5xx).', ['kind', 'extension', 'outcome']);
   const callSeconds = histogram('bcms_extension_call_duration_seconds', 'Time to answer a call of each plugin and function served now.', ['kind', 'extension']);
   const errors = counter('bcms_errors_total', 'Requests answered with an error, by its code.', ['code']);
   const refusals = counter('bcms_signature_refusals_total', 'Signed calls refused (and unsigned calls of private functions), by code.', ['code']);
@@ -82,7 +82,10 @@ export function createMetrics(known: (kind: ExtensionKind, name: string) => bool
   const isolateCrashes = counter('bcms_isolate_crashes_total', 'Isolates that ended by themselves (a crash, an exit, the memory limit), by kind.', ['kind']);
   const outages = counter('bcms_database_outages_total', 'Times the database was found unreachable after it had been reachable.', []);
   const databaseUp: Gauge = new prom.Gauge({ name: 'bcms_database_up', help: '1 while the database answers, 0 while it cannot be reached.', registers });
-  const deliveries = counter('bcms_event_deliveries_total', 'Event deliveries ended here, by handler and outcome: delivered, retrying (it threw; tried again), failed (the last try).', ['handler', 'outcome']);
+  const deliveries = counter('bcms_event_deliveries_total', 'Event deliveries ended here, by handler and outcome: delivered, retrying (it threw; tried again), failed (the last try).', [
+    'handler',
+    'outcome',
+  ]);
   const jobRuns = counter('bcms_job_runs_total', 'Job ticks taken here, by job and outcome: succeeded, failed, timed_out, or skipped (a run was still going).', ['job', 'outcome']);
   databaseUp.set(1);
   let up = true;

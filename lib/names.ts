@@ -7,5 +7,9 @@ export function isUrlSafe(name: unknown): name is string {
 
 /** `Hello World!` → `hello_world`: lower case, spaces and `-` to `_`, every other character but a-z, 0-9 and `_` dropped (BCMS's prop names). */
 export function slugUnderscore(text: string): string {
-  return text.toLowerCase().replace(/ /g, '_').replace(/-/g, '_').replace(/[^a-z0-9_]/g, '');
+  return text
+    .toLowerCase()
+    .replace(/ /g, '_')
+    .replace(/-/g, '_')
+    .replace(/[^a-z0-9_]/g, '');
 }

@@ -183,8 +183,32 @@ export const defaultOptions = Object.freeze({
 });
 
 const KNOWN = new Set([
-  'jwt', 'database', 'signature', 'bodyLimit', 'bodyTimeoutMs', 'functionTimeoutMs', 'jobTimeoutMs', 'pluginTimeoutMs', 'loadTimeoutMs', 'logger', 'admin',
-  'isolate', 'extensionMemoryMb', 'extensionAnswerMb', 'extensionEnv', 'sandbox', 'extensionPermissions', 'extensionPool', 'deployments', 'files', 'secretsKey', 'deploy', 'keys', 'openapi', 'rateLimit', 'metrics',
+  'jwt',
+  'database',
+  'signature',
+  'bodyLimit',
+  'bodyTimeoutMs',
+  'functionTimeoutMs',
+  'jobTimeoutMs',
+  'pluginTimeoutMs',
+  'loadTimeoutMs',
+  'logger',
+  'admin',
+  'isolate',
+  'extensionMemoryMb',
+  'extensionAnswerMb',
+  'extensionEnv',
+  'sandbox',
+  'extensionPermissions',
+  'extensionPool',
+  'deployments',
+  'files',
+  'secretsKey',
+  'deploy',
+  'keys',
+  'openapi',
+  'rateLimit',
+  'metrics',
 ]);
 
 /** A nested option is an object of known keys: a typo such as `jwt.secert` must not pass silently. */
@@ -288,7 +312,8 @@ function resolveMetrics(metrics: BcmsExtensionsOptions['metrics']): ResolvedOpti
   if (metrics === true) return Object.freeze({ token: undefined });
   checkKeys(metrics, 'metrics', ['token']);
   const { token } = metrics;
-  if (token !== undefined && (typeof token !== 'string' || token.length < 16)) throw new TypeError('option metrics.token must be a string of 16 characters or more (a scraper sends it as a bearer token)');
+  if (token !== undefined && (typeof token !== 'string' || token.length < 16))
+    throw new TypeError('option metrics.token must be a string of 16 characters or more (a scraper sends it as a bearer token)');
   return Object.freeze({ token });
 }
 

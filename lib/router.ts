@@ -93,8 +93,15 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   const deployments = new Deployments({ store, live, ui, logger, start, enabled: settings.deployments === 'on', trusted: settings.trustedKeys, refused: sandbox.refused });
   // Settles only once both are done, so that a refused registry leaves no migration running behind it.
   const started = store.start();
-  const ready = Promise.allSettled([...(registrySources === undefined ? live.loadRegistry(modules, started) : isolation.loadRegistry(registrySources, live, started)), eventsAndJobs.loadRegistry(registrySources && isolation.registryEventsAndJobs(registrySources))])
-    .then((outcomes) => outcomes.forEach((outcome) => { if (outcome.status === 'rejected') throw outcome.reason; }))
+  const ready = Promise.allSettled([
+    ...(registrySources === undefined ? live.loadRegistry(modules, started) : isolation.loadRegistry(registrySources, live, started)),
+    eventsAndJobs.loadRegistry(registrySources && isolation.registryEventsAndJobs(registrySources)),
+  ])
+    .then((outcomes) =>
+      outcomes.forEach((outcome) => {
+        if (outcome.status === 'rejected') throw outcome.reason;
+      }),
+    )
     .then(() => {
       live.open();
       warnWithoutSecret(live.plugins.jwtGuarded(), settings.jwt.secret, logger);
@@ -113,10 +120,27 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   const serveFunction = createFunctionServer({
     functions: () => live.functions ?? new Map(),
     pending: (name) => deployments.deployed.pending('function', name),
-    identifyCaller, bodyLimit, bodyTimeoutMs, idempotency, limitIp,
-    timeoutMs: settings.functionTimeoutMs, logger: bcmsLogger, errorHandler, repo,
+    identifyCaller,
+    bodyLimit,
+    bodyTimeoutMs,
+    idempotency,
+    limitIp,
+    timeoutMs: settings.functionTimeoutMs,
+    logger: bcmsLogger,
+    errorHandler,
+    repo,
   });
-  const own = createOwnRoutes({ store, keys: settings.keys, live, hasUi: (name) => ui.hasUi(name), events, title: settings.admin?.title ?? 'BCMS', openapi: settings.openapi, rateLimited: limits.on, metrics: metricsRegistry && { registry: metricsRegistry, token: settings.metrics?.token } });
+  const own = createOwnRoutes({
+    store,
+    keys: settings.keys,
+    live,
+    hasUi: (name) => ui.hasUi(name),
+    events,
+    title: settings.admin?.title ?? 'BCMS',
+    openapi: settings.openapi,
+    rateLimited: limits.on,
+    metrics: metricsRegistry && { registry: metricsRegistry, token: settings.metrics?.token },
+  });
 
   const serveDeployments = createDeployRoutes({
     verify: verifySignedRequest,
@@ -125,7 +149,9 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     // Always in an isolate, within the load limit; with `isolate: 'none'` the service then loads it itself.
     check: (deployment) => isolation.check(deployment, settings.isolate !== 'none'),
     taken: (kind, name) => live.isRegistryName(kind, name),
-    logger, bodyTimeoutMs, verifyAccessToken,
+    logger,
+    bodyTimeoutMs,
+    verifyAccessToken,
     trusted: settings.trustedKeys,
     sandbox,
     metrics,
@@ -185,4 +211,3 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     },
   });
 }
-

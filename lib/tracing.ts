@@ -53,11 +53,7 @@ export function requestSpan(method: string, family: string, path: string, reques
   // The app's HTTP instrumentation's span, else the caller's (`traceparent`, by the app's propagator).
   let parent = otelApi.context.active();
   if (otelApi.trace.getSpan(parent) === undefined) parent = otelApi.propagation.extract(parent, headers);
-  const span = tracing.startSpan(
-    `bcms ${family}`,
-    { kind: otelApi.SpanKind.SERVER, attributes: { 'http.request.method': method, 'url.path': path, 'bcms.request_id': requestId } },
-    parent,
-  );
+  const span = tracing.startSpan(`bcms ${family}`, { kind: otelApi.SpanKind.SERVER, attributes: { 'http.request.method': method, 'url.path': path, 'bcms.request_id': requestId } }, parent);
   const within = otelApi.trace.setSpan(parent, span);
   return {
     run: (work) => otelApi.context.with(within, work),

@@ -11,7 +11,14 @@ import { spawnSync } from 'node:child_process';
 
 const root = path.resolve(__dirname, '..');
 const docsDir = path.join(root, 'docs');
-const pages = ['README.md', 'SECURITY.md', ...fs.readdirSync(docsDir).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)];
+const pages = [
+  'README.md',
+  'SECURITY.md',
+  ...fs
+    .readdirSync(docsDir)
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => `docs/${name}`),
+];
 const read = (page: string) => fs.readFileSync(path.join(root, page), 'utf8');
 
 /** Markdown outside fenced code blocks, and the code blocks apart. */
@@ -46,7 +53,12 @@ function anchors(page: string): Set<string> {
 }
 
 /** Inline code spans are not links: `[x](y)` inside backticks is left out. */
-const links = (page: string) => [...split(read(page)).prose.replace(/`[^`\n]*`/g, '').matchAll(/\[[^\]]*\]\(([^)\s]+)\)/g)].map((match) => match[1]!);
+const links = (page: string) =>
+  [
+    ...split(read(page))
+      .prose.replace(/`[^`\n]*`/g, '')
+      .matchAll(/\[[^\]]*\]\(([^)\s]+)\)/g),
+  ].map((match) => match[1]!);
 
 describe('links', () => {
   test.each(pages)('%s: every relative link leads to a file, and every anchor to a heading', (page) => {
@@ -96,7 +108,7 @@ describe('commands', () => {
     expect(invocations.length).toBeGreaterThan(20);
   });
 
-  test('each is run through the local bin (npx --no, or a script), never a bare npx that could fetch a stranger\'s package', () => {
+  test("each is run through the local bin (npx --no, or a script), never a bare npx that could fetch a stranger's package", () => {
     const everywhere = pages.flatMap((page) => [...read(page).matchAll(/npx (?!--no )[^\n`]*bcms-ext/g)].map((match) => `${page}: ${match[0]}`));
     expect(everywhere).toEqual([]);
   });

@@ -39,7 +39,13 @@ function runExamples(lines: string[], port: number, password: string): Promise<s
     delete env.DATABASE_URL;
     execFile('bash', ['-euo', 'pipefail', '-c', script], { encoding: 'utf8', env }, (error, stdout, stderr) => {
       if (error) reject(new Error(`${error.message}\n${stderr}`));
-      else resolve(stdout.split('@@@\n').map((part) => part.trim()).slice(0, lines.length));
+      else
+        resolve(
+          stdout
+            .split('@@@\n')
+            .map((part) => part.trim())
+            .slice(0, lines.length),
+        );
     });
   });
 }
@@ -64,7 +70,12 @@ describe('the example app, as the README runs it', () => {
     expect(lines.length).toBe(9);
     const outputs = await runExamples(lines, port, password!);
     const json = (i: number) => JSON.parse(outputs[i]!);
-    expect(json(1)).toEqual({ counts: [{ template: 'blog', label: 'Blog', entries: 3 }, { template: 'form-submissions', label: 'Form submissions', entries: 0 }] });
+    expect(json(1)).toEqual({
+      counts: [
+        { template: 'blog', label: 'Blog', entries: 3 },
+        { template: 'form-submissions', label: 'Form submissions', entries: 0 },
+      ],
+    });
     expect(json(2)).toEqual({
       success: true,
       result: [
@@ -90,13 +101,10 @@ describe('the example app, as the README runs it', () => {
     const http = await import('node:http');
     let finish = (): void => {};
     const inFlight = new Promise<number | undefined>((resolve, reject) => {
-      const req = http.request(
-        { host: 'localhost', port, method: 'POST', path: '/api/function/get-all-blogs-titles', headers: { 'Content-Type': 'application/json', 'Content-Length': 2 } },
-        (res) => {
-          res.resume();
-          res.on('end', () => resolve(res.statusCode));
-        },
-      );
+      const req = http.request({ host: 'localhost', port, method: 'POST', path: '/api/function/get-all-blogs-titles', headers: { 'Content-Type': 'application/json', 'Content-Length': 2 } }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode));
+      });
       req.on('error', reject);
       req.write('{');
       finish = () => req.end('}');
@@ -114,7 +122,12 @@ describe('the example app, as the README runs it', () => {
     const app = await start(port, dataDir);
     expect(app.output()).not.toMatch(/generated/);
     const counts = await (await fetch(`http://localhost:${port}/api/plugin/content-stats/stats/counts`)).json();
-    expect(counts).toEqual({ counts: [{ template: 'blog', label: 'Blog', entries: 3 }, { template: 'form-submissions', label: 'Form submissions', entries: 2 }] });
+    expect(counts).toEqual({
+      counts: [
+        { template: 'blog', label: 'Blog', entries: 3 },
+        { template: 'form-submissions', label: 'Form submissions', entries: 2 },
+      ],
+    });
     expect(app.output()).toMatch(/admin@example\.com\s+\(password as set at first start/);
     expect(app.output()).toMatch(/reader@example\.com\s+\(password as set at first start/);
     app.child.kill('SIGINT');
@@ -125,7 +138,11 @@ describe('the example app, as the README runs it', () => {
     const app = await start(await freePort(), fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-example-')), { ADMIN_EMAIL: 'owner@example.org', ADMIN_PASSWORD: 'correct horse battery' });
     expect(app.output()).toMatch(/owner@example\.org\s+\(password as set/);
     const url = /http:\/\/localhost:(\d+)/.exec(app.output())![0];
-    const login = await fetch(`${url}/api/auth/login`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ email: 'owner@example.org', password: 'correct horse battery' }) });
+    const login = await fetch(`${url}/api/auth/login`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ email: 'owner@example.org', password: 'correct horse battery' }),
+    });
     expect(login.status).toBe(200);
     const { accessToken } = (await login.json()) as { accessToken: string };
 
@@ -147,8 +164,14 @@ describe('the example app, as the README runs it', () => {
 
     // The seeded reader may read but not write.
     const readerPassword = /reader@example\.com\s+password: (\S+)/.exec(app.output())![1];
-    const reader = (await (await fetch(`${url}/api/auth/login`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ email: 'reader@example.com', password: readerPassword }) })).json()) as { accessToken: string };
-    const denied = await fetch(`${url}/api/templates/${blog._id}/entries`, { method: 'POST', headers: { Authorization: `Bearer ${reader.accessToken}`, 'Content-Type': 'application/json' }, body: '{"meta":[]}' });
+    const reader = (await (
+      await fetch(`${url}/api/auth/login`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ email: 'reader@example.com', password: readerPassword }) })
+    ).json()) as { accessToken: string };
+    const denied = await fetch(`${url}/api/templates/${blog._id}/entries`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${reader.accessToken}`, 'Content-Type': 'application/json' },
+      body: '{"meta":[]}',
+    });
     expect(denied.status).toBe(403);
     expect(await denied.json()).toEqual({ message: 'Your role lacks WRITE.' });
     const wrong = await fetch(`${url}/api/auth/login`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ email: 'owner@example.org', password: 'nope' }) });
@@ -161,11 +184,19 @@ describe('the example app, as the README runs it', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-example-sudo-'));
     const credentials = { ADMIN_PASSWORD: 'sudo horse battery' };
     const tokenOf = async (base: string): Promise<string> => {
-      const login = await fetch(`${base}/api/auth/login`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ email: 'admin@example.com', password: credentials.ADMIN_PASSWORD }) });
+      const login = await fetch(`${base}/api/auth/login`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ email: 'admin@example.com', password: credentials.ADMIN_PASSWORD }),
+      });
       return ((await login.json()) as { accessToken: string }).accessToken;
     };
     const deployKey = (base: string, token: string) =>
-      fetch(`${base}/api/extensions/keys`, { method: 'POST', headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'deployer', functions: [], deploy: true }) });
+      fetch(`${base}/api/extensions/keys`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ name: 'deployer', functions: [], deploy: true }),
+      });
     let app = await start(await freePort(), dir, credentials);
     let base = /http:\/\/localhost:\d+/.exec(app.output())![0];
     const token = await tokenOf(base);
@@ -177,7 +208,10 @@ describe('the example app, as the README runs it', () => {
     // As an earlier version seeded it: ADMIN only. SUDO again once the app starts.
     const database = openDatabase({ pglite: dir });
     const ALL = ['READ', 'WRITE', 'DELETE', 'EXECUTE'].map((name) => ({ name }));
-    await database.knex('example_users').where({ email: 'admin@example.com' }).update({ roles: JSON.stringify([{ name: 'ADMIN', permissions: ALL }]) });
+    await database
+      .knex('example_users')
+      .where({ email: 'admin@example.com' })
+      .update({ roles: JSON.stringify([{ name: 'ADMIN', permissions: ALL }]) });
     await database.close();
     app = await start(await freePort(), dir, credentials);
     base = /http:\/\/localhost:\d+/.exec(app.output())![0];
@@ -189,21 +223,25 @@ describe('the example app, as the README runs it', () => {
   }, 120_000);
 
   // Needs the server: CI always sets DATABASE_URL (.ci/run).
-  (process.env.DATABASE_URL ? test : test.skip)('with DATABASE_URL it runs on that Postgres server', async () => {
-    const { schema, url, admin, drop } = await serverSchema('bcms_example');
-    try {
-      const app = await start(await freePort(), dataDir, { DATABASE_URL: url });
-      expect(app.output()).toMatch(/database DATABASE_URL/);
-      const base = /http:\/\/localhost:\d+/.exec(app.output())![0];
-      const titles = (await (await fetch(`${base}/api/function/get-all-blogs-titles`, { method: 'POST' })).json()) as { result: unknown[] };
-      expect(titles.result).toHaveLength(3);
-      expect((await admin.raw('select count(*)::int as n from ??.bcms_entries', [schema])).rows).toEqual([{ n: 3 }]);
-      app.child.kill('SIGTERM');
-      await expectCleanExit(app);
-    } finally {
-      await drop();
-    }
-  }, 90_000);
+  (process.env.DATABASE_URL ? test : test.skip)(
+    'with DATABASE_URL it runs on that Postgres server',
+    async () => {
+      const { schema, url, admin, drop } = await serverSchema('bcms_example');
+      try {
+        const app = await start(await freePort(), dataDir, { DATABASE_URL: url });
+        expect(app.output()).toMatch(/database DATABASE_URL/);
+        const base = /http:\/\/localhost:\d+/.exec(app.output())![0];
+        const titles = (await (await fetch(`${base}/api/function/get-all-blogs-titles`, { method: 'POST' })).json()) as { result: unknown[] };
+        expect(titles.result).toHaveLength(3);
+        expect((await admin.raw('select count(*)::int as n from ??.bcms_entries', [schema])).rows).toEqual([{ n: 3 }]);
+        app.child.kill('SIGTERM');
+        await expectCleanExit(app);
+      } finally {
+        await drop();
+      }
+    },
+    90_000,
+  );
 
   test('a port in use: one line saying so, no stack, exit 1; nothing seeded, so the next start still shows the passwords', async () => {
     const busy = net.createServer();

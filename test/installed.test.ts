@@ -55,22 +55,30 @@ describe('without the embedded database installed (PGlite is an optional peer)',
 
   // CI gives DATABASE_URL; a machine without a Postgres server has nothing to run this against.
   const withServer = process.env.DATABASE_URL ? test : test.skip;
-  withServer('given a Postgres server, it runs without PGlite', async () => {
-    const { url, drop } = await serverSchema('bcms_installed');
-    try {
-      const started = await installed.startApp(app, await freePort(), { DATABASE_URL: url });
-      expect(started.answer).toEqual({ status: 200, body: '{"success":true,"result":0}' });
-      expect(await started.stop()).toBe(0);
-      expect(fs.existsSync(path.join(app, '.bcms'))).toBe(false);
-    } finally {
-      await drop();
-    }
-  }, 60_000);
+  withServer(
+    'given a Postgres server, it runs without PGlite',
+    async () => {
+      const { url, drop } = await serverSchema('bcms_installed');
+      try {
+        const started = await installed.startApp(app, await freePort(), { DATABASE_URL: url });
+        expect(started.answer).toEqual({ status: 200, body: '{"success":true,"result":0}' });
+        expect(await started.stop()).toBe(0);
+        expect(fs.existsSync(path.join(app, '.bcms'))).toBe(false);
+      } finally {
+        await drop();
+      }
+    },
+    60_000,
+  );
 });
 
 describe('with the embedded database installed', () => {
   beforeAll(() => {
-    execFileSync('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', ...installed.tested('@electric-sql/pglite', 'knex-pglite')], { cwd: app, stdio: 'ignore', env: { ...process.env, NODE_OPTIONS: '' } });
+    execFileSync('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', ...installed.tested('@electric-sql/pglite', 'knex-pglite')], {
+      cwd: app,
+      stdio: 'ignore',
+      env: { ...process.env, NODE_OPTIONS: '' },
+    });
   }, 180_000);
 
   test('first start and restart: the shipped template unpacked, the database in .bcms/data, nothing written into node_modules or the temp directory', async () => {
@@ -82,14 +90,24 @@ describe('with the embedded database installed', () => {
     expect(await first.stop()).toBe(0);
     // No "no PGlite template" warning, and no error (the start's own warnings, of secrets in clear
     // and unsigned bundles, are the app's to silence with options it does not set).
-    expect(first.stderr().split('\n').filter((line) => /PGlite template|^error|^fatal/.test(line))).toEqual([]);
+    expect(
+      first
+        .stderr()
+        .split('\n')
+        .filter((line) => /PGlite template|^error|^fatal/.test(line)),
+    ).toEqual([]);
     expect(fs.readdirSync(tmp)).toEqual([]);
     expect(fs.existsSync(path.join(app, '.bcms', 'data', 'PG_VERSION'))).toBe(true);
     const restart = await installed.startApp(app, await freePort());
     expect(restart.answer.status).toBe(200);
     expect(await restart.stop()).toBe(0);
     // The restart opened the database as it was: no progress line, nothing of a template.
-    expect(restart.stderr().split('\n').filter((line) => /preparing the embedded database|PGlite template|^error|^fatal/.test(line))).toEqual([]);
+    expect(
+      restart
+        .stderr()
+        .split('\n')
+        .filter((line) => /preparing the embedded database|PGlite template|^error|^fatal/.test(line)),
+    ).toEqual([]);
     expect(installed.snapshot(packageDir)).toEqual(before);
   }, 90_000);
 
@@ -120,7 +138,9 @@ createTestService().then(async (service) => {
     const lines = started.stderr().trim().split('\n');
     // One progress line, and nothing of a template that could not be had.
     // Through the app's logger, at info level, as every line of the package.
-    expect(lines.filter((line) => line.includes('preparing the embedded database'))).toEqual([`info: bcms-extensions: preparing the embedded database (PGlite) in ${path.join(copy, '.bcms', 'data')}; a first start takes a few seconds`]);
+    expect(lines.filter((line) => line.includes('preparing the embedded database'))).toEqual([
+      `info: bcms-extensions: preparing the embedded database (PGlite) in ${path.join(copy, '.bcms', 'data')}; a first start takes a few seconds`,
+    ]);
     expect(lines.filter((line) => /PGlite template|^error|^fatal/.test(line))).toEqual([]);
     const uid = String(process.getuid!());
     expect(fs.readdirSync(path.join(tmp, `bcms-extensions-${uid}`))).toEqual([expect.stringMatching(/^pglite-[\d.]+-[0-9a-f]{12}\.tar$/)]);

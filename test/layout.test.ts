@@ -44,7 +44,9 @@ describe('the layout of lib/', () => {
 
   test('router.ts only composes: the request path lives in its own folders', () => {
     const router = fs.readFileSync(path.join(LIB, 'router.ts'), 'utf8');
-    expect(router.split('\n').length).toBeLessThan(200);
+    // Lines of code as Biome formats them (one option a line in a long call), comments and blank lines aside.
+    const code = router.split('\n').filter((line) => !/^\s*($|\/\/|\/\*|\*)/.test(line));
+    expect(code.length).toBeLessThan(185);
     for (const file of ['http/dispatch.ts', 'http/exchange.ts', 'plugin/serve.ts', 'function/serve.ts', 'security/caller.ts', 'deploy/live.ts']) {
       expect(fs.existsSync(path.join(LIB, file))).toBe(true);
     }
@@ -76,7 +78,7 @@ describe('the layout of lib/', () => {
     expect(marked.map((file) => path.relative(LIB, file)).sort()).toEqual(entryPoints);
   });
 
-  test('the core\'s tests never import the BCMS layer: its tests are in test/bcms/', () => {
+  test("the core's tests never import the BCMS layer: its tests are in test/bcms/", () => {
     const own = path.join(TEST, 'bcms') + path.sep;
     const found = filesUnder(TEST, '.ts')
       .filter((file) => !file.startsWith(own) && !file.includes(`${path.sep}fixtures`))

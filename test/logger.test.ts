@@ -65,30 +65,38 @@ describe('the default logger: a line for every answered request, none lost when 
     ['SIGTERM', 'the host stops itself and exits 0', ['own-handler']],
     ['SIGINT', 'the host stops itself and exits 0', ['own-handler']],
     ['SIGTERM', 'the host stops itself with a once-listener added before the router, and exits 0', ['once-before']],
-  ] as const)('%s, %s', async (signal, _how, mode) => {
-    const server = await start([...mode]);
-    const answered = await hammerThenSignal(server.port, server.child, signal, 60);
-    expect(await server.exited).toEqual({ code: 0, signal: null });
+  ] as const)(
+    '%s, %s',
+    async (signal, _how, mode) => {
+      const server = await start([...mode]);
+      const answered = await hammerThenSignal(server.port, server.child, signal, 60);
+      expect(await server.exited).toEqual({ code: 0, signal: null });
 
-    const lines = server
-      .stdout()
-      .split('\n')
-      .filter(Boolean)
-      .map((line) => JSON.parse(line) as { msg: string; requestId?: string; status?: number });
-    const logged = new Set(lines.filter((line) => line.msg === 'request').map((line) => line.requestId));
-    expect(answered.length).toBeGreaterThanOrEqual(60);
-    const missing = answered.filter((id) => !logged.has(id));
-    expect(missing).toEqual([]);
-  }, 60_000);
+      const lines = server
+        .stdout()
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as { msg: string; requestId?: string; status?: number });
+      const logged = new Set(lines.filter((line) => line.msg === 'request').map((line) => line.requestId));
+      expect(answered.length).toBeGreaterThanOrEqual(60);
+      const missing = answered.filter((id) => !logged.has(id));
+      expect(missing).toEqual([]);
+    },
+    60_000,
+  );
 
-  test.each(['SIGTERM', 'SIGINT', 'SIGHUP'] as const)('%s with no handler of the host: the process ends by it, as it would without the router (the library listens to no signal)', async (signal) => {
-    const server = await start([]);
-    expect((await fetch(`http://127.0.0.1:${server.port}/api/plugin/ping/ping`)).status).toBe(200);
-    server.child.kill(signal);
-    expect(await server.exited).toEqual({ code: null, signal });
-  }, 60_000);
+  test.each(['SIGTERM', 'SIGINT', 'SIGHUP'] as const)(
+    '%s with no handler of the host: the process ends by it, as it would without the router (the library listens to no signal)',
+    async (signal) => {
+      const server = await start([]);
+      expect((await fetch(`http://127.0.0.1:${server.port}/api/plugin/ping/ping`)).status).toBe(200);
+      server.child.kill(signal);
+      expect(await server.exited).toEqual({ code: null, signal });
+    },
+    60_000,
+  );
 
-  test('requiring the package, building a router (the default logger) and closing it adds no signal or error listener; at exit, only pino\'s own flush of its destination', async () => {
+  test("requiring the package, building a router (the default logger) and closing it adds no signal or error listener; at exit, only pino's own flush of its destination", async () => {
     const events = ['beforeExit', 'SIGTERM', 'SIGINT', 'SIGHUP', 'uncaughtException', 'unhandledRejection', 'warning'] as const;
     const counts = (): Record<string, number> => Object.fromEntries(events.map((event) => [event, process.listenerCount(event)]));
     const before = counts();
@@ -98,7 +106,11 @@ describe('the default logger: a line for every answered request, none lost when 
     const { knex } = await sharedTestDatabase();
     const router = bcmsExtensions({}, { database: knex });
     await router.ready;
-    const exitAdded = (): string[] => process.listeners('exit').filter((listener) => !exitBefore.includes(listener)).map((listener) => listener.name);
+    const exitAdded = (): string[] =>
+      process
+        .listeners('exit')
+        .filter((listener) => !exitBefore.includes(listener))
+        .map((listener) => listener.name);
     expect(counts()).toEqual(before);
     // pino.destination registers one (on-exit-leak-free's `onExit`, shared by every asynchronous pino destination) to flush at exit.
     expect(exitAdded().filter((name) => name !== 'onExit')).toEqual([]);
@@ -129,10 +141,19 @@ describe('the default logger: a line for every answered request, none lost when 
     await fetch(`http://127.0.0.1:${server.port}/api/plugin/ping/ping`, { headers: { 'X-Request-Id': 'edge-42', traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' } });
     // Written at the end of their turn, asynchronously: read once out (nothing flushes them at a signal the host does not handle).
     // (However long that takes on a loaded machine: the test's own time-out bounds it.)
-    while (server.stdout().split('\n').filter((line) => line.includes('"msg":"request"')).length < 3) await new Promise((resolve) => setTimeout(resolve, 20));
+    while (
+      server
+        .stdout()
+        .split('\n')
+        .filter((line) => line.includes('"msg":"request"')).length < 3
+    )
+      await new Promise((resolve) => setTimeout(resolve, 20));
     server.child.kill('SIGTERM');
     await server.exited;
-    const raw = server.stdout().split('\n').filter((line) => line.includes('"msg":"request"'));
+    const raw = server
+      .stdout()
+      .split('\n')
+      .filter((line) => line.includes('"msg":"request"'));
     expect(raw).toHaveLength(3); // the third path is not the router's: the host's 404, not logged
     expect(JSON.parse(raw[2] ?? '{}')).toMatchObject({ requestId: 'edge-42', traceId: '4bf92f3577b34da6a3ce929d0e0e4736' });
     for (const line of raw) {
@@ -142,7 +163,10 @@ describe('the default logger: a line for every answered request, none lost when 
         { name: 'bcms-extensions', base: { pid: fields.pid, hostname: os.hostname() }, timestamp: () => `,"time":${fields.time}` },
         { write: (text: string) => void (written += text) },
       );
-      reference.info({ requestId: fields.requestId, ...(fields.traceId === undefined ? {} : { traceId: fields.traceId }), method: fields.method, path: fields.path, status: fields.status, ms: fields.ms }, 'request');
+      reference.info(
+        { requestId: fields.requestId, ...(fields.traceId === undefined ? {} : { traceId: fields.traceId }), method: fields.method, path: fields.path, status: fields.status, ms: fields.ms },
+        'request',
+      );
       expect(line).toBe(written.trimEnd());
       expect(fields).toMatchObject({ pid: server.child.pid, method: 'GET', path: '/api/plugin/ping/ping', status: 200 });
     }

@@ -68,7 +68,8 @@ describe('the built package', () => {
   });
 
   test('import { ... } from "bcms-extensions" gives the same names', () => {
-    const script = 'import * as m from "bcms-extensions"; import { bcmsExtensions } from "bcms-extensions"; console.log(JSON.stringify({ names: Object.keys(m).filter((k) => k !== "default" && k !== "__esModule").sort(), fn: typeof bcmsExtensions }));';
+    const script =
+      'import * as m from "bcms-extensions"; import { bcmsExtensions } from "bcms-extensions"; console.log(JSON.stringify({ names: Object.keys(m).filter((k) => k !== "default" && k !== "__esModule").sort(), fn: typeof bcmsExtensions }));';
     const out = JSON.parse(run(['--input-type=module', '-e', script]));
     expect(out).toEqual({ names: PUBLIC, fn: 'function' });
   });
@@ -103,7 +104,8 @@ describe('the built package', () => {
   });
 
   test('bcms-extensions/ui: an ES module that Node loads by import and by require (vue is an optional peer), with declarations', () => {
-    const names = 'BCMSButton,BCMSCodeEditor,BCMSIcon,BCMSManagerNav,BCMSModalWrapper,BCMSPasswordInput,BCMSPluginLayout,BCMSSpinner,BCMSSpinnerSmall,BCMSTextAreaInput,BCMSTextInput,BCMSToggleInput,clickOutside,cy,tooltip';
+    const names =
+      'BCMSButton,BCMSCodeEditor,BCMSIcon,BCMSManagerNav,BCMSModalWrapper,BCMSPasswordInput,BCMSPluginLayout,BCMSSpinner,BCMSSpinnerSmall,BCMSTextAreaInput,BCMSTextInput,BCMSToggleInput,clickOutside,cy,tooltip';
     expect(run(['--input-type=module', '-e', 'import * as ui from "bcms-extensions/ui"; console.log(Object.keys(ui).sort().join(","))']).trim()).toBe(names);
     expect(run(['-e', 'console.log(Object.keys(require("bcms-extensions/ui")).sort().join(","))']).trim()).toBe(names);
     const manifest = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { peerDependencies: Record<string, string>; peerDependenciesMeta: Record<string, { optional?: boolean }> };
@@ -178,7 +180,11 @@ describe('the built package', () => {
       const text = fs.readFileSync(file, 'utf8');
       const names: [string, string][] = [];
       for (const [, list] of text.matchAll(/export (?:type )?\{([^}]*)\}(?: from '[^']+')?;/g)) {
-        for (const part of (list ?? '').split(',').map((each) => each.trim().replace(/^type /, '')).filter(Boolean)) names.push([file, part.split(/\s+as\s+/).pop() ?? part]);
+        for (const part of (list ?? '')
+          .split(',')
+          .map((each) => each.trim().replace(/^type /, ''))
+          .filter(Boolean))
+          names.push([file, part.split(/\s+as\s+/).pop() ?? part]);
       }
       for (const [, from] of text.matchAll(/export \* from '([^']+)'/g)) names.push(...exported(moduleFile(file, from ?? '')));
       return names;

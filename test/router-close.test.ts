@@ -47,7 +47,11 @@ describe.each(backends())('router.close() while requests arrive (%s)', (backend)
     entered = 0;
     gate = new Promise<void>((resolve) => (openGate = resolve));
     const t: TestApp = await buildApp(registry, { database });
-    const underWay = [1, 2, 3].map(() => request(t.app).post('/api/function/slow').then((res) => res));
+    const underWay = [1, 2, 3].map(() =>
+      request(t.app)
+        .post('/api/function/slow')
+        .then((res) => res),
+    );
     while (entered < 3) await new Promise((resolve) => setTimeout(resolve, 10));
 
     let closed = false;

@@ -3,14 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
 import express from 'express';
-import {
-  bcmsExtensions,
-  createBcmsFunction,
-  createBcmsPlugin,
-  createController,
-  createControllerMethod,
-  type BcmsPlugin,
-} from '../lib';
+import { bcmsExtensions, createBcmsFunction, createBcmsPlugin, createController, createControllerMethod, type BcmsPlugin } from '../lib';
 import type { Knex } from 'knex';
 import { memoryLogger } from './support/app';
 import { sharedTestDatabase } from './support/database';
@@ -29,19 +22,13 @@ function plugin(name: string, methods: Record<string, { path: string; type?: 'ge
         name: 'Main',
         path: controllerPath,
         methods: () =>
-          Object.fromEntries(
-            Object.entries(methods).map(([key, m]) => [
-              key,
-              createControllerMethod({ path: m.path, type: m.type ?? 'get', handler: async () => ({ from: name, key }) }),
-            ]),
-          ),
+          Object.fromEntries(Object.entries(methods).map(([key, m]) => [key, createControllerMethod({ path: m.path, type: m.type ?? 'get', handler: async () => ({ from: name, key }) })])),
       }),
     ],
   });
 }
 
-const fn = (name: string, value: unknown = name, isPublic = true) =>
-  createBcmsFunction(async () => ({ config: { name, public: isPublic }, handler: async () => value }));
+const fn = (name: string, value: unknown = name, isPublic = true) => createBcmsFunction(async () => ({ config: { name, public: isPublic }, handler: async () => value }));
 
 describe('bcmsExtensions(registry, options)', () => {
   test('returns an express.Router with ready and close, mountable next to the host routes, and under a prefix', async () => {
@@ -57,7 +44,7 @@ describe('bcmsExtensions(registry, options)', () => {
     await expect(router.close()).resolves.toBeUndefined();
   });
 
-  test("the router answers its own paths before any layer a host adds to it (the specialised handle is in use)", async () => {
+  test('the router answers its own paths before any layer a host adds to it (the specialised handle is in use)', async () => {
     const router = bcmsExtensions({ plugins: [plugin('p', { a: { path: '/a' } })] }, quiet());
     router.use((_req, res) => {
       res.status(418).json({ layer: true });
@@ -109,7 +96,9 @@ describe('bcmsExtensions(registry, options)', () => {
     const { late, release } = lateFunction();
     const router = bcmsExtensions({ functions: [late] }, quiet());
     const app = express().use(router);
-    const pending = request(app).post('/api/function/late').then((res) => res.body);
+    const pending = request(app)
+      .post('/api/function/late')
+      .then((res) => res.body);
     await new Promise((resolve) => setTimeout(resolve, 50));
     release();
     expect(await pending).toEqual({ success: true, result: 'ready now' });
@@ -139,8 +128,13 @@ describe('bcmsExtensions(registry, options)', () => {
       })
       .use(bcmsExtensions({ plugins: [silent], functions: [late] }, { logger: log.logger, database: db }));
     const answers = Promise.all([
-      request(app).options('/api/function/late').set('Access-Control-Request-Method', 'POST').then((res) => res),
-      request(app).get('/api/plugin/silent/c/nothing').then((res) => res),
+      request(app)
+        .options('/api/function/late')
+        .set('Access-Control-Request-Method', 'POST')
+        .then((res) => res),
+      request(app)
+        .get('/api/plugin/silent/c/nothing')
+        .then((res) => res),
     ]);
     await arrivals;
     release();
@@ -210,9 +204,7 @@ describe('bcmsExtensions(registry, options)', () => {
   });
 
   test('an entry of registry.functions that is not a function module is refused at once', () => {
-    expect(() => bcmsExtensions({ functions: [{ config: { name: 'x', public: true } } as never] }, quiet())).toThrow(
-      'registry.functions[0] is not a function module',
-    );
+    expect(() => bcmsExtensions({ functions: [{ config: { name: 'x', public: true } } as never] }, quiet())).toThrow('registry.functions[0] is not a function module');
   });
 
   test('a router refused for its jwt options opens no database first', () => {

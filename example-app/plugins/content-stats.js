@@ -3,14 +3,7 @@
 // readers only), and a UI (Vue 3, .tsx, in content-stats-ui/) listed under "Plugins" in the admin
 // shell at /bcms. `npm run build:example-ui` builds it into content-stats-ui/dist.
 const path = require('node:path');
-const {
-  createBcmsPlugin,
-  createController,
-  createControllerMethod,
-  createJwtProtectionPreRequestHandler,
-  JWTPermissionName,
-  JWTRoleName,
-} = require('bcms-extensions');
+const { createBcmsPlugin, createController, createControllerMethod, createJwtProtectionPreRequestHandler, JWTPermissionName, JWTRoleName } = require('bcms-extensions');
 const { SUBMISSIONS_TEMPLATE } = require('../seed');
 
 const StatsController = createController({
@@ -23,13 +16,22 @@ const StatsController = createController({
       // BCMS's doc object: what the OpenAPI document (GET /api/extensions/openapi.json) says of it.
       doc: {
         summary: 'How many entries each template has.',
-        response: { jsonSchema: { counts: { __type: 'array', __required: true, __child: { __type: 'object', __content: { template: { __type: 'string', __required: true }, label: { __type: 'string', __required: true }, entries: { __type: 'number', __required: true } } } } } },
+        response: {
+          jsonSchema: {
+            counts: {
+              __type: 'array',
+              __required: true,
+              __child: {
+                __type: 'object',
+                __content: { template: { __type: 'string', __required: true }, label: { __type: 'string', __required: true }, entries: { __type: 'number', __required: true } },
+              },
+            },
+          },
+        },
       },
       handler: async ({ repo }) => {
         const templates = await repo.template.findAll();
-        const counts = await Promise.all(
-          templates.map(async (template) => ({ template: template.name, label: template.label, entries: await repo.entry.countByTemplateId(template._id) })),
-        );
+        const counts = await Promise.all(templates.map(async (template) => ({ template: template.name, label: template.label, entries: await repo.entry.countByTemplateId(template._id) })));
         return { counts };
       },
     }),

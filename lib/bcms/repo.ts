@@ -33,17 +33,37 @@ function delegate<T extends object>(names: readonly (keyof T)[], pick: () => T):
   return Object.freeze(methods) as T;
 }
 
-const BASE = [
-  'findAll', 'findAllById', 'findById', 'findBy', 'findAllBy', 'add', 'addMany', 'update', 'updateMany',
-  'deleteById', 'deleteAllById', 'deleteOne', 'deleteMany', 'count',
-] as const;
+const BASE = ['findAll', 'findAllById', 'findById', 'findBy', 'findAllBy', 'add', 'addMany', 'update', 'updateMany', 'deleteById', 'deleteAllById', 'deleteOne', 'deleteMany', 'count'] as const;
 const ENTRY_METHODS = [
-  'findByTemplateIdAndRef', 'findByTemplateIdAndCid', 'findByTemplateIdAndId', 'findAllByStatus', 'findAllByTemplateId', 'findAllByWidgetId',
-  'clearAllStatuses', 'deleteAllByTemplateId', 'countByTemplateId', 'add', 'findById', 'update', 'deleteById',
+  'findByTemplateIdAndRef',
+  'findByTemplateIdAndCid',
+  'findByTemplateIdAndId',
+  'findAllByStatus',
+  'findAllByTemplateId',
+  'findAllByWidgetId',
+  'clearAllStatuses',
+  'deleteAllByTemplateId',
+  'countByTemplateId',
+  'add',
+  'findById',
+  'update',
+  'deleteById',
 ] as const;
 const TEMPLATE_METHODS = [
-  'findByRef', 'findByName', 'findByCid', 'findAllByCid', 'findAllByPropGroupPointer', 'findAllByPropEntryPointer', 'findAllByPropTag',
-  'findAllByPropMedia', 'findAllByPropWidget', 'findAll', 'findById', 'add', 'update', 'deleteById',
+  'findByRef',
+  'findByName',
+  'findByCid',
+  'findAllByCid',
+  'findAllByPropGroupPointer',
+  'findAllByPropEntryPointer',
+  'findAllByPropTag',
+  'findAllByPropMedia',
+  'findAllByPropWidget',
+  'findAll',
+  'findById',
+  'add',
+  'update',
+  'deleteById',
 ] as const;
 
 function repository<R extends { methods: object }>(pick: () => R, methods: readonly (keyof R['methods'])[]): R {

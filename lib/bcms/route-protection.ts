@@ -78,12 +78,8 @@ export class BCMSRouteProtection {
   // An ObjectSchema says nothing TypeScript can read: `body` is BCMS's type argument
   // (`createControllerMethod<BCMSRouteProtectionJwtAndBodyCheckResult<Body>, ...>`), `any` without one.
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  static createJwtAndBodyCheckPreRequestHandler<Body = any>(
-    config: JwtGuardConfig & { bodySchema: ObjectSchema },
-  ): Guard<BCMSRouteProtectionJwtAndBodyCheckResult<Body>>;
-  static createJwtAndBodyCheckPreRequestHandler(
-    config: JwtGuardConfig & { bodySchema: ObjectSchema | StandardSchemaV1 },
-  ): Guard<BCMSRouteProtectionJwtAndBodyCheckResult<unknown>> {
+  static createJwtAndBodyCheckPreRequestHandler<Body = any>(config: JwtGuardConfig & { bodySchema: ObjectSchema }): Guard<BCMSRouteProtectionJwtAndBodyCheckResult<Body>>;
+  static createJwtAndBodyCheckPreRequestHandler(config: JwtGuardConfig & { bodySchema: ObjectSchema | StandardSchemaV1 }): Guard<BCMSRouteProtectionJwtAndBodyCheckResult<unknown>> {
     const where = 'BCMSRouteProtection.createJwtAndBodyCheckPreRequestHandler';
     if (config === null || typeof config !== 'object') throw new TypeError(`${where}: argument config must be { roleNames, permissionName, bodySchema }`);
     // The token first, before the body is read: a request without a good one is refused unread.
@@ -111,17 +107,21 @@ export class BCMSRouteProtection {
     if (config === null || typeof config !== 'object') throw new TypeError(`${where}: argument config must be { roleNames, permissionName }`);
     const guard = createJwtGuard<BCMSUserCustomPool>(where, config.roleNames, config.permissionName);
     // With a bearer token, decided before the body is read; a signature's digest needs the bytes first.
-    const either = decidesOnTokenFirst(async (context: GuardContext): Promise<BCMSRouteProtectionJwtApiResult> => {
-      // A token first, as a private function takes it: the Authorization header holds one scheme,
-      // and a query that merely has a `signature` parameter never overrides a token sent.
-      if (sentBearerToken(context.request)) {
-        const { accessToken } = await guard(context as never);
-        return { token: accessToken };
-      }
-      const key = await verifyKeyFromContext(context);
-      if (key === undefined) throw new BcmsHttpError('TOKEN_MISSING', undefined, { ...JWT_API_CHALLENGE });
-      return { key };
-    }, jwtGuardCheckOf(guard), true);
+    const either = decidesOnTokenFirst(
+      async (context: GuardContext): Promise<BCMSRouteProtectionJwtApiResult> => {
+        // A token first, as a private function takes it: the Authorization header holds one scheme,
+        // and a query that merely has a `signature` parameter never overrides a token sent.
+        if (sentBearerToken(context.request)) {
+          const { accessToken } = await guard(context as never);
+          return { token: accessToken };
+        }
+        const key = await verifyKeyFromContext(context);
+        if (key === undefined) throw new BcmsHttpError('TOKEN_MISSING', undefined, { ...JWT_API_CHALLENGE });
+        return { key };
+      },
+      jwtGuardCheckOf(guard),
+      true,
+    );
     return documentGuard(either, { rule: jwtGuardRuleOf(guard), keys: true });
   }
 }

@@ -39,7 +39,10 @@ export class SocketHub {
   publish(event: SocketEvent): void {
     const payload = JSON.stringify({ scope: event.scope, eventName: event.eventName, eventData: event.eventData ?? null });
     if (Buffer.byteLength(payload) > MAX_PAYLOAD_BYTES) {
-      this.logger.warn({ eventName: event.eventName, bytes: Buffer.byteLength(payload) }, `bcms-extensions: a socket event over ${MAX_PAYLOAD_BYTES} bytes is not sent; send an id and let the UI fetch the rest`);
+      this.logger.warn(
+        { eventName: event.eventName, bytes: Buffer.byteLength(payload) },
+        `bcms-extensions: a socket event over ${MAX_PAYLOAD_BYTES} bytes is not sent; send an id and let the UI fetch the rest`,
+      );
       return;
     }
     this.knex.raw('select pg_notify(?, ?)', [SOCKET_CHANNEL, payload]).catch((error: unknown) => {

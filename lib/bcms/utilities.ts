@@ -40,7 +40,11 @@ export function useObjectUtility(): ObjectUtility {
 export const StringUtility = {
   /** `Hello World!` → `hello-world`: lower case, spaces and `_` to `-`, every other character but a-z, 0-9 and `-` dropped. */
   toSlug(data: string): string {
-    return data.toLowerCase().replace(/ /g, '-').replace(/_/g, '-').replace(/[^a-z0-9-]/g, '');
+    return data
+      .toLowerCase()
+      .replace(/ /g, '-')
+      .replace(/_/g, '-')
+      .replace(/[^a-z0-9-]/g, '');
   },
   /** `Hello World!` → `hello_world`: the same with `_`. */
   toSlugUnderscore(data: string): string {

@@ -100,7 +100,9 @@ function lastError<T extends ListedDelivery | ListedRun>(listed: readonly T[], w
 
 function handlerSection(handler: ListedHandler): HTMLElement {
   const id = `bcms-handler-${handler.name.replace(/[^\w-]/g, '_')}`;
-  const counts = Object.entries(handler.counts).map(([name, count]) => `${count} ${name}`).join(', ');
+  const counts = Object.entries(handler.counts)
+    .map(([name, count]) => `${count} ${name}`)
+    .join(', ');
   const about = `${handler.scope} ${handler.method} · ${handler.source}${handler.active ? '' : ' · inactive'}`;
   const deliveries = handler.deliveries;
   return h(
@@ -159,11 +161,15 @@ export async function renderActivity(container: HTMLElement, view: ActivityView)
       if (view === 'events') {
         const { handlers } = await sdk().send<{ handlers: ListedHandler[] }>({ url: '/extensions/event-deliveries', headers: { Authorization: '' } });
         list.replaceChildren(...handlers.map(handlerSection));
-        state.textContent = handlers.length === 0 ? 'No event handler yet: a createBcmsEvent in the app, or a deployed src/events/*.ts, makes one.' : `${handlers.length} event handler${handlers.length === 1 ? '' : 's'}, most recent deliveries first.`;
+        state.textContent =
+          handlers.length === 0
+            ? 'No event handler yet: a createBcmsEvent in the app, or a deployed src/events/*.ts, makes one.'
+            : `${handlers.length} event handler${handlers.length === 1 ? '' : 's'}, most recent deliveries first.`;
       } else {
         const { jobs } = await sdk().send<{ jobs: ListedJob[] }>({ url: '/extensions/jobs', headers: { Authorization: '' } });
         list.replaceChildren(...jobs.map(jobSection));
-        state.textContent = jobs.length === 0 ? 'No job yet: a createBcmsJob in the app, or a deployed src/jobs/*.ts, makes one.' : `${jobs.length} job${jobs.length === 1 ? '' : 's'}, most recent runs first.`;
+        state.textContent =
+          jobs.length === 0 ? 'No job yet: a createBcmsJob in the app, or a deployed src/jobs/*.ts, makes one.' : `${jobs.length} job${jobs.length === 1 ? '' : 's'}, most recent runs first.`;
       }
       state.setAttribute('role', 'status');
       state.className = '';

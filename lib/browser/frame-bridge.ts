@@ -191,8 +191,7 @@ async function answer(frame: Window, iframe: HTMLIFrameElement, call: Call & { i
       const refusal = services.refuse(call.args[0]);
       if (refusal !== undefined) throw Object.assign(new Error(refusal), { name: 'BcmsSdkError', status: 403 });
       value = await services.send(call.args[0]);
-    }
-    else if (call.method === 'confirm') {
+    } else if (call.method === 'confirm') {
       value = await services.confirm(String(call.args[0]), String(call.args[1]));
       // The dialog was the page's: the keyboard goes back into the frame, which puts it where it was.
       if (iframe.isConnected) iframe.focus();

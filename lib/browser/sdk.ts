@@ -59,7 +59,10 @@ function rawToken(): string | null {
 
 /** One part of a JWT: base64url (RFC 7515 §2) of UTF-8 JSON. */
 function decodePart(part: string): unknown {
-  const base64 = part.replace(/-/g, '+').replace(/_/g, '/').padEnd(Math.ceil(part.length / 4) * 4, '=');
+  const base64 = part
+    .replace(/-/g, '+')
+    .replace(/_/g, '/')
+    .padEnd(Math.ceil(part.length / 4) * 4, '=');
   const bytes = Uint8Array.from(atob(base64), (char) => char.charCodeAt(0));
   return JSON.parse(new TextDecoder().decode(bytes));
 }
@@ -181,7 +184,6 @@ async function send<T>(config: BcmsSdkSendConfig): Promise<T> {
 
 // ---------------------------------------------------------------------------------------------
 // The event stream
-
 
 /** BCMS's lower-case names for its events, as BCMS names them. */
 const EVENT_ALIASES: Record<string, string> = { entry: 'ENTRY', template: 'TEMPLATE' };

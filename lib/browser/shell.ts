@@ -149,7 +149,12 @@ async function renderApp(): Promise<void> {
     root.replaceChildren(h('main', {}, h('p', { role: 'alert', class: 'bcms-error' }, `The plugins could not be listed: ${(error as Error).message}`)));
     return;
   }
-  const menuButton = h('button', { type: 'button', class: 'bcms-menu-button', 'aria-expanded': 'false', 'aria-controls': 'bcms-menu' }, h('span', { class: 'bcms-menu-icon', 'aria-hidden': 'true' }), 'Menu');
+  const menuButton = h(
+    'button',
+    { type: 'button', class: 'bcms-menu-button', 'aria-expanded': 'false', 'aria-controls': 'bcms-menu' },
+    h('span', { class: 'bcms-menu-icon', 'aria-hidden': 'true' }),
+    'Menu',
+  );
   menuButton.addEventListener('click', () => setMenuOpen(menuButton.getAttribute('aria-expanded') !== 'true'));
   const nav = navigation();
   // One grid: the top bar, then the menu (the user and the navigation), then the plugin. On a wide
@@ -296,10 +301,12 @@ function showApi(main: HTMLElement): void {
   const container = h('div', { class: 'bcms-api' });
   main.replaceChildren(container);
   // Imported when the view first opens: Swagger UI is loaded by it, never by the shell's other views.
-  void import('./api.js').then((module) => module.renderApi(container)).catch((error: Error) => {
-    // renderApi says what failed in the view; an import that failed says it here.
-    if (container.querySelector('[role="alert"]') === null) container.replaceChildren(h('p', { role: 'alert', class: 'bcms-error' }, `The API view could not be loaded: ${error.message}`));
-  });
+  void import('./api.js')
+    .then((module) => module.renderApi(container))
+    .catch((error: Error) => {
+      // renderApi says what failed in the view; an import that failed says it here.
+      if (container.querySelector('[role="alert"]') === null) container.replaceChildren(h('p', { role: 'alert', class: 'bcms-error' }, `The API view could not be loaded: ${error.message}`));
+    });
 }
 
 /** The Events or Jobs view in the main area, read afresh each time it opens (activity.ts, imported on first use). */
@@ -307,9 +314,12 @@ function showActivity(main: HTMLElement, view: 'events' | 'jobs'): void {
   document.title = `${VIEW_LABELS[view]} · ${config.title}`;
   const container = h('div', { class: 'bcms-activity', 'data-view': view });
   main.replaceChildren(container);
-  void import('./activity.js').then((module) => module.renderActivity(container, view)).catch((error: Error) => {
-    if (container.querySelector('[role="alert"]') === null) container.replaceChildren(h('p', { role: 'alert', class: 'bcms-error' }, `The ${VIEW_LABELS[view]} view could not be loaded: ${error.message}`));
-  });
+  void import('./activity.js')
+    .then((module) => module.renderActivity(container, view))
+    .catch((error: Error) => {
+      if (container.querySelector('[role="alert"]') === null)
+        container.replaceChildren(h('p', { role: 'alert', class: 'bcms-error' }, `The ${VIEW_LABELS[view]} view could not be loaded: ${error.message}`));
+    });
 }
 
 /** The main area with no plugin open: what to do next. */

@@ -20,10 +20,7 @@ export class UsageError extends Error {}
  * Splits arguments into positionals and `--flag value` / `--flag=value` / boolean `--flag`, with
  * `node:util`'s parseArgs. An unknown flag, or one without its value, is a UsageError that says so.
  */
-export function parseArgs(
-  args: readonly string[],
-  spec: Readonly<Record<string, 'string' | 'boolean'>>,
-): { positionals: string[]; flags: Record<string, string | true | undefined> } {
+export function parseArgs(args: readonly string[], spec: Readonly<Record<string, 'string' | 'boolean'>>): { positionals: string[]; flags: Record<string, string | true | undefined> } {
   const options = Object.fromEntries(Object.entries(spec).map(([name, type]) => [name, { type }]));
   // `--data -1` is a value, as it always was here: parseArgs would call any value starting with "-"
   // ambiguous, so a string flag and its value become `--data=-1` first. A value starting with "--"
@@ -55,7 +52,10 @@ function usageErrorOf(error: unknown, spec: Readonly<Record<string, 'string' | '
   const { code, message } = error as { code?: string; message?: string };
   const flag = /'(-[^' ]+)/.exec(message ?? '')?.[1] ?? '';
   if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
-    const known = Object.keys(spec).map((name) => `--${name}`).join(', ') || 'none';
+    const known =
+      Object.keys(spec)
+        .map((name) => `--${name}`)
+        .join(', ') || 'none';
     return new UsageError(`unknown option ${flag} (known: ${known})`);
   }
   if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {

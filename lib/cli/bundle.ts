@@ -211,7 +211,8 @@ async function bundleProject(cwd: string, out: string, version: string, project:
       const dir = path.join(cwd, folder);
       for (const file of fs.readdirSync(dir).filter(isFunctionSource).sort()) {
         const name = file.replace(/\.(ts|js)$/, '');
-        if (kind !== 'function' && !isUrlSafe(name)) throw new UsageError(`${folder}/${file}: a ${kind} is named after its file, and "${name}" is not URL-safe (letters, digits, "-", "_", ".", "~"): rename the file`);
+        if (kind !== 'function' && !isUrlSafe(name))
+          throw new UsageError(`${folder}/${file}: a ${kind} is named after its file, and "${name}" is not URL-safe (letters, digits, "-", "_", ".", "~"): rename the file`);
         io.out(`Bundling ${folder}/${file}... `);
         const code = await bundleBackend(vite, cwd, path.join(dir, file));
         io.out(`${kb(code)}\n`);

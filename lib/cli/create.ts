@@ -65,7 +65,7 @@ export function backendTsconfig(include: string[]): string {
 
 function gitignore(extra: string[] = []): string {
   // bcms-deploy-key.pem: the private key keys create --deploy writes here; it never goes into the repository.
-  return ['node_modules/', 'bcms-bundle/', '.env', 'bcms-deploy-key.pem', ...extra].join('\n') + '\n';
+  return `${['node_modules/', 'bcms-bundle/', '.env', 'bcms-deploy-key.pem', ...extra].join('\n')}\n`;
 }
 
 function functionSource(name: string, isPublic: boolean): string {

@@ -23,7 +23,10 @@ export async function runDb(args: string[], io: Io): Promise<number> {
   const role = flags.role as string | undefined;
   const timeout = flags['timeout-ms'] === undefined ? defaultOptions.functionTimeoutMs : Number(flags['timeout-ms']);
   if (!Number.isInteger(timeout) || timeout <= 0) throw new UsageError(`--timeout-ms must be a positive integer of milliseconds, got ${String(flags['timeout-ms'])}`);
-  for (const [flag, value] of [['--schema', schema], ['--role', role]] as const) {
+  for (const [flag, value] of [
+    ['--schema', schema],
+    ['--role', role],
+  ] as const) {
     if (value !== undefined && (value === '' || value.includes('\0'))) throw new UsageError(`${flag} must be a name`);
   }
   io.out(`${extensionRoleSql({ schema, role, timeoutMs: timeout })}\n`);

@@ -117,7 +117,7 @@ export async function callSigned(
       : response.status === 403
         ? ' Deploy with a key that may: bcms-ext keys create --name deployer --deploy.'
         : response.status === 401
-          ? ' Check BCMS_KEY_ID and BCMS_KEY_SECRET (or BCMS_PRIVATE_KEY_FILE), and this machine\'s clock.'
+          ? " Check BCMS_KEY_ID and BCMS_KEY_SECRET (or BCMS_PRIVATE_KEY_FILE), and this machine's clock."
           : '';
   throw new UsageError(`the service answered ${response.status}: ${message}${next}`);
 }
@@ -127,7 +127,13 @@ export async function runDeploy(args: readonly string[], io: Io, cwd = process.c
   let files = positionals.map((file) => path.resolve(cwd, file));
   if (files.length === 0) {
     const dir = path.join(cwd, BUNDLE_DIR);
-    files = fs.existsSync(dir) ? fs.readdirSync(dir).filter((file) => file.endsWith('.json')).sort().map((file) => path.join(dir, file)) : [];
+    files = fs.existsSync(dir)
+      ? fs
+          .readdirSync(dir)
+          .filter((file) => file.endsWith('.json'))
+          .sort()
+          .map((file) => path.join(dir, file))
+      : [];
     if (files.length === 0) throw new UsageError(`no bundle in ${BUNDLE_DIR}/: run npm run bundle first`);
     const changed = changedSince(cwd, Math.min(...files.map((file) => fs.statSync(file).mtimeMs)));
     if (changed !== undefined) {
@@ -184,7 +190,11 @@ export async function runList(args: readonly string[], io: Io, cwd = process.cwd
     ...deployments.map((d) => [d.active ? '*' : '', d.kind, d.name, d.version, (d.contentSha256 ?? d.sha256).slice(0, 12), d.state ?? '', new Date(d.createdAt).toISOString(), d.deployedBy]),
   ];
   const widths = (rows[0] as string[]).map((_, column) => Math.max(...rows.map((row) => (row[column] as string).length)));
-  const line = (row: string[]) => row.map((cell, column) => cell.padEnd(widths[column] as number)).join('  ').trimEnd();
+  const line = (row: string[]) =>
+    row
+      .map((cell, column) => cell.padEnd(widths[column] as number))
+      .join('  ')
+      .trimEnd();
   // A version an instance could not load: why (its first line), on the line under it, below KIND.
   const indent = ' '.repeat((widths[0] as number) + 2);
   const lines = [line(rows[0] as string[])];

@@ -35,11 +35,13 @@ export async function runEvents(args: readonly string[], io: Io, cwd = process.c
   if (handlers.length === 0) {
     // Named and not found: say so, and where the names are; none at all: what makes one.
     if (name !== undefined) throw new UsageError(`no event handler is named "${name}": bcms-ext events lists them`);
-    io.out('No event handler yet: a createBcmsEvent in the app\'s registry, or a deployed src/events/*.ts, makes one.\n');
+    io.out("No event handler yet: a createBcmsEvent in the app's registry, or a deployed src/events/*.ts, makes one.\n");
     return 0;
   }
   const blocks = handlers.map((handler) => {
-    const counts = Object.entries(handler.counts).map(([status, count]) => `${count} ${status}`).join(', ');
+    const counts = Object.entries(handler.counts)
+      .map(([status, count]) => `${count} ${status}`)
+      .join(', ');
     const head = `${handler.name}  ${handler.scope} ${handler.method}  ${handler.source}${handler.active ? '' : '  inactive'}  (${counts})`;
     const total = Object.values(handler.counts).reduce((sum, count) => sum + count, 0);
     if (handler.deliveries.length === 0) return `${head}\n  ${flags.failed === true ? 'No failed delivery.' : total === 0 ? 'No delivery yet.' : 'No delivery listed (--limit 0).'}`;
@@ -64,7 +66,7 @@ export async function runJobs(args: readonly string[], io: Io, cwd = process.cwd
   }
   if (jobs.length === 0) {
     if (name !== undefined) throw new UsageError(`no job is named "${name}": bcms-ext jobs lists them`);
-    io.out('No job yet: a createBcmsJob in the app\'s registry, or a deployed src/jobs/*.ts, makes one.\n');
+    io.out("No job yet: a createBcmsJob in the app's registry, or a deployed src/jobs/*.ts, makes one.\n");
     return 0;
   }
   const blocks = jobs.map((job) => {
@@ -110,5 +112,10 @@ function lastError<T extends ListedDelivery | ListedRun>(listed: readonly T[], w
 /** Columns padded to their widest cell, two spaces apart, as `list` prints them. */
 function table(rows: string[][]): string[] {
   const widths = (rows[0] as string[]).map((_, column) => Math.max(...rows.map((row) => (row[column] as string).length)));
-  return rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column] as number)).join('  ').trimEnd());
+  return rows.map((row) =>
+    row
+      .map((cell, column) => cell.padEnd(widths[column] as number))
+      .join('  ')
+      .trimEnd(),
+  );
 }

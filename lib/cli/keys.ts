@@ -51,7 +51,20 @@ interface KeyStore {
 }
 
 const TARGET_FLAGS = { database: 'string', pglite: 'string', url: 'string', token: 'string', json: 'boolean' } as const;
-const CREATE_FLAGS = { ...TARGET_FLAGS, name: 'string', functions: 'string', plugins: 'string', algorithm: 'string', 'public-key': 'string', deploy: 'boolean', 'bcms-client': 'boolean', env: 'boolean', 'env-file': 'string', 'private-key-file': 'string', expires: 'string' } as const;
+const CREATE_FLAGS = {
+  ...TARGET_FLAGS,
+  name: 'string',
+  functions: 'string',
+  plugins: 'string',
+  algorithm: 'string',
+  'public-key': 'string',
+  deploy: 'boolean',
+  'bcms-client': 'boolean',
+  env: 'boolean',
+  'env-file': 'string',
+  'private-key-file': 'string',
+  expires: 'string',
+} as const;
 
 export async function runKeys(args: readonly string[], io: Io): Promise<number> {
   const [action, ...rest] = args;
@@ -214,7 +227,12 @@ function envPath(file: string, dir: string): string {
 
 /** A comma-separated flag (`--functions a,b`) as names; spaces around them and empty ones dropped. */
 function namesOf(flag: string | true | undefined): string[] {
-  return typeof flag === 'string' ? flag.split(',').map((name) => name.trim()).filter(Boolean) : [];
+  return typeof flag === 'string'
+    ? flag
+        .split(',')
+        .map((name) => name.trim())
+        .filter(Boolean)
+    : [];
 }
 
 /** The one of these two a key signs with takes the other's line: a .env never names both. */
@@ -229,7 +247,10 @@ function writeEnvFile(file: string, values: Record<string, string>): void {
   const text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
   const lines = text === '' ? [] : text.replace(/\r?\n$/, '').split(/\r?\n/);
   const quoted = (value: string): string => (/^[\w+/=.:@-]*$/.test(value) ? value : `'${value}'`);
-  const named = (name: string) => (line: string): boolean => new RegExp(`^\\s*(?:export\\s+)?${name}\\s*=`).test(line);
+  const named =
+    (name: string) =>
+    (line: string): boolean =>
+      new RegExp(`^\\s*(?:export\\s+)?${name}\\s*=`).test(line);
   for (const [name, value] of Object.entries(values)) {
     const instead = SIGNS_WITH_INSTEAD[name];
     const ours = (line: string): boolean => named(name)(line) || (instead !== undefined && named(instead)(line));
@@ -290,7 +311,14 @@ function describeKeys(keys: ApiKey[], now = Date.now()): string {
   ]);
   const table = [['ID', 'NAME', 'ALGORITHM', 'STATE', 'FUNCTIONS', 'PLUGINS', 'DEPLOY', 'BCMS-CLIENT', 'CREATED', 'EXPIRES'], ...rows];
   const widths = table[0]!.map((_, column) => Math.max(...table.map((row) => (row[column] as string).length)));
-  return `${table.map((row) => row.map((cell, column) => cell.padEnd(widths[column] as number)).join('  ').trimEnd()).join('\n')}\n`;
+  return `${table
+    .map((row) =>
+      row
+        .map((cell, column) => cell.padEnd(widths[column] as number))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n')}\n`;
 }
 
 /** BCMS_SECRETS_KEY, parsed; a mistake in it is a usage error that says what to give. */

@@ -6,7 +6,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PACKAGE_ROOT } from '../manifest';
 
-
 /** A plugin's back end: `backend/` (bcms-ext create, BCMS's plugin-starter) or `src/backend/` (BCMS's Vue CLI plugins). */
 export const BACKEND_DIRS = ['backend', 'src/backend'] as const;
 export type BackendDir = (typeof BACKEND_DIRS)[number];
@@ -78,7 +77,7 @@ export function packageSpec(projectDir: string, packageRoot = PACKAGE_ROOT): str
   if (path.basename(parent) !== 'node_modules') return `file:${relativePath(projectDir, packageRoot)}`;
   const app = path.dirname(parent);
   try {
-    const declared = (JSON.parse(fs.readFileSync(path.join(app, 'package.json'), 'utf8')) as Record<string, Record<string, string> | undefined>);
+    const declared = JSON.parse(fs.readFileSync(path.join(app, 'package.json'), 'utf8')) as Record<string, Record<string, string> | undefined>;
     const spec = declared.dependencies?.['bcms-extensions'] ?? declared.devDependencies?.['bcms-extensions'];
     if (spec?.startsWith('file:')) return `file:${relativePath(projectDir, path.resolve(app, spec.slice('file:'.length)))}`;
     if (spec !== undefined && spec !== '') return spec;

@@ -51,7 +51,9 @@ async function fromService(base: string, token: string | undefined, io: Io): Pro
     response = await fetch(target, token === undefined ? {} : { headers: { Authorization: `Bearer ${token}` } });
   } catch (error) {
     const cause = (error as { cause?: { code?: string } }).cause?.code;
-    io.err(`bcms-ext openapi: could not reach ${target.origin}${cause ? ` (${cause})` : ''}.\nIs the service running there? Set BCMS_URL (or --url) to where it listens; in a project, leave --url out to describe the project itself.\n`);
+    io.err(
+      `bcms-ext openapi: could not reach ${target.origin}${cause ? ` (${cause})` : ''}.\nIs the service running there? Set BCMS_URL (or --url) to where it listens; in a project, leave --url out to describe the project itself.\n`,
+    );
     return undefined;
   }
   if (response.status === 401 || response.status === 403) {

@@ -73,7 +73,9 @@ export function signRequest(options: SignRequestOptions): Record<string, string>
   const signingString = lines.map(([name, value]) => `${name}: ${value}`).join('\n');
   const signature =
     algorithm === 'hmac-sha256'
-      ? createHmac('sha256', key as string).update(signingString).digest('base64')
+      ? createHmac('sha256', key as string)
+          .update(signingString)
+          .digest('base64')
       : sign(algorithm === 'rsa-sha256' ? 'sha256' : null, Buffer.from(signingString), key as KeyObject).toString('base64');
   const names = lines.map(([name]) => name).join(' ');
   headers.Authorization = `Signature keyId="${options.keyId}",algorithm="${HEADER_ALGORITHM[algorithm]}",headers="${names}",signature="${signature}"`;
@@ -251,27 +253,17 @@ export type FunctionBody<Registry, Name extends string> = Extract<TypesOf<Module
 /** What function `Name` answers (its `result`): its handler's return type, as JSON carries it. */
 export type FunctionResult<Registry, Name extends string> = Extract<TypesOf<ModuleOf<Registry>>, { name: Name }> extends { result: infer Result } ? JsonOrAbsent<Result> : never;
 
-
 export interface BcmsClientOptions extends ClientTarget {
   /** A bearer token for plugin endpoints behind the JWT guard (a call's own `token` wins). */
   token?: string;
 }
 
 /** The registry's plugin endpoints: what `createBcmsPlugin`, `createController` and `createControllerMethod` kept of them. */
-type RoutesOf<Registry> =
-  Registry extends { plugins?: readonly (infer Plugin)[] } ? (Plugin extends { readonly '~routes'?: infer Route } ? Exclude<Route, undefined> : never) : never;
+type RoutesOf<Registry> = Registry extends { plugins?: readonly (infer Plugin)[] } ? (Plugin extends { readonly '~routes'?: infer Route } ? Exclude<Route, undefined> : never) : never;
 /** A declared path with each `:param` open: the paths a caller may write with the values in place. */
-type Filled<Path extends string> = Path extends `${infer Head}:${string}/${infer Tail}`
-  ? `${Head}${string}/${Filled<Tail>}`
-  : Path extends `${infer Head}:${string}`
-    ? `${Head}${string}`
-    : Path;
+type Filled<Path extends string> = Path extends `${infer Head}:${string}/${infer Tail}` ? `${Head}${string}/${Filled<Tail>}` : Path extends `${infer Head}:${string}` ? `${Head}${string}` : Path;
 /** The `:param` names of a path. */
-export type PathParams<Path extends string> = Path extends `${string}:${infer Name}/${infer Tail}`
-  ? Name | PathParams<Tail>
-  : Path extends `${string}:${infer Name}`
-    ? Name
-    : never;
+export type PathParams<Path extends string> = Path extends `${string}:${infer Name}/${infer Tail}` ? Name | PathParams<Tail> : Path extends `${string}:${infer Name}` ? Name : never;
 
 /** The paths of the registry's `Verb` endpoints, as declared (`/api/plugin/todos/todo/:id`). */
 export type PluginPath<Registry, Verb extends HttpVerb> = Extract<RoutesOf<Registry>, { verb: Verb }>['path'];

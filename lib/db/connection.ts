@@ -47,9 +47,7 @@ export function openDatabase(option: DatabaseOption | undefined, env: NodeJS.Pro
   } else if (chosen !== null && typeof chosen === 'object') {
     return openServerWithExtensionRole(chosen, log);
   }
-  throw new TypeError(
-    'option database must be a Knex instance, a Postgres URL, or { pglite: DIR } ("memory://" for in memory); with a login of extension code\'s own: { url | knex, extensionUrl }',
-  );
+  throw new TypeError('option database must be a Knex instance, a Postgres URL, or { pglite: DIR } ("memory://" for in memory); with a login of extension code\'s own: { url | knex, extensionUrl }');
 }
 
 function openServerWithExtensionRole(option: ServerWithExtensionRole, log: Knex.Config['log']): Database {
@@ -153,8 +151,7 @@ function requireEmbedded<T>(name: string): T {
     const missing = EMBEDDED_PACKAGES.find((pkg) => String((error as Error).message).includes(`'${pkg}'`));
     if ((error as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND' || missing === undefined) throw error;
     throw new Error(
-      `the embedded database needs ${missing}, which is not installed. Install it with \`${pgliteInstallCommand()}\`, ` +
-        'or give a Postgres server (DATABASE_URL, or the database option)',
+      `the embedded database needs ${missing}, which is not installed. Install it with \`${pgliteInstallCommand()}\`, or give a Postgres server (DATABASE_URL, or the database option)`,
     );
   }
 }
@@ -180,7 +177,9 @@ async function startPglite(PGlite: typeof import('@electric-sql/pglite').PGlite,
   const startParams = [...PGlite.defaultStartParams, '-c', `shared_buffers=${PGLITE_SHARED_BUFFERS}`];
   if (!inMemory && fs.existsSync(path.join(dataDir, COMPLETE_MARK))) return PGlite.create(dataDir, { startParams });
   // A first start on disk is a service's first start: one line says what the wait is for.
-  const slow = inMemory ? undefined : setTimeout(() => logger?.info({ dataDir }, `bcms-extensions: preparing the embedded database (PGlite) in ${dataDir}; a first start takes a few seconds`), SLOW_START_MS);
+  const slow = inMemory
+    ? undefined
+    : setTimeout(() => logger?.info({ dataDir }, `bcms-extensions: preparing the embedded database (PGlite) in ${dataDir}; a first start takes a few seconds`), SLOW_START_MS);
   slow?.unref();
   try {
     return await startNewPglite(PGlite, startParams, dataDir, inMemory, logger);
@@ -261,7 +260,10 @@ class EmbeddedPglite implements PgliteQueries {
   /** Closes PGlite (its data written out), then gives the directory back. */
   close(): Promise<void> {
     this.closing ??= this.opening
-      .then((db) => (db.closed ? undefined : db.close()), () => undefined)
+      .then(
+        (db) => (db.closed ? undefined : db.close()),
+        () => undefined,
+      )
       .finally(() => this.unlock());
     return this.closing;
   }

@@ -255,7 +255,10 @@ function predicate<Entity>(query: unknown, what: string): (entity: Entity) => bo
 }
 
 /** The base methods over one table. */
-function createBase<Entity extends { _id: string }, New>(table: Table<Entity>, store: ContentStore): BCMSBaseRepository<Entity, New> & {
+function createBase<Entity extends { _id: string }, New>(
+  table: Table<Entity>,
+  store: ContentStore,
+): BCMSBaseRepository<Entity, New> & {
   select(build: (query: Knex.QueryBuilder) => Knex.QueryBuilder): Promise<Entity[]>;
   patch(entity: unknown, what: string, db?: Knex): Promise<Entity | null>;
 } {
@@ -274,7 +277,11 @@ function createBase<Entity extends { _id: string }, New>(table: Table<Entity>, s
       return { fields, columns: table.toColumns(fields, entities.length === 1 ? what : `${what}[${i}]`, true) };
     });
     try {
-      const rows = (await run((db) => db(name).insert(prepared.map((p) => p.columns)).returning(columns))) as Record<string, unknown>[];
+      const rows = (await run((db) =>
+        db(name)
+          .insert(prepared.map((p) => p.columns))
+          .returning(columns),
+      )) as Record<string, unknown>[];
       const stored = rows.map(table.toEntity);
       // Rows come back in the order of the insert's values.
       stored.forEach((entity, i) => writeBack(entities[i], entity));
@@ -347,22 +354,26 @@ function createBase<Entity extends { _id: string }, New>(table: Table<Entity>, s
     async updateMany(first: unknown, change?: (entity: Entity) => Entity) {
       const what = `${where}.updateMany`;
       if (Array.isArray(first)) {
-        return run((db) => db.transaction(async (trx) => {
-          const out: Entity[] = [];
-          for (const [i, entity] of first.entries()) out.push(await updateOrThrow(entity, `${what}[${i}]`, trx));
-          return out;
-        }));
+        return run((db) =>
+          db.transaction(async (trx) => {
+            const out: Entity[] = [];
+            for (const [i, entity] of first.entries()) out.push(await updateOrThrow(entity, `${what}[${i}]`, trx));
+            return out;
+          }),
+        );
       }
       const test = predicate<Entity>(first, what);
       if (typeof change !== 'function') throw new TypeError(`${what}: takes (query, update function) or an array of entities`);
-      return run((db) => db.transaction(async (trx) => {
-        const out: Entity[] = [];
-        for (const current of (await all(trx)).filter(test)) {
-          const next = change(current);
-          out.push(await updateOrThrow({ ...entityOf(next, what), _id: current._id }, what, trx));
-        }
-        return out;
-      }));
+      return run((db) =>
+        db.transaction(async (trx) => {
+          const out: Entity[] = [];
+          for (const current of (await all(trx)).filter(test)) {
+            const next = change(current);
+            out.push(await updateOrThrow({ ...entityOf(next, what), _id: current._id }, what, trx));
+          }
+          return out;
+        }),
+      );
     },
     async deleteById(id: string) {
       if (!usableId(id)) return false;
@@ -372,7 +383,15 @@ function createBase<Entity extends { _id: string }, New>(table: Table<Entity>, s
     async deleteAllById(ids: string[]) {
       if (!Array.isArray(ids)) throw new TypeError(`${where}.deleteAllById: takes an array of ids, got ${kind(ids)}`);
       const wanted = [...new Set(ids.filter(usableId))];
-      const rows = wanted.length === 0 ? [] : await run((db) => db(name).whereRaw(...inList('id', wanted)).delete().returning('id'));
+      const rows =
+        wanted.length === 0
+          ? []
+          : await run((db) =>
+              db(name)
+                .whereRaw(...inList('id', wanted))
+                .delete()
+                .returning('id'),
+            );
       return rows.length === new Set(ids).size;
     },
     async deleteOne(query: (entity: Entity) => boolean) {
@@ -382,7 +401,16 @@ function createBase<Entity extends { _id: string }, New>(table: Table<Entity>, s
     async deleteMany(query: (entity: Entity) => boolean) {
       const found = (await all()).filter(predicate<Entity>(query, `${where}.deleteMany`)).map((e) => e._id);
       if (found.length === 0) return false;
-      return (await run((db) => db(name).whereRaw(...inList('id', found)).delete().returning('id'))).length > 0;
+      return (
+        (
+          await run((db) =>
+            db(name)
+              .whereRaw(...inList('id', found))
+              .delete()
+              .returning('id'),
+          )
+        ).length > 0
+      );
     },
     async count() {
       const row = await run((db) => db(name).count({ count: '*' }).first());
@@ -407,28 +435,27 @@ export function createBcmsContentRepo(store: ContentStore): BCMSContentRepo {
   const entryMethods: BCMSEntryRepositoryMethods = {
     findByTemplateIdAndRef: (templateId, ref) =>
       stringOr(templateId, null, (t) =>
-        stringOr(ref, null, (r) =>
-          first(entryBase.select((q) => q.where('template_id', t).andWhere((w) => w.where('id', r).orWhere('cid', r).orWhereRaw(`meta #>> '{0,props,1,data,0}' = ?`, [r])))),
-        ),
+        stringOr(ref, null, (r) => first(entryBase.select((q) => q.where('template_id', t).andWhere((w) => w.where('id', r).orWhere('cid', r).orWhereRaw(`meta #>> '{0,props,1,data,0}' = ?`, [r]))))),
       ),
     findByTemplateIdAndCid: (templateId, cid) => stringOr(templateId, null, (t) => stringOr(cid, null, (c) => first(entryBase.select((q) => q.where({ template_id: t, cid: c }))))),
     findByTemplateIdAndId: (templateId, id) => stringOr(templateId, null, (t) => stringOr(id, null, (i) => first(entryBase.select((q) => q.where({ template_id: t, id: i }))))),
     findAllByStatus: (status) => (typeof status === 'string' && !status.includes('\0') ? entryBase.select((q) => q.where('status', status)) : Promise.resolve([])),
     findAllByTemplateId: (templateId) => stringOr(templateId, [], (t) => entryBase.select((q) => q.where('template_id', t))),
     findAllByWidgetId: (widgetId) =>
-      stringOr(widgetId, [], (w) =>
-        entryBase.findAllBy((e) => e.content.some((lng) => ((lng as { nodes?: { attrs?: { _id?: unknown } }[] }).nodes ?? []).some((node) => node?.attrs?._id === w))),
-      ),
+      stringOr(widgetId, [], (w) => entryBase.findAllBy((e) => e.content.some((lng) => ((lng as { nodes?: { attrs?: { _id?: unknown } }[] }).nodes ?? []).some((node) => node?.attrs?._id === w)))),
     async clearAllStatuses(status) {
       if (typeof status !== 'string' || status.includes('\0')) return;
-      await run((db) => db('bcms_entries').where('status', status).update({ status: '', updated_at: db.raw('clock_timestamp()') }));
+      await run((db) =>
+        db('bcms_entries')
+          .where('status', status)
+          .update({ status: '', updated_at: db.raw('clock_timestamp()') }),
+      );
     },
     async deleteAllByTemplateId(templateId) {
       if (!usableId(templateId)) return;
       await run((db) => db('bcms_entries').where('template_id', templateId).delete());
     },
-    countByTemplateId: (templateId) =>
-      stringOr(templateId, 0, async (t) => Number((await run((db) => db('bcms_entries').where('template_id', t).count({ count: '*' }).first()))?.count ?? 0)),
+    countByTemplateId: (templateId) => stringOr(templateId, 0, async (t) => Number((await run((db) => db('bcms_entries').where('template_id', t).count({ count: '*' }).first()))?.count ?? 0)),
     add: (entry) => entryBase.add(entry),
     findById: (id) => entryBase.findById(id),
     update: (entry) => entryBase.patch(entry, 'BCMSRepo.entry.methods.update'),

@@ -55,10 +55,7 @@ export function contentGrants(role: string, schema?: string): string[] {
 
 /** Session defaults of the role itself: every connection also sets its own (lib/isolate/extension-sessions.ts). */
 function roleSettings(role: string, timeoutMs: number): string[] {
-  return [
-    `alter role ${quote(role)} set statement_timeout = ${timeoutMs}`,
-    `alter role ${quote(role)} set idle_in_transaction_session_timeout = ${timeoutMs}`,
-  ];
+  return [`alter role ${quote(role)} set statement_timeout = ${timeoutMs}`, `alter role ${quote(role)} set idle_in_transaction_session_timeout = ${timeoutMs}`];
 }
 
 /**
@@ -129,10 +126,7 @@ export type ExtensionRoleOutcome =
  * content tables, and says how to connect as it. `extensionUrl`'s user is granted the same
  * (the service owns its tables). Refuses, saying what to do, where there is no role to use.
  */
-export async function prepareExtensionRole(
-  knex: Knex,
-  options: { embedded: boolean; extensionUser?: string; timeoutMs: number; role?: string },
-): Promise<ExtensionRoleOutcome> {
+export async function prepareExtensionRole(knex: Knex, options: { embedded: boolean; extensionUser?: string; timeoutMs: number; role?: string }): Promise<ExtensionRoleOutcome> {
   const role = options.extensionUser ?? options.role ?? EXTENSION_ROLE;
   const facts = await serviceFacts(knex, role);
   if (options.extensionUser !== undefined && !facts.roleExists) {

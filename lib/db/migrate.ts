@@ -55,10 +55,9 @@ async function upToDate(knex: Knex): Promise<boolean> {
   const files = fs.readdirSync(MIGRATIONS_DIRECTORY).filter((name) => name.endsWith('.js'));
   let row: { locked: number | null; names: string[] | null } | undefined;
   try {
-    const result = (await knex.raw('select (select max(is_locked) from ??) as locked, (select json_agg(name) from ??) as names', [
-      `${MIGRATIONS_TABLE}_lock`,
-      MIGRATIONS_TABLE,
-    ])) as { rows: (typeof row)[] };
+    const result = (await knex.raw('select (select max(is_locked) from ??) as locked, (select json_agg(name) from ??) as names', [`${MIGRATIONS_TABLE}_lock`, MIGRATIONS_TABLE])) as {
+      rows: (typeof row)[];
+    };
     row = result.rows[0];
   } catch (error) {
     // undefined_table: a database never migrated. Other errors are knex's migrator's to meet and report.
@@ -83,7 +82,10 @@ export async function unlockMigrations(knex: Knex): Promise<void> {
  */
 async function removeDuplicateLockRows(knex: Knex): Promise<boolean> {
   const lockTable = `${MIGRATIONS_TABLE}_lock`;
-  const rows = (await knex(lockTable).select('index', 'is_locked').orderBy('index').catch(() => [])) as { index: number; is_locked: number }[];
+  const rows = (await knex(lockTable)
+    .select('index', 'is_locked')
+    .orderBy('index')
+    .catch(() => [])) as { index: number; is_locked: number }[];
   if (rows.length < 2 || rows.some((row) => row.is_locked !== 0)) return false;
   await knex(lockTable).where('index', '>', rows[0]!.index).where('is_locked', 0).del();
   return true;

@@ -29,7 +29,6 @@ import { MIGRATIONS_DIRECTORY, MIGRATIONS_TABLE } from './migrate';
  * a data directory, and never opened as one.
  */
 
-
 function pgliteVersion(): string {
   const entry = require.resolve('@electric-sql/pglite');
   const manifest = path.join(path.dirname(entry), '..', 'package.json');
@@ -39,8 +38,14 @@ function pgliteVersion(): string {
 /** The migrations a template holds, by name and content: a changed or added one makes a new template. */
 function migrationsKey(): string {
   const hash = createHash('sha256');
-  for (const name of fs.readdirSync(MIGRATIONS_DIRECTORY).filter((file) => file.endsWith('.js')).sort()) {
-    hash.update(`${name}\0`).update(fs.readFileSync(path.join(MIGRATIONS_DIRECTORY, name))).update('\0');
+  for (const name of fs
+    .readdirSync(MIGRATIONS_DIRECTORY)
+    .filter((file) => file.endsWith('.js'))
+    .sort()) {
+    hash
+      .update(`${name}\0`)
+      .update(fs.readFileSync(path.join(MIGRATIONS_DIRECTORY, name)))
+      .update('\0');
   }
   return hash.digest('hex').slice(0, 12);
 }
@@ -312,7 +317,12 @@ export function writeTar(dir: string): Buffer {
     block.write('0000000\0', 108); // uid
     block.write('0000000\0', 116); // gid
     block.write(`${size.toString(8).padStart(11, '0')}\0`, 124);
-    block.write(`${Math.floor(mtime / 1000).toString(8).padStart(11, '0')}\0`, 136);
+    block.write(
+      `${Math.floor(mtime / 1000)
+        .toString(8)
+        .padStart(11, '0')}\0`,
+      136,
+    );
     block.write('        ', 148); // the checksum counts itself as spaces
     block.write(type, 156);
     block.write('ustar\0', 257);

@@ -143,7 +143,10 @@ export function createRepository(store: ContentStore): BcmsRepo {
       // 9 ms for a 1,000-entry template). Rows mostly arrive in insertion order, which the sort
       // below passes through quickly.
       const rows = await run(
-        (db) => db('bcms_entries').select([...ENTRY_COLUMNS, 'seq']).where('template_id', templateId) as Promise<(EntryRow & { seq: string | number })[]>,
+        (db) =>
+          db('bcms_entries')
+            .select([...ENTRY_COLUMNS, 'seq'])
+            .where('template_id', templateId) as Promise<(EntryRow & { seq: string | number })[]>,
       );
       rows.sort(oldestFirst);
       return rows.map(toEntry);
@@ -186,7 +189,12 @@ export function createRepository(store: ContentStore): BcmsRepo {
       if (input.status !== undefined) changes.status = text(input.status, 'repo.entry.update: status');
       if (input.meta !== undefined) changes.meta = json(input.meta, 'repo.entry.update: meta');
       if (input.content !== undefined) changes.content = json(input.content, 'repo.entry.update: content');
-      const [row] = await run((db) => db<EntryRow>('bcms_entries').where('id', input._id).update(changes as never).returning(ENTRY_COLUMNS));
+      const [row] = await run((db) =>
+        db<EntryRow>('bcms_entries')
+          .where('id', input._id)
+          .update(changes as never)
+          .returning(ENTRY_COLUMNS),
+      );
       return row === undefined ? null : toEntry(row as EntryRow);
     },
     async deleteById(id) {
@@ -242,7 +250,12 @@ export function createRepository(store: ContentStore): BcmsRepo {
       if (input.singleEntry !== undefined) changes.single_entry = input.singleEntry === true;
       if (input.props !== undefined) changes.props = json(input.props, 'repo.template.update: props');
       try {
-        const [row] = await run((db) => db<TemplateRow>('bcms_templates').where('id', input._id).update(changes as never).returning(TEMPLATE_COLUMNS));
+        const [row] = await run((db) =>
+          db<TemplateRow>('bcms_templates')
+            .where('id', input._id)
+            .update(changes as never)
+            .returning(TEMPLATE_COLUMNS),
+        );
         return row === undefined ? null : toTemplate(row as TemplateRow);
       } catch (error) {
         if ((error as { code?: string }).code === '23505') throw new Error(`repo.template.update: a template named "${input.name}" exists`, { cause: error });

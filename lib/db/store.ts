@@ -9,8 +9,18 @@ import { watchFailedStatements, wroteBeforeLost } from './outcome';
 import { sealStoredSecrets, type SecretsKeys } from '../security/secrets';
 
 const UNREACHABLE_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'EAI_AGAIN',
-  '57P01', '57P02', '57P03', '53300', // admin shutdown, crash shutdown, cannot connect now, too many connections
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+  'EAI_AGAIN',
+  '57P01',
+  '57P02',
+  '57P03',
+  '53300', // admin shutdown, crash shutdown, cannot connect now, too many connections
 ]);
 
 /**
@@ -25,9 +35,7 @@ export function refusedForSize(error: unknown): string | undefined {
     case '08P01':
       // protocol_violation, as the server answers a Bind message of more than 65,535 values (pg and
       // PGlite write the count in 16 bits: it wraps, and the server finds the values missing).
-      return typeof message === 'string' && /\bbind message\b/i.test(message)
-        ? 'The query has more values than the database takes in one statement (65,535): send fewer at a time.'
-        : undefined;
+      return typeof message === 'string' && /\bbind message\b/i.test(message) ? 'The query has more values than the database takes in one statement (65,535): send fewer at a time.' : undefined;
     case '22001': // string_data_right_truncation
       return `${named(error, 'A value')} is longer than the database takes: make it shorter.`;
     case '54000': // program_limit_exceeded: an index row (a unique name, say) past its page's limit

@@ -14,8 +14,7 @@ export const MAX_ID_LENGTH = 200;
 export const TEMPLATE_FIELD_LENGTHS: Readonly<Record<'name' | 'label' | 'desc', number>> = Object.freeze({ name: 200, label: 200, desc: 5000 });
 
 /** Whether `id` can be an id at all: a non-empty string of at most MAX_ID_LENGTH characters that Postgres can store. */
-export const usableId = (id: unknown): id is string =>
-  typeof id === 'string' && id !== '' && id.length <= MAX_ID_LENGTH && unstorable(JSON.stringify(id)) === undefined;
+export const usableId = (id: unknown): id is string => typeof id === 'string' && id !== '' && id.length <= MAX_ID_LENGTH && unstorable(JSON.stringify(id)) === undefined;
 
 /** Names a path may not take: walking them in a JS object reaches a prototype shared by every object. */
 export const UNSAFE_SEGMENTS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
@@ -57,6 +56,8 @@ export function kind(value: unknown): string {
 
 /** A MongoDB-style ObjectId: 4 bytes of seconds, then 8 random bytes, in hex (24 characters). */
 export function newObjectId(): string {
-  const time = Math.floor(Date.now() / 1000).toString(16).padStart(8, '0');
+  const time = Math.floor(Date.now() / 1000)
+    .toString(16)
+    .padStart(8, '0');
   return time + randomBytes(8).toString('hex');
 }

@@ -190,11 +190,14 @@ export class DeployedExtensions {
     for (const deployment of active) {
       const key = keyOf(deployment);
       if (this.loaded.get(key)?.id === deployment.id) continue;
-      loads.set(key, this.takeUp(deployment).then((live) => {
-        if (live === undefined) return;
-        next.set(key, live);
-        publish();
-      }));
+      loads.set(
+        key,
+        this.takeUp(deployment).then((live) => {
+          if (live === undefined) return;
+          next.set(key, live);
+          publish();
+        }),
+      );
     }
     announce(loads);
     await Promise.all(loads.values());
@@ -217,7 +220,10 @@ export class DeployedExtensions {
       } catch (error) {
         const transient = (error as { transient?: unknown })?.transient === true;
         if (!transient || attempt >= LOAD_RETRIES || this.closed) throw error;
-        this.deps.logger.warn({ err: error, kind: deployment.kind, name: deployment.name, version: deployment.version, attempt: attempt + 1 }, 'bcms-extensions: a deployment did not load on this instance; trying again');
+        this.deps.logger.warn(
+          { err: error, kind: deployment.kind, name: deployment.name, version: deployment.version, attempt: attempt + 1 },
+          'bcms-extensions: a deployment did not load on this instance; trying again',
+        );
         await new Promise((resolve) => setTimeout(resolve, LOAD_RETRY_MS * 2 ** attempt));
         if (this.closed) throw error;
       }

@@ -70,7 +70,7 @@ export class Deployments {
       logger.warn(
         {},
         'bcms-extensions: deployed bundles are not signed: whoever holds a deploy key (or can write to bcms_deployments) runs code on every instance. ' +
-          'Pin the authors\' public keys in deploy.trustedKeys to run only the bundles they signed',
+          "Pin the authors' public keys in deploy.trustedKeys to run only the bundles they signed",
       );
     }
     const reload = (): void => void this.deployed.reload().catch((error: unknown) => logger.error({ err: error }, 'bcms-extensions: could not load the deployments (tried again on the next change)'));

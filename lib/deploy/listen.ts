@@ -37,11 +37,7 @@ export function listenForDeployments(knex: Knex, logger: Logger, onChange: () =>
  * longer, up to 30 s), and calls `onListening` each time it listens again. Returns at once a
  * function that stops it, whatever state it is in.
  */
-export function listenOn(
-  knex: Knex,
-  logger: Logger,
-  options: { channel: string; what: string; onNotify: (payload: string | undefined) => void; onListening?: () => void },
-): () => Promise<void> {
+export function listenOn(knex: Knex, logger: Logger, options: { channel: string; what: string; onNotify: (payload: string | undefined) => void; onListening?: () => void }): () => Promise<void> {
   const { channel, what, onNotify, onListening } = options;
   const client = knex.client as {
     pool?: unknown;
@@ -52,10 +48,12 @@ export function listenOn(
   let stopped = false;
   const pglite = client.config.connection?.pglite;
   if (pglite !== undefined && typeof pglite.listen === 'function') {
-    const unlisten = pglite.listen(channel, (payload) => onNotify(payload)).catch((error: unknown) => {
-      logger.error({ err: error }, `bcms-extensions: cannot listen for ${what}`);
-      return async () => {};
-    });
+    const unlisten = pglite
+      .listen(channel, (payload) => onNotify(payload))
+      .catch((error: unknown) => {
+        logger.error({ err: error }, `bcms-extensions: cannot listen for ${what}`);
+        return async () => {};
+      });
     return async () => {
       stopped = true;
       await (await unlisten)().catch(() => {});

@@ -57,9 +57,7 @@ export class LiveExtensions {
     }
     this.plugins = new PluginRouteTable(registryPlugins);
     this.allPlugins = registryPlugins;
-    this.awaitingSetup = registryPlugins
-      .filter((plugin) => (plugin.controllers ?? []).some((controller) => awaitsSetup(controller)))
-      .map((plugin) => `/api/plugin/${plugin.name}/`);
+    this.awaitingSetup = registryPlugins.filter((plugin) => (plugin.controllers ?? []).some((controller) => awaitsSetup(controller))).map((plugin) => `/api/plugin/${plugin.name}/`);
   }
 
   /**
@@ -67,10 +65,7 @@ export class LiveExtensions {
    * is ready: a setup may build a repository and read it), in the service's process.
    */
   loadRegistry(modules: readonly BcmsFunctionModule[], database: Promise<void>): Promise<void>[] {
-    return [
-      loadFunctions(modules).then((loaded) => this.setRegistryFunctions(loaded)),
-      database.then(() => setUpControllers(this.registryPlugins)).then(() => this.setUpDone()),
-    ];
+    return [loadFunctions(modules).then((loaded) => this.setRegistryFunctions(loaded)), database.then(() => setUpControllers(this.registryPlugins)).then(() => this.setUpDone())];
   }
 
   /** `isolate: 'all'`: the app's own plugins, as the stand-ins of their isolates, now loaded. */

@@ -91,7 +91,8 @@ export async function checkExtension(kind: DeploymentKind, name: string, exporte
  * registry entry in an isolate), by the definition's own `name`, if it has one.
  */
 async function checkEventOrJob(kind: 'event' | 'job', name: string, exported: unknown): Promise<LoadedExtension> {
-  const shape = kind === 'event' ? 'createBcmsEvent(async () => ({ config: { scope, method }, handler }))' : 'createBcmsJob(async () => ({ cron: { minute, hour, dayOfMonth, month, dayOfWeek }, handler }))';
+  const shape =
+    kind === 'event' ? 'createBcmsEvent(async () => ({ config: { scope, method }, handler }))' : 'createBcmsJob(async () => ({ cron: { minute, hour, dayOfMonth, month, dayOfWeek }, handler }))';
   if (typeof exported !== 'function') throw new TypeError(`the bundle does not export ${kind === 'event' ? 'an event' : 'a job'}: its default export must be ${shape}`);
   const made = (await (exported as () => Promise<unknown>)()) as { name?: unknown } | null;
   const own = typeof made?.name === 'string' && made.name !== '' ? made.name : undefined;

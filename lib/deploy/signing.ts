@@ -45,7 +45,15 @@ export function keyFingerprint(key: KeyObject): string {
  * the code, and the SHA-256 of the UI's files (each path and its base64 contents, in path order).
  */
 export function signedText(content: SignedContent): string {
-  const ui = content.ui == null ? '-' : sha256Hex(Object.keys(content.ui).sort().map((file) => `${file}\u0000${content.ui![file]}\n`).join(''));
+  const ui =
+    content.ui == null
+      ? '-'
+      : sha256Hex(
+          Object.keys(content.ui)
+            .sort()
+            .map((file) => `${file}\u0000${content.ui![file]}\n`)
+            .join(''),
+        );
   return ['bcms-bundle-signature-v1', content.kind, content.name, content.version, content.project ?? '', sha256Hex(content.code), ui].join('\n');
 }
 

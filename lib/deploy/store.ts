@@ -89,10 +89,12 @@ export async function recordDeployment(knex: Knex, deployment: NewDeployment): P
     // A plugin project holds one plugin: its version under an old name goes too. A functions project
     // holds many functions, each replaced by its own name only.
     const renamable = deployment.kind === 'plugin' && deployment.project !== null;
-    const replaced = trx(DEPLOYMENTS_TABLE).where({ active: true, kind: deployment.kind }).andWhere((where) => {
-      void where.where({ name: deployment.name });
-      if (renamable) void where.orWhere({ project: deployment.project });
-    });
+    const replaced = trx(DEPLOYMENTS_TABLE)
+      .where({ active: true, kind: deployment.kind })
+      .andWhere((where) => {
+        void where.where({ name: deployment.name });
+        if (renamable) void where.orWhere({ project: deployment.project });
+      });
     const gone = (await replaced.clone().select('name')) as { name: string }[];
     await replaced.update({ active: false });
     const [row] = (await trx(DEPLOYMENTS_TABLE)
@@ -118,7 +120,9 @@ export async function recordDeployment(knex: Knex, deployment: NewDeployment): P
 export async function listDeployments(knex: Knex): Promise<Deployment[]> {
   // jsonb's text is canonical (its keys in jsonb's own order), so the same UI hashes the same.
   const content = knex.raw("encode(sha256(convert_to(code || coalesce(ui::text, ''), 'UTF8')), 'hex') as content_sha256");
-  const rows = (await knex(DEPLOYMENTS_TABLE).select([...SUMMARY, content]).orderBy('seq')) as DeploymentRow[];
+  const rows = (await knex(DEPLOYMENTS_TABLE)
+    .select([...SUMMARY, content])
+    .orderBy('seq')) as DeploymentRow[];
   return rows.map(toDeployment);
 }
 
@@ -129,7 +133,10 @@ function withCode(row: DeploymentRow): ActiveDeployment {
 
 /** The active versions, with their code: what an instance loads at start and on a notification. */
 export async function activeDeployments(knex: Knex): Promise<ActiveDeployment[]> {
-  const rows = (await knex(DEPLOYMENTS_TABLE).select([...SUMMARY, 'code', 'ui', 'signature']).where({ active: true }).orderBy('seq')) as DeploymentRow[];
+  const rows = (await knex(DEPLOYMENTS_TABLE)
+    .select([...SUMMARY, 'code', 'ui', 'signature'])
+    .where({ active: true })
+    .orderBy('seq')) as DeploymentRow[];
   return rows.map(withCode);
 }
 
@@ -153,7 +160,10 @@ async function scopeOf(trx: Knex.Transaction, kind: DeploymentKind, name: string
 export async function previousDeployment(knex: Knex, kind: DeploymentKind, name: string): Promise<ActiveDeployment | undefined> {
   return knex.transaction(async (trx) => {
     const scope = await scopeOf(trx, kind, name);
-    const current = (await trx(DEPLOYMENTS_TABLE).first('seq').where({ ...scope, active: true }).orderBy('seq', 'desc')) as { seq: string } | undefined;
+    const current = (await trx(DEPLOYMENTS_TABLE)
+      .first('seq')
+      .where({ ...scope, active: true })
+      .orderBy('seq', 'desc')) as { seq: string } | undefined;
     const row = (await trx(DEPLOYMENTS_TABLE)
       .first([...SUMMARY, 'code', 'ui', 'signature'])
       .where(scope)
@@ -172,7 +182,10 @@ export async function activateDeployment(knex: Knex, id: string): Promise<Deploy
     const target = (await trx(DEPLOYMENTS_TABLE).first('kind', 'name').where({ id })) as { kind: DeploymentKind; name: string } | undefined;
     if (target === undefined) return null;
     const scope = await scopeOf(trx, target.kind, target.name);
-    const replaced = (await trx(DEPLOYMENTS_TABLE).where({ ...scope, active: true }).update({ active: false }).returning('name')) as { name: string }[];
+    const replaced = (await trx(DEPLOYMENTS_TABLE)
+      .where({ ...scope, active: true })
+      .update({ active: false })
+      .returning('name')) as { name: string }[];
     const [row] = (await trx(DEPLOYMENTS_TABLE).where({ id }).update({ active: true, load_error: null }).returning(SUMMARY)) as DeploymentRow[];
     for (const changed of new Set([target.name, ...replaced.map((each) => each.name)])) await notify(trx, target.kind, changed);
     return toDeployment(row as DeploymentRow);
@@ -187,7 +200,10 @@ export async function undeployDeployment(knex: Knex, kind: DeploymentKind, name:
   return knex.transaction(async (trx) => {
     await lock(trx);
     const scope = await scopeOf(trx, kind, name);
-    const rows = (await trx(DEPLOYMENTS_TABLE).where({ ...scope, active: true }).update({ active: false }).returning(SUMMARY)) as DeploymentRow[];
+    const rows = (await trx(DEPLOYMENTS_TABLE)
+      .where({ ...scope, active: true })
+      .update({ active: false })
+      .returning(SUMMARY)) as DeploymentRow[];
     for (const changed of new Set(rows.map((row) => row.name))) await notify(trx, kind, changed);
     const [row] = rows;
     return row === undefined ? null : toDeployment(row);
@@ -196,7 +212,9 @@ export async function undeployDeployment(knex: Knex, kind: DeploymentKind, name:
 
 /** An instance could not load version `id`: the reason is kept (rollback refuses it; `list` shows it). */
 export async function recordLoadError(knex: Knex, id: string, message: string): Promise<void> {
-  await knex(DEPLOYMENTS_TABLE).where({ id }).update({ load_error: message.slice(0, 2000) });
+  await knex(DEPLOYMENTS_TABLE)
+    .where({ id })
+    .update({ load_error: message.slice(0, 2000) });
 }
 
 /**
@@ -211,7 +229,9 @@ export async function withdrawDeployment(knex: Knex, id: string, restore: string
     const scope = await scopeOf(trx, row.kind, row.name);
     await trx(DEPLOYMENTS_TABLE).where({ id }).delete();
     const previous = restore === undefined ? undefined : ((await trx(DEPLOYMENTS_TABLE).first('id', 'name').where({ id: restore })) as { id: string; name: string } | undefined);
-    const active = await trx(DEPLOYMENTS_TABLE).first('id').where({ ...scope, active: true });
+    const active = await trx(DEPLOYMENTS_TABLE)
+      .first('id')
+      .where({ ...scope, active: true });
     if (previous !== undefined && active === undefined) await trx(DEPLOYMENTS_TABLE).where({ id: previous.id }).update({ active: true });
     for (const changed of new Set([row.name, previous?.name].filter((n): n is string => n !== undefined))) await notify(trx, row.kind, changed);
   });

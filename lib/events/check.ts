@@ -41,7 +41,9 @@ export function cronLine(cron: unknown, where: string): string {
     if (value === undefined && !required) return undefined;
     // One field each: a space in one would shift the others.
     if (typeof value !== 'string' || value.trim() === '' || /\s/.test(value.trim()) || value.length > 100) {
-      throw new TypeError(`${where}'s cron.${name} must be one crontab field of at most 100 characters ("*", "5", "*/15", "1-5", "MON"), got ${describe(typeof value === 'string' && value.length > 100 ? `${value.slice(0, 40)}...` : value)}`);
+      throw new TypeError(
+        `${where}'s cron.${name} must be one crontab field of at most 100 characters ("*", "5", "*/15", "1-5", "MON"), got ${describe(typeof value === 'string' && value.length > 100 ? `${value.slice(0, 40)}...` : value)}`,
+      );
     }
     return value.trim();
   };

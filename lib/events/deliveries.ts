@@ -107,7 +107,11 @@ export class EventDeliveries {
   async keepAlive(): Promise<void> {
     const names = [...this.served.values()].filter((handler) => handler.source === 'registry').map((handler) => handler.name);
     if (names.length === 0) return;
-    await this.store.run((db) => db('bcms_event_handlers').whereIn('name', names).update({ seen_at: db.raw('clock_timestamp()'), active: true }));
+    await this.store.run((db) =>
+      db('bcms_event_handlers')
+        .whereIn('name', names)
+        .update({ seen_at: db.raw('clock_timestamp()'), active: true }),
+    );
   }
 
   /**
@@ -232,7 +236,11 @@ export class EventDeliveries {
       if (served === undefined) throw new Error(`the handler "${delivery.handler}" is no longer served here`);
       const data = { scope: delivery.scope, method: delivery.method, payload: eventPayload(delivery.scope, delivery.doc, delivery.payload) };
       const late = (): Error => new Error(`the handler ran past its time-out of ${this.options.timeoutMs} ms`);
-      await withDeadline(Promise.resolve().then(() => served.event.handler(data)), this.options.timeoutMs, late);
+      await withDeadline(
+        Promise.resolve().then(() => served.event.handler(data)),
+        this.options.timeoutMs,
+        late,
+      );
     } catch (thrown) {
       error = thrown instanceof Error ? thrown.message : String(thrown);
       this.logger.warn({ handler: delivery.handler, delivery: delivery.id, err: thrown }, 'bcms-extensions: an event handler failed (tried again with backoff)');
@@ -247,10 +255,13 @@ export class EventDeliveries {
       await new Promise((resolve) => setImmediate(resolve));
       while (this.finished.length > 0) {
         const outcomes = this.finished.splice(0);
-        await this.bookkeeping((db) => this.record(db, outcomes)).then(() => this.count(outcomes), (error: unknown) => {
-          // Left running: its lease runs out and it is delivered again (at least once).
-          this.logger.error({ err: error, deliveries: outcomes.length }, 'bcms-extensions: could not record event deliveries; they will be delivered again');
-        });
+        await this.bookkeeping((db) => this.record(db, outcomes)).then(
+          () => this.count(outcomes),
+          (error: unknown) => {
+            // Left running: its lease runs out and it is delivered again (at least once).
+            this.logger.error({ err: error, deliveries: outcomes.length }, 'bcms-extensions: could not record event deliveries; they will be delivered again');
+          },
+        );
       }
     })().finally(() => {
       this.flushing = undefined;

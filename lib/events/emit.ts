@@ -15,7 +15,10 @@ const FIRED_BY_WRITES = new Set(['ENTRY', 'TEMPLATE', 'ALL']);
 export function eventManagerOf(store: () => ContentStore): BcmsEventManager {
   return {
     async emit(scope, method, payload) {
-      for (const [name, value] of [['scope', scope], ['method', method]] as const) {
+      for (const [name, value] of [
+        ['scope', scope],
+        ['method', method],
+      ] as const) {
         if (typeof value !== 'string' || value === '' || value.length > 200) {
           throw new TypeError(`emit(scope, method, payload): ${name} must be a string of 1 to 200 characters (BCMSEventConfigScope, BCMSEventConfigMethod, or your own)`);
         }

@@ -48,7 +48,10 @@ export class EventsAndJobs {
     private readonly modules: { events?: unknown; jobs?: unknown },
     metrics?: Pick<Metrics, 'delivery' | 'jobRun'>,
   ) {
-    for (const [key, maker] of [['events', 'createBcmsEvent'], ['jobs', 'createBcmsJob']] as const) {
+    for (const [key, maker] of [
+      ['events', 'createBcmsEvent'],
+      ['jobs', 'createBcmsJob'],
+    ] as const) {
       const list = modules[key];
       if (list !== undefined && (!Array.isArray(list) || list.some((entry) => typeof entry !== 'function'))) {
         throw new TypeError(`registry.${key} must be an array of ${maker}(async () => ...) factories`);
@@ -77,7 +80,10 @@ export class EventsAndJobs {
       const job = checkJob(made, `registry.jobs[${index}]`);
       return { name: job.name ?? `job:${index}:${cronLine(job.cron, `registry.jobs[${index}]`)}`, source: 'registry' as const, job };
     });
-    for (const [kind, list] of [['events', events], ['jobs', jobs]] as const) {
+    for (const [kind, list] of [
+      ['events', events],
+      ['jobs', jobs],
+    ] as const) {
       const names = list.map((entry) => entry.name);
       const twice = names.findIndex((name, index) => names.indexOf(name) !== index);
       if (twice !== -1) throw new TypeError(`registry.${kind}[${names.indexOf(names[twice] as string)}] and registry.${kind}[${twice}] are both named "${names[twice]}": give each its own name`);
@@ -92,8 +98,14 @@ export class EventsAndJobs {
    */
   start(deployed?: DeployedHandlers): Promise<void> {
     this.deployed = deployed;
-    deployed?.setRegistryNames('event', this.registry.events.map((entry) => entry.name));
-    deployed?.setRegistryNames('job', this.registry.jobs.map((entry) => entry.name));
+    deployed?.setRegistryNames(
+      'event',
+      this.registry.events.map((entry) => entry.name),
+    );
+    deployed?.setRegistryNames(
+      'job',
+      this.registry.jobs.map((entry) => entry.name),
+    );
     deployed?.onDeployedChange(() => void this.update());
     // Embedded PGlite is one process's: what is `running` at its start was left by a process that ended.
     const first = (isEmbedded(this.store.database.knex) ? this.recoverLeftRunning() : Promise.resolve()).then(() => this.update());
@@ -118,10 +130,16 @@ export class EventsAndJobs {
       await db('bcms_event_deliveries').whereIn('status', ['delivered', 'failed']).where('finished_at', '<', before).delete();
       await db('bcms_job_runs').whereNot('status', 'running').where('started_at', '<', before).delete();
       // Deliveries no handler will take: its handler undeployed, or no instance has served it, for a week.
-      const gone = db('bcms_event_handlers').select('name').where('active', false).orWhere((where) => where.where('source', 'registry').andWhere('seen_at', '<', before));
+      const gone = db('bcms_event_handlers')
+        .select('name')
+        .where('active', false)
+        .orWhere((where) => where.where('source', 'registry').andWhere('seen_at', '<', before));
       await db('bcms_event_deliveries').whereIn('status', ['pending', 'retrying']).where('created_at', '<', before).whereIn('handler', gone).delete();
       // A run whose instance ended mid-run (its lease ran out) is over.
-      await db('bcms_job_runs').where('status', 'running').where('lease_until', '<', db.raw('clock_timestamp()')).update({ status: 'failed', finished_at: db.raw('clock_timestamp()'), lease_until: null, error: 'its instance ended before it finished' });
+      await db('bcms_job_runs')
+        .where('status', 'running')
+        .where('lease_until', '<', db.raw('clock_timestamp()'))
+        .update({ status: 'failed', finished_at: db.raw('clock_timestamp()'), lease_until: null, error: 'its instance ended before it finished' });
     });
   }
 
@@ -132,8 +150,14 @@ export class EventsAndJobs {
         const ended = 'its process ended before it finished';
         // Not those of another router of this process on the same database: they are still running.
         const live = [...LIVE_INSTANCES];
-        await db('bcms_event_deliveries').where({ status: 'running' }).whereNotIn('instance', live).update({ status: 'retrying', run_at: db.raw('clock_timestamp()'), lease_until: null, error: ended });
-        await db('bcms_job_runs').where({ status: 'running' }).whereNotIn('instance', live).update({ status: 'failed', finished_at: db.raw('clock_timestamp()'), lease_until: null, error: ended });
+        await db('bcms_event_deliveries')
+          .where({ status: 'running' })
+          .whereNotIn('instance', live)
+          .update({ status: 'retrying', run_at: db.raw('clock_timestamp()'), lease_until: null, error: ended });
+        await db('bcms_job_runs')
+          .where({ status: 'running' })
+          .whereNotIn('instance', live)
+          .update({ status: 'failed', finished_at: db.raw('clock_timestamp()'), lease_until: null, error: ended });
       });
     } catch (error) {
       this.logger.warn({ err: error }, 'bcms-extensions: could not take up the deliveries and job runs a previous process left running (their leases will)');

@@ -50,11 +50,18 @@ export class JobScheduler {
       try {
         lines.set(served.name, cronLine(served.job.cron, `job "${served.name}"`));
       } catch (error) {
-        this.logger.error({ err: error, job: served.name }, 'bcms-extensions: a job\'s cron cannot be read; it is not scheduled');
+        this.logger.error({ err: error, job: served.name }, "bcms-extensions: a job's cron cannot be read; it is not scheduled");
       }
     }
     const jobs = all.filter((served) => lines.has(served.name));
-    await this.store.run((db) => recordServed(db, 'bcms_jobs', 'job', jobs.map(({ name, source }) => ({ name, source, cron: lines.get(name) }))));
+    await this.store.run((db) =>
+      recordServed(
+        db,
+        'bcms_jobs',
+        'job',
+        jobs.map(({ name, source }) => ({ name, source, cron: lines.get(name) })),
+      ),
+    );
     if (this.closed) return;
     const next = new Map<string, Scheduled>();
     for (const served of jobs) {
@@ -126,7 +133,11 @@ export class JobScheduler {
     let error: string | null = null;
     try {
       const late = (): Error => Object.assign(new Error(`the job ran past jobTimeoutMs (${timeoutMs} ms)`), { timedOut: true });
-      await withDeadline(Promise.resolve().then(() => job.handler()), timeoutMs, late);
+      await withDeadline(
+        Promise.resolve().then(() => job.handler()),
+        timeoutMs,
+        late,
+      );
     } catch (thrown) {
       error = thrown instanceof Error ? thrown.message : String(thrown);
       // Its isolate (if it has one) ended it at the same limit, with an error of its own.

@@ -104,10 +104,7 @@ export async function listEventHandlers(knex: Knex, query: { limit: number; hand
   if (handlers.length === 0) return [];
   const names = handlers.map((row: { name: string }) => row.name);
 
-  const counted = await knex('bcms_event_deliveries')
-    .select('handler', 'status', knex.raw('count(*)::int as count'))
-    .whereIn('handler', names)
-    .groupBy('handler', 'status');
+  const counted = await knex('bcms_event_deliveries').select('handler', 'status', knex.raw('count(*)::int as count')).whereIn('handler', names).groupBy('handler', 'status');
   // Per handler, its `limit` newest (the (handler, id) index walked backwards).
   const recent =
     limit === 0

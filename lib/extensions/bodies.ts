@@ -117,5 +117,9 @@ export function checkTemplateLengths(body: Partial<Pick<TemplateCreateBody, 'lab
  * `Blog posts` → `blog_posts`; `Café-Menü` → `caf_men`.
  */
 export function templateNameOf(label: string): string {
-  return label.toLowerCase().replace(/ /g, '_').replace(/-/g, '_').replace(/[^0-9a-z_]+/g, '');
+  return label
+    .toLowerCase()
+    .replace(/ /g, '_')
+    .replace(/-/g, '_')
+    .replace(/[^0-9a-z_]+/g, '');
 }

@@ -30,8 +30,7 @@ const ANY_ROLE = Object.values(JWTRoleName);
 export const reader = createJwtProtectionPreRequestHandler(ANY_ROLE, JWTPermissionName.READ);
 const deleter = createJwtProtectionPreRequestHandler(ANY_ROLE, JWTPermissionName.DELETE);
 /** WRITE, and the body checked against the schema (a 400 naming the first field that does not fit). */
-const writer = <Body>(bodySchema: ObjectSchema): PreRequestHandler<{ accessToken: JWT; body: Body }> =>
-  createJwtAndBodyGuard<unknown, Body>('the SDK', ANY_ROLE, JWTPermissionName.WRITE, bodySchema);
+const writer = <Body>(bodySchema: ObjectSchema): PreRequestHandler<{ accessToken: JWT; body: Body }> => createJwtAndBodyGuard<unknown, Body>('the SDK', ANY_ROLE, JWTPermissionName.WRITE, bodySchema);
 
 /** Any verified token, whatever its roles hold: the signed-in user may always read who they are. */
 const signedIn: PreRequestHandler<{ accessToken: JWT<Record<string, unknown>> }> = decidesOnTokenFirst(
@@ -57,7 +56,12 @@ function userOf(accessToken: JWT<Record<string, unknown>>) {
   const customPool = {
     ...own,
     personal: { firstName: '', lastName: '', avatarUri: '', ...object(own.personal) },
-    policy: { ...policy, media: { get: false, post: false, put: false, delete: false, ...object(policy.media) }, templates: Array.isArray(policy.templates) ? policy.templates : [], plugins: Array.isArray(policy.plugins) ? policy.plugins : [] },
+    policy: {
+      ...policy,
+      media: { get: false, post: false, put: false, delete: false, ...object(policy.media) },
+      templates: Array.isArray(policy.templates) ? policy.templates : [],
+      plugins: Array.isArray(policy.plugins) ? policy.plugins : [],
+    },
   };
   return { _id: userId, username: said('username') ?? userId, email: said('email') ?? '', roles: rls, customPool };
 }

@@ -6,7 +6,6 @@ import { blockApiKey, checkNewApiKey, createApiKey, deleteApiKey, listApiKeys } 
 import { createJwtProtectionPreRequestHandler } from '../plugin/guard';
 import { JWTPermissionName, JWTRoleName, tokenAllows, type JWT } from '../security/token';
 
-
 const admin = (permission: JWTPermissionName) => createJwtProtectionPreRequestHandler([JWTRoleName.SUDO, JWTRoleName.ADMIN], permission);
 
 /**
@@ -24,10 +23,7 @@ function checkDeployRight(deployOverHttp: boolean, accessToken: JWT): void {
     );
   }
   if (!tokenAllows(accessToken.payload, [JWTRoleName.SUDO], JWTPermissionName.WRITE)) {
-    throw new BcmsHttpError(
-      'DEPLOY_KEY_FORBIDDEN',
-      `Only a token whose SUDO role holds WRITE may create a deploy key, and this one has none: sign in as a SUDO user, or ${onTheDatabase}.`,
-    );
+    throw new BcmsHttpError('DEPLOY_KEY_FORBIDDEN', `Only a token whose SUDO role holds WRITE may create a deploy key, and this one has none: sign in as a SUDO user, or ${onTheDatabase}.`);
   }
 }
 

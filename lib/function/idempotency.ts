@@ -178,7 +178,8 @@ export class IdempotencyLedger {
         ),
       )[0] as { body_hash: string; status: number | null; response: string | null } | undefined;
       if (found === undefined) continue; // released (or past its window) between the two: claim it again
-      if (found.body_hash !== bodyHash) throw new BcmsHttpError('IDEMPOTENCY_KEY_REUSED', `This Idempotency-Key was used with another body for function "${name}" within 24 h: send a new key for a new request.`);
+      if (found.body_hash !== bodyHash)
+        throw new BcmsHttpError('IDEMPOTENCY_KEY_REUSED', `This Idempotency-Key was used with another body for function "${name}" within 24 h: send a new key for a new request.`);
       if (found.status !== null) return new FunctionAnswer(found.status, found.response ?? '', true);
       break;
     }
@@ -224,7 +225,11 @@ export class IdempotencyLedger {
     if (now < this.nextPurge) return;
     this.nextPurge = now + PURGE_EVERY_MS;
     this.purging = this.store
-      .run((db) => db(TABLE).where('created_at', '<=', db.raw(`clock_timestamp() - ${WINDOW}`)).del())
+      .run((db) =>
+        db(TABLE)
+          .where('created_at', '<=', db.raw(`clock_timestamp() - ${WINDOW}`))
+          .del(),
+      )
       .then(
         () => {},
         (error: unknown) => this.logger.warn({ err: error }, 'bcms-extensions: could not purge old idempotency keys (tried again within the hour)'),

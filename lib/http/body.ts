@@ -123,11 +123,14 @@ export function readRawBody(req: IncomingMessage, limit: number, timeoutMs?: num
       }
       chunks.push(chunk);
     };
-    const timer = timeoutMs === undefined ? undefined : setTimeout(() => {
-      cleanup();
-      req.pause();
-      reject(new BcmsHttpError('REQUEST_TIMEOUT', `The request body did not arrive within ${timeoutMs} ms.`));
-    }, timeoutMs);
+    const timer =
+      timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            cleanup();
+            req.pause();
+            reject(new BcmsHttpError('REQUEST_TIMEOUT', `The request body did not arrive within ${timeoutMs} ms.`));
+          }, timeoutMs);
     const onEnd = (): void => {
       cleanup();
       resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));

@@ -101,7 +101,17 @@ export function createExchange(options: { logger: Logger; pending: () => Promise
  * own writer when it has one. `path` is the mount path and the router-relative path: no query
  * string, never a token.
  */
-function logRequest(logger: Logger, writeLine: RequestLineWriter | undefined, req: Request, res: ServerResponse, path: string, requestId: string, traceId: string | undefined, started: number, admission?: Admission): void {
+function logRequest(
+  logger: Logger,
+  writeLine: RequestLineWriter | undefined,
+  req: Request,
+  res: ServerResponse,
+  path: string,
+  requestId: string,
+  traceId: string | undefined,
+  started: number,
+  admission?: Admission,
+): void {
   admission?.done(res);
   const fullPath = req.baseUrl ? req.baseUrl + path : path;
   const ms = Math.round((performance.now() - started) * 1000) / 1000;
@@ -114,15 +124,7 @@ function logRequest(logger: Logger, writeLine: RequestLineWriter | undefined, re
  * error: only those the host set before the router, and the router's own, stay. A 500 names the
  * request id and nothing internal; the error itself goes to the log.
  */
-function renderError(
-  logger: Logger,
-  req: Request,
-  res: ServerResponse,
-  error: unknown,
-  family: Family,
-  requestId: string,
-  hostHeaders: readonly string[],
-): ErrorCode | undefined {
+function renderError(logger: Logger, req: Request, res: ServerResponse, error: unknown, family: Family, requestId: string, hostHeaders: readonly string[]): ErrorCode | undefined {
   // The connection, not the request stream: a body read to its end destroys the stream too.
   if (req.socket?.destroyed === true && !res.headersSent) {
     // The client went away (mid-body, say): there is no one to answer, and nothing went wrong here.

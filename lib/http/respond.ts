@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { tooLargeToDrain } from './body';
-import { BcmsHttpError } from './errors';
+import type { BcmsHttpError } from './errors';
 
 /** Which body shape an error takes: `{ message }` (plugins) or `{ success: false, error }` (functions). */
 export type Family = 'plugin' | 'function';

@@ -81,7 +81,13 @@ export function runBounded(connection: object, sql: string, values: unknown[], r
     const cancelOnce = (): void => {
       // A cancel that does not go out within CANCEL_WAIT_MS: the connection is not used again.
       const dispose = (): void => void ((connection as { __knex__disposed?: unknown }).__knex__disposed = 'a cancel of its statement did not go out');
-      cancelling ??= Promise.race([cancel().then(() => true, () => true), new Promise<boolean>((resolve) => setTimeout(resolve, CANCEL_WAIT_MS, false).unref())]).then((sent) => (sent ? undefined : dispose()));
+      cancelling ??= Promise.race([
+        cancel().then(
+          () => true,
+          () => true,
+        ),
+        new Promise<boolean>((resolve) => setTimeout(resolve, CANCEL_WAIT_MS, false).unref()),
+      ]).then((sent) => (sent ? undefined : dispose()));
     };
     const timer = setTimeout(() => {
       timedOut = true;
@@ -89,7 +95,13 @@ export function runBounded(connection: object, sql: string, values: unknown[], r
     }, limits.timeoutMs);
     timer.unref();
     const answer = (error: Error | null, result: pg.QueryResult): void => {
-      if (query.over) return reject(new BcmsHttpError('TOO_LARGE', `The query's result is larger than the ${Math.round(limits.maxBytes / 1024 / 1024)} MB an extension may read at once: select fewer rows or columns (a limit, a page).`));
+      if (query.over)
+        return reject(
+          new BcmsHttpError(
+            'TOO_LARGE',
+            `The query's result is larger than the ${Math.round(limits.maxBytes / 1024 / 1024)} MB an extension may read at once: select fewer rows or columns (a limit, a page).`,
+          ),
+        );
       if (error !== null && timedOut) return reject(new Error(`The statement ran past its time-out of ${limits.timeoutMs} ms and was cancelled.`));
       if (error !== null) return reject(error);
       resolve(result);

@@ -94,7 +94,10 @@ export class IsolateResponse {
     return this.setHeader(name, current === undefined ? added : [...(Array.isArray(current) ? current : [current]), ...added]);
   }
   type(type: string): this {
-    return this.setHeader('Content-Type', type.includes('/') ? type : type === 'json' ? 'application/json; charset=utf-8' : type === 'html' ? 'text/html; charset=utf-8' : `text/${type}; charset=utf-8`);
+    return this.setHeader(
+      'Content-Type',
+      type.includes('/') ? type : type === 'json' ? 'application/json; charset=utf-8' : type === 'html' ? 'text/html; charset=utf-8' : `text/${type}; charset=utf-8`,
+    );
   }
   contentType(type: string): this {
     return this.type(type);

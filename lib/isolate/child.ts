@@ -238,7 +238,15 @@ async function load(kind: ExtensionKind, name: string, source: ExtensionSource):
     for (const [key, method] of Object.entries(made)) {
       methods.push({ key, method });
       const bodyLimit = ownBodyLimit(method.bodyLimit, `plugin "${plugin.name}", method "${key}"`);
-      routes.push({ controller: { name: controller.name, path: controller.path }, key, path: method.path, type: method.type, guard: guardOf(method), ...(bodyLimit === undefined ? {} : { bodyLimit }), described: describeMethod(method) });
+      routes.push({
+        controller: { name: controller.name, path: controller.path },
+        key,
+        path: method.path,
+        type: method.type,
+        guard: guardOf(method),
+        ...(bodyLimit === undefined ? {} : { bodyLimit }),
+        described: describeMethod(method),
+      });
     }
   }
   const policies = typeof plugin.policy === 'function' ? await plugin.policy() : null;

@@ -65,7 +65,10 @@ class Turns {
 
   take<T>(connection: object, work: () => Promise<T>): Promise<T> {
     const done = (this.last.get(connection) ?? Promise.resolve()).then(work, work);
-    this.last.set(connection, done.catch(() => {}));
+    this.last.set(
+      connection,
+      done.catch(() => {}),
+    );
     return done;
   }
 }
@@ -100,7 +103,7 @@ export async function openExtensionSessions(database: Database, limits: SessionL
       throw new ExtensionQueriesRefused(
         `the role "${outcome.role}" cannot log in (${(error as Error).message}). ` +
           (database.extensionUrl === undefined
-            ? 'Let it log in from the service\'s host (pg_hba.conf), or give the option database.extensionUrl'
+            ? "Let it log in from the service's host (pg_hba.conf), or give the option database.extensionUrl"
             : 'Check database.extensionUrl (its user, password and pg_hba.conf)'),
       );
     }
@@ -210,7 +213,10 @@ class ServerSessions implements ExtensionSessions {
     if (foreign.length === 0) return;
     if (this.ours && this.role.canRepair) {
       await repairRoleSettings(this.service, this.role.role, this.role.database, this.limits.timeoutMs);
-      this.logger.warn({ role: this.role.role, settings: foreign }, 'bcms-extensions: the extension role carried session defaults that were not the service\'s (extension code set them): they were removed');
+      this.logger.warn(
+        { role: this.role.role, settings: foreign },
+        "bcms-extensions: the extension role carried session defaults that were not the service's (extension code set them): they were removed",
+      );
       throw new RoleRepaired();
     }
     this.logger.error(
@@ -227,7 +233,8 @@ class ServerSessions implements ExtensionSessions {
     } catch (error) {
       if (error instanceof RoleRepaired || (error as { cause?: unknown }).cause instanceof RoleRepaired) return client.acquireConnection();
       // Its own pool, all taken by extension code: not the database going away (which the service would log as an outage).
-      if ((error as { name?: unknown }).name === 'KnexTimeoutError') throw new Error(`No extension database connection was free within ${this.limits.timeoutMs} ms (extensionPool.max is ${this.limits.max}).`);
+      if ((error as { name?: unknown }).name === 'KnexTimeoutError')
+        throw new Error(`No extension database connection was free within ${this.limits.timeoutMs} ms (extensionPool.max is ${this.limits.max}).`);
       const code = (error as { code?: unknown }).code;
       if ((code !== '28P01' && code !== '28000') || !this.ours) throw error;
       // Another instance on this schema renewed the password: it is in the service's table.
@@ -277,7 +284,9 @@ class ServerSessions implements ExtensionSessions {
 
   async cancel(connection: object): Promise<void> {
     // pg_cancel_backend from a session of the same role, which Postgres allows.
-    await clientOf(this.knex).cancelQuery?.(connection).catch(() => {});
+    await clientOf(this.knex)
+      .cancelQuery?.(connection)
+      .catch(() => {});
   }
 
   close(): Promise<void> {
@@ -390,6 +399,10 @@ class EmbeddedSessions implements ExtensionSessions {
 
 function channels(value: unknown): string[] {
   if (Array.isArray(value)) return value.map(String);
-  if (typeof value === 'string' && value.length > 2) return value.slice(1, -1).split(',').map((name) => name.replace(/^"|"$/g, ''));
+  if (typeof value === 'string' && value.length > 2)
+    return value
+      .slice(1, -1)
+      .split(',')
+      .map((name) => name.replace(/^"|"$/g, ''));
   return [];
 }

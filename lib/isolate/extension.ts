@@ -41,14 +41,7 @@ export type IsolatedExtension = LoadedExtension & { close(): Promise<void>; heal
  * Loads an extension in a first isolate (the check that it works) and returns its stand-in.
  * Rejects with an ExtensionLoadError (422 BUNDLE_LOAD_FAILED / BUNDLE_LOAD_TIMEOUT).
  */
-export async function startIsolated(
-  kind: DeploymentKind,
-  name: string,
-  label: string,
-  source: ExtensionSource,
-  services: IsolateServices,
-  settings: IsolatedCallSettings,
-): Promise<IsolatedExtension> {
+export async function startIsolated(kind: DeploymentKind, name: string, label: string, source: ExtensionSource, services: IsolateServices, settings: IsolatedCallSettings): Promise<IsolatedExtension> {
   const pool = await IsolatePool.start(label, kind, name, source, services);
   const close = (): Promise<void> => pool.close();
   const health = (): ExtensionHealth => pool.health();
@@ -135,7 +128,12 @@ function functionStandIn(pool: IsolatePool, extension: Extract<WireExtension, { 
   const { name } = extension;
   const timeout = (): BcmsHttpError => new BcmsHttpError('FUNCTION_TIMEOUT', `Function "${name}" ran past its time-out of ${settings.functionTimeoutMs} ms.`);
   const handler = (context: BcmsFunctionContext): Promise<IsolateAnswer> =>
-    pool.call({ t: 'function', request: toWireRequest(context.request), auth: unsignedAuth(context.auth), idempotencyKey: context.idempotencyKey }, context.request, settings.functionTimeoutMs, timeout);
+    pool.call(
+      { t: 'function', request: toWireRequest(context.request), auth: unsignedAuth(context.auth), idempotencyKey: context.idempotencyKey },
+      context.request,
+      settings.functionTimeoutMs,
+      timeout,
+    );
   const bodyLimit = extension.bodyLimit === undefined ? {} : { bodyLimit: extension.bodyLimit };
   // What the document says of it was made in the isolate, where its schemas are.
   return Object.defineProperty({ config: { name, public: extension.public === true, ...bodyLimit }, handler: Object.defineProperty(handler, ISOLATED, { value: true }) }, DESCRIBED, {
@@ -171,7 +169,14 @@ function jobStandIn(pool: IsolatePool, extension: Extract<WireExtension, { kind:
   };
   // What the isolate said of its cron is checked again here, as the service reads it (it is untrusted).
   const { second, minute, hour, dayOfMonth, month, dayOfWeek } = extension.cron;
-  const cron = { ...(second === undefined ? {} : { second: String(second) }), minute: String(minute), hour: String(hour), dayOfMonth: String(dayOfMonth), month: String(month), dayOfWeek: String(dayOfWeek) };
+  const cron = {
+    ...(second === undefined ? {} : { second: String(second) }),
+    minute: String(minute),
+    hour: String(hour),
+    dayOfMonth: String(dayOfMonth),
+    month: String(month),
+    dayOfWeek: String(dayOfWeek),
+  };
   cronLine(cron, `the job ${JSON.stringify(extension.name)}`);
   return { ...(extension.name === '' ? {} : { name: extension.name }), cron, handler: Object.defineProperty(handler, ISOLATED, { value: true }) };
 }
@@ -226,6 +231,7 @@ function methodStandIn(pool: IsolatePool, route: WireRoute, index: number, setti
     handler: Object.defineProperty(handler, ISOLATED, { value: true }) as never,
   };
   // Its security is the guard the service enforces for it, whatever the isolate says.
-  const security: OperationSecurity = route.guard.type === 'jwt' ? { type: 'jwt', roles: [...route.guard.roles], permission: route.guard.permission } : { type: route.guard.type === 'custom' ? 'custom' : 'none' };
+  const security: OperationSecurity =
+    route.guard.type === 'jwt' ? { type: 'jwt', roles: [...route.guard.roles], permission: route.guard.permission } : { type: route.guard.type === 'custom' ? 'custom' : 'none' };
   return Object.defineProperty(standIn, DESCRIBED, { value: trustedOperation(route.described, security) });
 }

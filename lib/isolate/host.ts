@@ -257,7 +257,7 @@ export class Isolate {
       closing.addEventListener('abort', stop, { once: true });
       const check = (): void => {
         const usage = treeUsage(this.child.pid);
-        if (usage !== undefined && usage.runnable && usage.cpuMs < limit && performance.now() - started < limit * LOAD_WALL_FACTOR) {
+        if (usage?.runnable && usage.cpuMs < limit && performance.now() - started < limit * LOAD_WALL_FACTOR) {
           timer = setTimeout(check, 1000);
           return;
         }
@@ -602,7 +602,10 @@ function fromIsolate(wired: WireError, label: string, allowed: (name: string, va
   if (wired?.http !== undefined && typeof wired.code === 'string' && wired.code in errorCodes) {
     const { status, headers, body } = wired.http;
     if (Number.isInteger(status) && status >= 400 && status <= 599) {
-      const safeHeaders = headers !== null && typeof headers === 'object' ? Object.fromEntries(Object.entries(headers).filter(([name, value]) => typeof value === 'string' && writableHeader(name, value) && allowed(name, value))) : undefined;
+      const safeHeaders =
+        headers !== null && typeof headers === 'object'
+          ? Object.fromEntries(Object.entries(headers).filter(([name, value]) => typeof value === 'string' && writableHeader(name, value) && allowed(name, value)))
+          : undefined;
       const safeBody = body !== null && typeof body === 'object' ? (fromWire(body) as object) : undefined;
       return new BcmsHttpError(wired.code as ErrorCode, String(wired.message), safeHeaders, status, safeBody);
     }

@@ -107,11 +107,7 @@ export type ToIsolate =
  * - `token`: verify the bearer token of request `call` with the service's JWT settings.
  * - `key`: the API key of request `call`'s signature, for the plugin it reached.
  */
-export type Ask =
-  | { op: 'query'; conn: number; sql: string; bindings: unknown[]; options?: unknown }
-  | { op: 'release'; conn: number }
-  | { op: 'token'; call: number }
-  | { op: 'key'; call: number };
+export type Ask = { op: 'query'; conn: number; sql: string; bindings: unknown[]; options?: unknown } | { op: 'release'; conn: number } | { op: 'token'; call: number } | { op: 'key'; call: number };
 
 /** An isolate's messages to the service. */
 export type FromIsolate =

@@ -43,10 +43,38 @@ export class Isolation {
   private readonly calls: IsolatedCallSettings;
 
   constructor(
-    settings: Pick<ResolvedOptions, 'logger' | 'extensionMemoryMb' | 'extensionAnswerMb' | 'extensionEnv' | 'extensionPermissions' | 'extensionPool' | 'pluginTimeoutMs' | 'functionTimeoutMs' | 'jobTimeoutMs' | 'loadTimeoutMs' | 'bodyLimit' | 'bodyTimeoutMs' | 'filesDir'>,
+    settings: Pick<
+      ResolvedOptions,
+      | 'logger'
+      | 'extensionMemoryMb'
+      | 'extensionAnswerMb'
+      | 'extensionEnv'
+      | 'extensionPermissions'
+      | 'extensionPool'
+      | 'pluginTimeoutMs'
+      | 'functionTimeoutMs'
+      | 'jobTimeoutMs'
+      | 'loadTimeoutMs'
+      | 'bodyLimit'
+      | 'bodyTimeoutMs'
+      | 'filesDir'
+    >,
     deps: { store: ContentStore; verifyAccessToken: AccessTokenVerifier; verifyPluginKey: IdentifyPluginKey; events: EventEmitter; sandbox: SandboxChoice; metrics?: Metrics },
   ) {
-    const { logger, extensionMemoryMb: memoryMb, extensionAnswerMb, extensionEnv: env, extensionPermissions: permissions, pluginTimeoutMs, functionTimeoutMs, jobTimeoutMs, loadTimeoutMs, bodyLimit, bodyTimeoutMs, filesDir } = settings;
+    const {
+      logger,
+      extensionMemoryMb: memoryMb,
+      extensionAnswerMb,
+      extensionEnv: env,
+      extensionPermissions: permissions,
+      pluginTimeoutMs,
+      functionTimeoutMs,
+      jobTimeoutMs,
+      loadTimeoutMs,
+      bodyLimit,
+      bodyTimeoutMs,
+      filesDir,
+    } = settings;
     const { store, verifyAccessToken, verifyPluginKey, events } = deps;
     // An isolate may emit only the events its layers name, checked as they say (never 'error', which would throw here).
     const layers = addedLayers();
@@ -65,7 +93,25 @@ export class Isolation {
     const answerLimit = extensionAnswerMb * 1024 * 1024;
     // Extension sessions are bounded by the longest call: a statement, or a transaction left idle, cannot be a live call's past it.
     const bridge = new DatabaseBridge(store, { max: settings.extensionPool.max, timeoutMs: Math.max(functionTimeoutMs, pluginTimeoutMs) }, logger);
-    this.services = { logger, bridge, verifyAccessToken, verifyPluginKey, memoryMb, env, loadTimeoutMs, closing: this.closing.signal, filesDir, layerModules, publish, answerLimit, logBudget: new LogBudget(logger), answerHeaders: new AnswerHeaderCheck(logger), sandbox: deps.sandbox, permissions, metrics: deps.metrics ?? NO_METRICS };
+    this.services = {
+      logger,
+      bridge,
+      verifyAccessToken,
+      verifyPluginKey,
+      memoryMb,
+      env,
+      loadTimeoutMs,
+      closing: this.closing.signal,
+      filesDir,
+      layerModules,
+      publish,
+      answerLimit,
+      logBudget: new LogBudget(logger),
+      answerHeaders: new AnswerHeaderCheck(logger),
+      sandbox: deps.sandbox,
+      permissions,
+      metrics: deps.metrics ?? NO_METRICS,
+    };
     setMaxListeners(0, this.closing.signal);
     this.calls = { pluginTimeoutMs, functionTimeoutMs, jobTimeoutMs, bodyLimit, bodyTimeoutMs };
   }

@@ -197,7 +197,19 @@ const NAMESPACES = ['--unshare-user', '--uid', '65534', '--gid', '65534', '--uns
  * Files of the system an isolate's Node needs: name resolution, TLS roots, and the user database
  * (world-readable; `os.userInfo()` and `os.homedir()` look `nobody` up there). Bound where they exist.
  */
-const SYSTEM_FILES = ['/etc/passwd', '/etc/group', '/etc/resolv.conf', '/etc/hosts', '/etc/nsswitch.conf', '/etc/host.conf', '/etc/gai.conf', '/etc/ssl', '/etc/ca-certificates', '/etc/pki', '/etc/localtime'];
+const SYSTEM_FILES = [
+  '/etc/passwd',
+  '/etc/group',
+  '/etc/resolv.conf',
+  '/etc/hosts',
+  '/etc/nsswitch.conf',
+  '/etc/host.conf',
+  '/etc/gai.conf',
+  '/etc/ssl',
+  '/etc/ca-certificates',
+  '/etc/pki',
+  '/etc/localtime',
+];
 
 /** Folders of libraries and programs: bound read-only, or linked as they are here (merged /usr). */
 const SYSTEM_DIRS = ['/usr', '/lib', '/lib64', '/lib32', '/libx32', '/bin', '/sbin'];
@@ -321,7 +333,9 @@ export function stripSetIdBits(choice: SandboxChoice, folder: string): void {
   args.push(...systemBinds());
   args.push('--bind', folder, folder, '--', 'find', folder, '-xdev', '-perm', '/6000', '-exec', 'chmod', 'ug-s', '{}', '+');
   try {
-    spawn(choice.bwrap as string, args, { stdio: 'ignore' }).on('error', () => {}).unref();
+    spawn(choice.bwrap as string, args, { stdio: 'ignore' })
+      .on('error', () => {})
+      .unref();
   } catch {
     // Not started (no process left): the marks stay until its next end.
   }

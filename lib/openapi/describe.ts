@@ -48,10 +48,8 @@ export interface FunctionDescription {
   response?: JsonSchema;
 }
 
-
 /** On a method stand-in of a deployed plugin (or a function's): the description its isolate made. */
 export const DESCRIBED = Symbol('bcms-extensions.described');
-
 
 const methodDescriptions = new WeakMap<object, OperationDescription>();
 const functionDescriptions = new WeakMap<object, FunctionDescription>();
@@ -95,10 +93,18 @@ function makeMethodDescription(method: BcmsControllerMethod<unknown, unknown>): 
       : [],
   );
   if (parameters.length > 0) description.parameters = parameters;
-  const requestBody = guardDoc?.body !== undefined ? toJsonSchema(guardDoc.body, 'input') : doc.body?.file ? 'file' : doc.body?.jsonSchema !== undefined ? toJsonSchema(doc.body.jsonSchema, 'input') : undefined;
+  const requestBody =
+    guardDoc?.body !== undefined ? toJsonSchema(guardDoc.body, 'input') : doc.body?.file ? 'file' : doc.body?.jsonSchema !== undefined ? toJsonSchema(doc.body.jsonSchema, 'input') : undefined;
   if (requestBody !== undefined) description.requestBody = requestBody;
   const responseSchema = (method as { responseSchema?: BodySchema }).responseSchema;
-  const response = responseSchema !== undefined ? toJsonSchema(responseSchema, 'output') : doc.response?.file ? 'file' : doc.response?.jsonSchema !== undefined ? toJsonSchema(doc.response.jsonSchema, 'output') : undefined;
+  const response =
+    responseSchema !== undefined
+      ? toJsonSchema(responseSchema, 'output')
+      : doc.response?.file
+        ? 'file'
+        : doc.response?.jsonSchema !== undefined
+          ? toJsonSchema(doc.response.jsonSchema, 'output')
+          : undefined;
   if (response !== undefined) description.response = response;
   return description;
 }

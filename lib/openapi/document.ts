@@ -102,7 +102,13 @@ export function buildOpenApiDocument(sources: OpenApiSources): JsonSchema {
     try {
       operation = functionOperation(name, definition, build, sources.rateLimited === true);
     } catch {
-      operation = { operationId: build.uniqueId(`function.${name}`), tags: ['functions'], summary: `Calls the function "${name}".`, description: 'Its description could not be made.', responses: { '200': { description: 'Its result.' } } };
+      operation = {
+        operationId: build.uniqueId(`function.${name}`),
+        tags: ['functions'],
+        summary: `Calls the function "${name}".`,
+        description: 'Its description could not be made.',
+        responses: { '200': { description: 'Its result.' } },
+      };
     }
     paths[`/api/function/${name}`] = { post: operation };
   }
@@ -112,7 +118,8 @@ export function buildOpenApiDocument(sources: OpenApiSources): JsonSchema {
     info: {
       title: sources.title,
       version: sources.version,
-      description: 'Plugin endpoints, functions and the extension interface of this service (bcms-extensions). Plugin errors answer `{ "message" }`; functions and the `/api/extensions/` routes answer `{ "success": false, "error": { "code", "message" } }`.',
+      description:
+        'Plugin endpoints, functions and the extension interface of this service (bcms-extensions). Plugin errors answer `{ "message" }`; functions and the `/api/extensions/` routes answer `{ "success": false, "error": { "code", "message" } }`.',
     },
     paths,
     components: components(build.hoisted),
@@ -134,7 +141,13 @@ function addPluginPath(paths: Record<string, PathItem>, path: PluginPath, family
       operation = pluginOperation(route, described, names, family, build);
     } catch {
       // One method whose description cannot be made (a schema that throws) costs only its own entry.
-      operation = { operationId: build.uniqueId(`plugin.${route.plugin}.${route.label}`), tags: [route.plugin], summary: route.label, description: 'Its description could not be made.', responses: { '200': { description: 'The answer.' } } };
+      operation = {
+        operationId: build.uniqueId(`plugin.${route.plugin}.${route.label}`),
+        tags: [route.plugin],
+        summary: route.label,
+        description: 'Its description could not be made.',
+        responses: { '200': { description: 'The answer.' } },
+      };
     }
     (paths[template] ??= {})[verb.toLowerCase()] = operation;
   }
@@ -150,7 +163,9 @@ function pluginOperation(route: PluginRoute, described: OperationDescription, na
   const security = described.security;
   const notes = [described.description];
   if (security.type === 'jwt') {
-    notes.push(`Requires a bearer token with a role of ${security.roles.join(', ')} holding ${security.permission}${security.keys ? ', or an HTTP Signature of an API key that lists this plugin' : ''}.`);
+    notes.push(
+      `Requires a bearer token with a role of ${security.roles.join(', ')} holding ${security.permission}${security.keys ? ', or an HTTP Signature of an API key that lists this plugin' : ''}.`,
+    );
     operation.security = security.keys ? [{ bearer: [] }, { httpSignature: [] }, { bcmsClient: [] }] : [{ bearer: [] }];
   } else if (security.type === 'none') {
     operation.security = [];
@@ -161,7 +176,13 @@ function pluginOperation(route: PluginRoute, described: OperationDescription, na
   if (description !== '') operation.description = description;
   const parameters = [
     ...names.map((name) => ({ name, in: 'path', required: true, schema: { type: 'string' } })),
-    ...(described.parameters ?? []).map((param) => ({ name: param.name, in: param.in, required: param.required, schema: { type: 'string' }, ...(param.description ? { description: param.description } : {}) })),
+    ...(described.parameters ?? []).map((param) => ({
+      name: param.name,
+      in: param.in,
+      required: param.required,
+      schema: { type: 'string' },
+      ...(param.description ? { description: param.description } : {}),
+    })),
   ];
   if (parameters.length > 0) operation.parameters = parameters;
   if (described.requestBody !== undefined) {
@@ -173,7 +194,10 @@ function pluginOperation(route: PluginRoute, described: OperationDescription, na
   // The plugin family's error answers ({ message }) are components; the package's own routes answer the envelope.
   const answer = (name: keyof typeof PLUGIN_ERRORS): JsonSchema => ref('responses', family === 'own' ? `Own${name}` : name);
   const responses: Record<string, unknown> = {
-    '200': described.response === 'file' ? { description: 'A file.', content: { 'application/octet-stream': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } } : { description: 'The answer, as JSON.', content: json(build.schema(described.response ?? {})) },
+    '200':
+      described.response === 'file'
+        ? { description: 'A file.', content: { 'application/octet-stream': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } }
+        : { description: 'The answer, as JSON.', content: json(build.schema(described.response ?? {})) },
   };
   if (described.requestBody !== undefined) responses['400'] = answer('BadRequest');
   if (security.type !== 'none') {
@@ -193,7 +217,16 @@ function pluginOperation(route: PluginRoute, described: OperationDescription, na
 function functionOperation(name: string, definition: BcmsFunction, build: Build, rateLimited: boolean): Operation {
   const described = describeFunction(definition);
   const status = (code: ErrorCode): string => String(errorCodes[code].status);
-  const errors: ErrorCode[] = ['INVALID_JSON', 'BODY_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'IDEMPOTENCY_KEY_REUSED', 'IDEMPOTENCY_KEY_IN_USE', 'HANDLER_ERROR', 'DATABASE_UNAVAILABLE', 'FUNCTION_TIMEOUT'];
+  const errors: ErrorCode[] = [
+    'INVALID_JSON',
+    'BODY_TOO_LARGE',
+    'UNSUPPORTED_MEDIA_TYPE',
+    'IDEMPOTENCY_KEY_REUSED',
+    'IDEMPOTENCY_KEY_IN_USE',
+    'HANDLER_ERROR',
+    'DATABASE_UNAVAILABLE',
+    'FUNCTION_TIMEOUT',
+  ];
   if (described.requestBody !== undefined) errors.unshift('BODY_INVALID');
   if (rateLimited) errors.push('RATE_LIMITED');
   if (!described.public) errors.unshift('SIGNATURE_REQUIRED', 'KEY_FORBIDDEN');
@@ -214,9 +247,17 @@ function functionOperation(name: string, definition: BcmsFunction, build: Build,
     summary: `Calls the function "${name}".`,
     description: described.public
       ? 'Public: anyone may call it.'
-      : 'Private: an HTTP Signature of an API key that lists the function, the BCMS client\'s signed query, or a bearer token whose role holds EXECUTE.',
+      : "Private: an HTTP Signature of an API key that lists the function, the BCMS client's signed query, or a bearer token whose role holds EXECUTE.",
     security: described.public ? [] : [{ httpSignature: [] }, { bcmsClient: [] }, { bearer: [] }],
-    parameters: [{ name: 'Idempotency-Key', in: 'header', required: false, description: 'The same key, caller and body within 24 h get the first outcome again.', schema: { type: 'string', minLength: 1, maxLength: 255 } }],
+    parameters: [
+      {
+        name: 'Idempotency-Key',
+        in: 'header',
+        required: false,
+        description: 'The same key, caller and body within 24 h get the first outcome again.',
+        schema: { type: 'string', minLength: 1, maxLength: 255 },
+      },
+    ],
     // With a bodySchema the body is checked (an absent one is read as {}); without, any JSON or none.
     requestBody: { required: described.requestBody !== undefined, content: json(build.schema(described.requestBody ?? {})) },
     responses,
@@ -275,35 +316,69 @@ function eventListPaths(uniqueId: (id: string) => string): Record<string, PathIt
     },
   });
   const delivery = object({
-    id: { type: 'string' }, eventId: { type: 'string' }, scope: { type: 'string' }, method: { type: 'string' }, doc: textOrNull,
-    status: { enum: [...DELIVERY_STATUSES] }, attempts: { type: 'integer' }, createdAt: time, startedAt: timeOrNull, finishedAt: timeOrNull,
-    durationMs: msOrNull, runAt: time, error: textOrNull,
+    id: { type: 'string' },
+    eventId: { type: 'string' },
+    scope: { type: 'string' },
+    method: { type: 'string' },
+    doc: textOrNull,
+    status: { enum: [...DELIVERY_STATUSES] },
+    attempts: { type: 'integer' },
+    createdAt: time,
+    startedAt: timeOrNull,
+    finishedAt: timeOrNull,
+    durationMs: msOrNull,
+    runAt: time,
+    error: textOrNull,
   });
   const handler = object({
-    name: { type: 'string' }, scope: { type: 'string' }, method: { type: 'string' }, source: { enum: ['registry', 'deployed'] }, active: { type: 'boolean' }, seenAt: time,
+    name: { type: 'string' },
+    scope: { type: 'string' },
+    method: { type: 'string' },
+    source: { enum: ['registry', 'deployed'] },
+    active: { type: 'boolean' },
+    seenAt: time,
     counts: object(Object.fromEntries(DELIVERY_STATUSES.map((status) => [status, { type: 'integer' }]))),
     deliveries: { type: 'array', items: delivery },
   });
   const run = object({
-    id: { type: 'string' }, tickAt: time, status: { enum: [...RUN_STATUSES] }, instance: textOrNull, startedAt: time, finishedAt: timeOrNull, durationMs: msOrNull, error: textOrNull,
+    id: { type: 'string' },
+    tickAt: time,
+    status: { enum: [...RUN_STATUSES] },
+    instance: textOrNull,
+    startedAt: time,
+    finishedAt: timeOrNull,
+    durationMs: msOrNull,
+    error: textOrNull,
   });
   const job = object({
-    name: { type: 'string' }, cron: { type: 'string' }, source: { enum: ['registry', 'deployed'] }, active: { type: 'boolean' }, seenAt: time, nextTickAt: timeOrNull,
+    name: { type: 'string' },
+    cron: { type: 'string' },
+    source: { enum: ['registry', 'deployed'] },
+    active: { type: 'boolean' },
+    seenAt: time,
+    nextTickAt: timeOrNull,
     runs: { type: 'array', items: run },
   });
   return {
     [EVENT_DELIVERIES_PATH]: {
-      get: listed('List event deliveries', "Each event handler with its deliveries' counts by status and its most recent deliveries.", [
-        limit,
-        { name: 'handler', in: 'query', description: 'Only this handler.', schema: { type: 'string' } },
-        { name: 'status', in: 'query', description: 'Only deliveries of this status (the counts stay whole).', schema: { enum: [...DELIVERY_STATUSES] } },
-      ], object({ handlers: { type: 'array', items: handler } })),
+      get: listed(
+        'List event deliveries',
+        "Each event handler with its deliveries' counts by status and its most recent deliveries.",
+        [
+          limit,
+          { name: 'handler', in: 'query', description: 'Only this handler.', schema: { type: 'string' } },
+          { name: 'status', in: 'query', description: 'Only deliveries of this status (the counts stay whole).', schema: { enum: [...DELIVERY_STATUSES] } },
+        ],
+        object({ handlers: { type: 'array', items: handler } }),
+      ),
     },
     [JOBS_PATH]: {
-      get: listed('List jobs', 'Each job with its next tick and its most recent runs.', [
-        limit,
-        { name: 'job', in: 'query', description: 'Only this job.', schema: { type: 'string' } },
-      ], object({ jobs: { type: 'array', items: job } })),
+      get: listed(
+        'List jobs',
+        'Each job with its next tick and its most recent runs.',
+        [limit, { name: 'job', in: 'query', description: 'Only this job.', schema: { type: 'string' } }],
+        object({ jobs: { type: 'array', items: job } }),
+      ),
     },
   };
 }
@@ -340,7 +415,8 @@ function components(hoisted: Record<string, JsonSchema>): JsonSchema {
         type: 'apiKey',
         in: 'header',
         name: 'Authorization',
-        description: 'An HTTP Signature (draft-cavage) of an API key, over `(request-target) date digest`: `Authorization: Signature keyId="...",algorithm="hmac-sha256",headers="(request-target) date digest",signature="..."`.',
+        description:
+          'An HTTP Signature (draft-cavage) of an API key, over `(request-target) date digest`: `Authorization: Signature keyId="...",algorithm="hmac-sha256",headers="(request-target) date digest",signature="..."`.',
       },
       bcmsClient: { type: 'apiKey', in: 'query', name: 'signature', description: "The BCMS client's signed query (`key`, `nonce`, `timestamp`, `signature`), for keys made with `bcmsClient: true`." },
     },

@@ -10,7 +10,8 @@ import type { BcmsController, BcmsControllerMethod, BcmsControllerMethods, BcmsP
  * @example
  * export default createBcmsPlugin({ name: 'hello', controllers: [HelloController] });
  */
-export function createBcmsPlugin<Name extends string = string, Controller extends BcmsController<any> = BcmsController<any>>( // eslint-disable-line @typescript-eslint/no-explicit-any
+export function createBcmsPlugin<Name extends string = string, Controller extends BcmsController<any> = BcmsController<any>>(
+  // eslint-disable-line @typescript-eslint/no-explicit-any
   config: Omit<BcmsPlugin, 'name' | 'controllers'> & { name: Name; controllers?: Controller[] },
 ): BcmsPlugin & { readonly '~routes'?: PluginRoutes<Name, Controller> } {
   return config;
@@ -61,21 +62,13 @@ export function createController<SetupResult = unknown, Path extends string = st
  * text, nothing as null. `[Schema]`: not distributed, so that the default (no schema, or BCMS's
  * type-argument form beside a `responseSchema`) reads as no schema.
  */
-type Answer<Schema, Body> = [Schema] extends [StandardSchemaV1]
-  ? JsonAnswer<StandardSchemaV1.InferOutput<Schema>>
-  : [Awaited<Body>] extends [Buffer]
-    ? string
-    : JsonAnswer<Awaited<Body>>;
+type Answer<Schema, Body> = [Schema] extends [StandardSchemaV1] ? JsonAnswer<StandardSchemaV1.InferOutput<Schema>> : [Awaited<Body>] extends [Buffer] ? string : JsonAnswer<Awaited<Body>>;
 
 /**
  * The body a caller sends, for the typed client: what the guard's schema takes (its input), else
  * what the pre-request handler yields as `body`; unknown without either.
  */
-type CallerBody<PreResult> = [PreResult] extends [{ readonly '~input'?: infer Input }]
-  ? unknown extends Input
-    ? YieldedBody<PreResult>
-    : JsonOrAbsent<Input>
-  : YieldedBody<PreResult>;
+type CallerBody<PreResult> = [PreResult] extends [{ readonly '~input'?: infer Input }] ? (unknown extends Input ? YieldedBody<PreResult> : JsonOrAbsent<Input>) : YieldedBody<PreResult>;
 type YieldedBody<PreResult> = [PreResult] extends [{ body: infer Body }] ? JsonOrAbsent<Body> : unknown;
 
 /**
@@ -92,7 +85,13 @@ type YieldedBody<PreResult> = [PreResult] extends [{ body: infer Body }] ? JsonO
  *   handler: async ({ accessToken }) => ({ userId: accessToken.payload.userId }),
  * });
  */
-export function createControllerMethod<PreResult = void, Body = unknown, Path extends string = string, Verb extends HttpVerb = HttpVerb, Schema extends BodySchema | undefined = BodySchema | undefined>(
+export function createControllerMethod<
+  PreResult = void,
+  Body = unknown,
+  Path extends string = string,
+  Verb extends HttpVerb = HttpVerb,
+  Schema extends BodySchema | undefined = BodySchema | undefined,
+>(
   config: BcmsControllerMethod<PreResult, Body> & { path?: Path; type: Verb; responseSchema?: Schema },
 ): BcmsControllerMethod<PreResult, Body> & { readonly '~route'?: MethodRoute<string extends Path ? '' : RoutePath<Path>, Verb, Answer<Schema, Body>, CallerBody<PreResult>> } {
   ownBodyLimit(config?.bodyLimit, 'createControllerMethod'); // a wrong limit throws here, not at the first request

@@ -128,12 +128,7 @@ export function markGuardedRequest(request: object, verifyAccessToken: AccessTok
  * A pre-request handler, then the handler with what it yielded spread into its context (an
  * object; anything else adds nothing): in the service's process and in an isolate alike.
  */
-export function runGuarded(
-  preRequestHandler: (context: never) => unknown,
-  handler: (context: never) => unknown,
-  context: object,
-  verifyAccessToken: () => Promise<JWT>,
-): Promise<unknown> {
+export function runGuarded(preRequestHandler: (context: never) => unknown, handler: (context: never) => unknown, context: object, verifyAccessToken: () => Promise<JWT>): Promise<unknown> {
   return Promise.resolve(preRequestHandler({ ...context, verifyAccessToken } as never)).then((yielded: unknown) =>
     handler((yielded !== null && typeof yielded === 'object' ? { ...context, ...yielded } : context) as never),
   );
@@ -201,10 +196,7 @@ export function createJwtGuard<Props>(where: string, roleNames: JWTRoleName[], p
  *   handler: async ({ accessToken }) => ({ userId: accessToken.payload.userId }),
  * });
  */
-export function createJwtProtectionPreRequestHandler<Props = unknown>(
-  roleNames: JWTRoleName[],
-  permissionName: JWTPermissionName,
-): Guard<JWTPreRequestHandlerResult<Props>> {
+export function createJwtProtectionPreRequestHandler<Props = unknown>(roleNames: JWTRoleName[], permissionName: JWTPermissionName): Guard<JWTPreRequestHandlerResult<Props>> {
   return createJwtGuard<Props>('createJwtProtectionPreRequestHandler', roleNames, permissionName);
 }
 
@@ -234,7 +226,12 @@ export function documentGuard<H extends object>(handler: H, doc: GuardDoc): H {
  * read, and the guard says what it checks to the OpenAPI document. A schema that cannot be checked
  * throws here, naming `where`.
  */
-export function createJwtAndBodyGuard<Props, Body = unknown>(where: string, roleNames: JWTRoleName[], permissionName: JWTPermissionName, bodySchema: BodySchema): Guard<{ accessToken: JWT<Props>; body: Body }> {
+export function createJwtAndBodyGuard<Props, Body = unknown>(
+  where: string,
+  roleNames: JWTRoleName[],
+  permissionName: JWTPermissionName,
+  bodySchema: BodySchema,
+): Guard<{ accessToken: JWT<Props>; body: Body }> {
   const guard = createJwtGuard<Props>(where, roleNames, permissionName);
   let checkBody: (body: unknown) => BodyCheckResult | Promise<BodyCheckResult>;
   try {

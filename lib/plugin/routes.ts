@@ -56,7 +56,11 @@ export class PluginRouteTable {
 
   /** The routes whose pre-request handler is the JWT guard, as `plugin Controller.method` (for the warning when no secret can verify tokens). */
   jwtGuarded(): string[] {
-    return this.paths().flatMap((path) => [...path.verbs.values()].filter((route) => (route.method.preRequestHandler as { [JWT_GUARD_RULE]?: unknown } | undefined)?.[JWT_GUARD_RULE] !== undefined).map((route) => `${route.plugin} ${route.label}`));
+    return this.paths().flatMap((path) =>
+      [...path.verbs.values()]
+        .filter((route) => (route.method.preRequestHandler as { [JWT_GUARD_RULE]?: unknown } | undefined)?.[JWT_GUARD_RULE] !== undefined)
+        .map((route) => `${route.plugin} ${route.label}`),
+    );
   }
 
   constructor(plugins: readonly BcmsPlugin[], prefix = '/api/plugin') {
@@ -204,6 +208,8 @@ export function warnAboutMiddleware(plugins: readonly BcmsPlugin[], logger: { wa
 /** Says, once the registry is up, that JWT-guarded routes answer 401 to every token: no `jwt.secret` verifies them. */
 export function warnWithoutSecret(guarded: readonly string[], secret: unknown, logger: { warn(object: object, message: string): void }): void {
   if (guarded.length === 0 || (secret !== undefined && secret !== null && secret !== '')) return;
-  logger.warn({ routes: guarded }, 'bcms-extensions: these routes are guarded by a JWT check, but no jwt.secret is set, so every request to them is refused 401: set the jwt option to the key your tokens are signed with');
+  logger.warn(
+    { routes: guarded },
+    'bcms-extensions: these routes are guarded by a JWT check, but no jwt.secret is set, so every request to them is refused 401: set the jwt option to the key your tokens are signed with',
+  );
 }
-

@@ -159,7 +159,13 @@ export function fieldName(root: string, keys: readonly PropertyKey[]): string {
 
 /** An Ajv instance path (`/vars/0/name`, a JSON pointer) as a field name. */
 function pointerName(root: string, pointer: string): string {
-  return fieldName(root, pointer.split('/').slice(1).map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~')));
+  return fieldName(
+    root,
+    pointer
+      .split('/')
+      .slice(1)
+      .map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~')),
+  );
 }
 
 function describe(error: ErrorObject, root: string): string {

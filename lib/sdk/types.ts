@@ -212,13 +212,11 @@ export type BcmsEntryLite = Omit<BcmsEntry, 'content'>;
  * `onError(error)`, or without one shows the error's message as an error notification (and
  * resolves to the error).
  */
-export interface BcmsThrowable {
+export type BcmsThrowable = 
   <ThrowableResult, OnSuccessResult = void, OnErrorResult = void>(
     fn: () => Promise<ThrowableResult>,
     onSuccess?: (data: ThrowableResult) => Promise<OnSuccessResult> | OnSuccessResult,
-    onError?: (error: unknown) => Promise<OnErrorResult> | OnErrorResult,
-  ): Promise<OnSuccessResult | OnErrorResult>;
-}
+    onError?: (error: unknown) => Promise<OnErrorResult> | OnErrorResult,) => Promise<OnSuccessResult | OnErrorResult>
 
 /**
  * `window.bcms.sdk`, in every plugin UI and in the admin shell: BCMS's `@becomes/cms-sdk` 3.4.3
@@ -299,4 +297,3 @@ export interface BcmsGlobal {
   modal: BcmsModal;
   vue: { store: BcmsVueStore };
 }
-

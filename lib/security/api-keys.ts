@@ -5,7 +5,6 @@ import { isUrlSafe } from '../names';
 import { SIGNATURE_ALGORITHMS, type SignatureAlgorithm } from './algorithms';
 import { API_KEYS_TABLE, resolveSecretsKeys, sealSecret, secretsOf, type SecretsKeys } from './secrets';
 
-
 /** What `createApiKey` takes. */
 export interface NewApiKey {
   /** For people: shown by `listApiKeys` and `bcms-ext keys list`. */
@@ -190,19 +189,18 @@ export async function createApiKey(knex: Knex, input: NewApiKey, options: { secr
   await ensureMigrated(knex);
   // The id made here: a sealed secret is bound to it.
   const id = randomUUID();
-  await knex(API_KEYS_TABLE)
-    .insert({
-      id,
-      name: input.name.trim(),
-      algorithm,
-      secret: secret === undefined ? null : sealSecret(secret, id, secrets),
-      public_key: publicKey,
-      functions: JSON.stringify([...new Set(input.functions)]),
-      plugins: JSON.stringify([...new Set(input.plugins ?? [])]),
-      deploy: input.deploy ?? false,
-      bcms_client: input.bcmsClient ?? false,
-      expires_at: input.expiresAt === undefined ? null : expiryOf(input.expiresAt),
-    });
+  await knex(API_KEYS_TABLE).insert({
+    id,
+    name: input.name.trim(),
+    algorithm,
+    secret: secret === undefined ? null : sealSecret(secret, id, secrets),
+    public_key: publicKey,
+    functions: JSON.stringify([...new Set(input.functions)]),
+    plugins: JSON.stringify([...new Set(input.plugins ?? [])]),
+    deploy: input.deploy ?? false,
+    bcms_client: input.bcmsClient ?? false,
+    expires_at: input.expiresAt === undefined ? null : expiryOf(input.expiresAt),
+  });
   return secret === undefined ? { id } : { id, secret };
 }
 
@@ -260,7 +258,10 @@ export async function listApiKeys(knex: Knex): Promise<ApiKey[]> {
 export async function blockApiKey(knex: Knex, id: string): Promise<boolean> {
   if (!isKeyId(id)) return false;
   try {
-    const rows = await knex(API_KEYS_TABLE).where({ id }).update({ blocked: true, updated_at: knex.raw('clock_timestamp()') }).returning('id');
+    const rows = await knex(API_KEYS_TABLE)
+      .where({ id })
+      .update({ blocked: true, updated_at: knex.raw('clock_timestamp()') })
+      .returning('id');
     return rows.length > 0;
   } catch (error) {
     if (noKeysTable(error)) return false;

@@ -33,14 +33,16 @@ export interface KeyVerifiers {
  */
 export type IdentifyCaller = (req: Request, name: string) => Promise<BcmsFunctionAuth>;
 
-export function createCallerCheck(deps: KeyVerifiers & {
-  verifyAccessToken: AccessTokenVerifier;
-  /** The function body, as the function route reads it (type and size checked). */
-  readBody: (req: Request) => Promise<Buffer>;
-  logger: Logger;
-  /** `rateLimit.key` (a signature's is counted by its verifier): a bearer token's call counts as its user. */
-  limitKey?: (subject: string) => Promise<void>;
-}): IdentifyCaller {
+export function createCallerCheck(
+  deps: KeyVerifiers & {
+    verifyAccessToken: AccessTokenVerifier;
+    /** The function body, as the function route reads it (type and size checked). */
+    readBody: (req: Request) => Promise<Buffer>;
+    logger: Logger;
+    /** `rateLimit.key` (a signature's is counted by its verifier): a bearer token's call counts as its user. */
+    limitKey?: (subject: string) => Promise<void>;
+  },
+): IdentifyCaller {
   const { verifyAccessToken, readBody, logger, limitKey } = deps;
 
   return async function identifyCaller(req, name) {
@@ -89,11 +91,13 @@ export function createCallerCheck(deps: KeyVerifiers & {
  */
 export type IdentifyPluginKey = (req: Request, plugin: string) => Promise<BcmsFunctionKeyAuth | undefined>;
 
-export function createPluginKeyCheck(deps: KeyVerifiers & {
-  bodyLimit: number;
-  bodyTimeoutMs: number;
-  logger: Logger;
-}): IdentifyPluginKey {
+export function createPluginKeyCheck(
+  deps: KeyVerifiers & {
+    bodyLimit: number;
+    bodyTimeoutMs: number;
+    logger: Logger;
+  },
+): IdentifyPluginKey {
   const { bodyLimit, bodyTimeoutMs, logger } = deps;
 
   /** The bytes to check: those the plugin server kept; else read now (a GET's body), unless a host parser took them. */

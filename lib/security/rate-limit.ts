@@ -73,10 +73,12 @@ export class RateLimiter {
       if (left > 0) throw limited(kind, limit, left);
       this.refused.delete(id);
     }
-    const { points, remainingMs } = await this.store.run((db) => countCall(db, kind, subject, limit)).catch((error: unknown) => {
-      // A count lost with its connection is no write of the caller's: the call was not made, plainly unavailable.
-      throw error instanceof BcmsHttpError && error.code === 'DATABASE_OUTCOME_UNKNOWN' ? new BcmsHttpError('DATABASE_UNAVAILABLE') : error;
-    });
+    const { points, remainingMs } = await this.store
+      .run((db) => countCall(db, kind, subject, limit))
+      .catch((error: unknown) => {
+        // A count lost with its connection is no write of the caller's: the call was not made, plainly unavailable.
+        throw error instanceof BcmsHttpError && error.code === 'DATABASE_OUTCOME_UNKNOWN' ? new BcmsHttpError('DATABASE_UNAVAILABLE') : error;
+      });
     this.purgeNowAndThen();
     if (points <= limit.points) return;
     this.remember(id, Date.now() + remainingMs);
@@ -184,7 +186,10 @@ export function checkRateLimitOption(value: unknown): Readonly<RateLimitOptions>
       if (name !== 'points' && name !== 'seconds') throw new TypeError(`unknown option "rateLimit.${kind}.${name}" (known: rateLimit.${kind}.points, rateLimit.${kind}.seconds)`);
     }
     const { points, seconds } = limit as Record<string, unknown>;
-    for (const [name, number] of [['points', points], ['seconds', seconds]] as const) {
+    for (const [name, number] of [
+      ['points', points],
+      ['seconds', seconds],
+    ] as const) {
       // A window of more than a day is no rate limit; Postgres's int takes the rest.
       const most = name === 'seconds' ? 86_400 : 2_147_483_647;
       if (!Number.isInteger(number) || (number as number) <= 0 || (number as number) > most) {

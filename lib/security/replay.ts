@@ -110,10 +110,7 @@ export function refuseIfExpired(key: Pick<KeyMaterial, 'expiresAt'>, refuse: Ref
  * Throws the answer for a signature the ledger did not accept (both schemes answer alike): an
  * unknown key is forgotten from the key memory and refused with `unknownKey`'s message.
  */
-export function refuseUnlessAccepted(
-  acceptance: Acceptance,
-  options: { permission: Permission; forget: () => void; refuse: Refuse; unknownKey: string },
-): void {
+export function refuseUnlessAccepted(acceptance: Acceptance, options: { permission: Permission; forget: () => void; refuse: Refuse; unknownKey: string }): void {
   switch (acceptance) {
     case 'unknown':
       options.forget();
@@ -247,10 +244,7 @@ export const PURGE_MARGIN_SECONDS = 300;
 
 /** Forgets signatures whose date left the clock-skew window (plus the margin): they would be refused as expired anyway. */
 export async function purgeExpiredSignatures(knex: Knex): Promise<number> {
-  const rows = await knex(REPLAYS_TABLE)
-    .whereRaw(`expires_at < now() - interval '${PURGE_MARGIN_SECONDS} seconds'`)
-    .delete()
-    .returning('key_id');
+  const rows = await knex(REPLAYS_TABLE).whereRaw(`expires_at < now() - interval '${PURGE_MARGIN_SECONDS} seconds'`).delete().returning('key_id');
   return rows.length;
 }
 
@@ -315,11 +309,13 @@ export class SignatureMemory {
   purgeNowAndThen(now: number): void {
     if (now - this.lastPurge < PURGE_INTERVAL_MS) return;
     this.lastPurge = now;
-    this.store.run(() => purgeExpiredSignatures(this.knex)).then(
-      (purged) => {
-        if (purged > 0) this.logger.debug({ purged }, 'bcms-extensions: purged expired signatures');
-      },
-      (error: unknown) => this.logger.warn({ err: error }, 'bcms-extensions: could not purge expired signatures (tried again later)'),
-    );
+    this.store
+      .run(() => purgeExpiredSignatures(this.knex))
+      .then(
+        (purged) => {
+          if (purged > 0) this.logger.debug({ purged }, 'bcms-extensions: purged expired signatures');
+        },
+        (error: unknown) => this.logger.warn({ err: error }, 'bcms-extensions: could not purge expired signatures (tried again later)'),
+      );
   }
 }

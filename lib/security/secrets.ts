@@ -56,7 +56,7 @@ export function resolveSecretsKeys(option: unknown, env: NodeJS.ProcessEnv = pro
       if (key === undefined) {
         throw new TypeError(
           `${where}${list.length > 1 ? ` (key ${index + 1})` : ''} must be 32 bytes: 64 hex digits, 32 bytes in base64, or a Buffer. ` +
-            'Make one with: node -e "console.log(require(\'crypto\').randomBytes(32).toString(\'base64\'))"',
+            "Make one with: node -e \"console.log(require('crypto').randomBytes(32).toString('base64'))\"",
         );
       }
       return { id: createHash('sha256').update(key).digest('hex').slice(0, 8), key };
@@ -144,7 +144,9 @@ export async function sealStoredSecrets(knex: Knex, secrets: SecretsKeys | undef
       if (error instanceof SecretUnusable) continue; // sealed under a key not given: said when the key is used
       throw error;
     }
-    const updated = await knex(API_KEYS_TABLE).where({ id: row.id, secret: row.secret }).update({ secret: sealSecret(secret.toString('utf8'), row.id, secrets) });
+    const updated = await knex(API_KEYS_TABLE)
+      .where({ id: row.id, secret: row.secret })
+      .update({ secret: sealSecret(secret.toString('utf8'), row.id, secrets) });
     sealed += Number(updated);
   }
   return sealed;

@@ -12,7 +12,6 @@ import { refuseIfExpired, refuseUnlessAccepted, forbiddenMessage, keyPermits, ty
 /** Sent with every signature 401: the scheme, and the headers a signature must cover. */
 export const SIGNATURE_CHALLENGE = Object.freeze({ 'WWW-Authenticate': 'Signature realm="bcms",headers="(request-target) date digest"' });
 
-
 /** The API key a verified request was signed with, as a handler's `auth` shows it (never its secret). */
 export interface SignatureAuth {
   type: 'signature';

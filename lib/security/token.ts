@@ -63,11 +63,7 @@ export interface JWTPreRequestHandlerResult<Props = unknown> {
 }
 
 /** Whether some role of the token is listed and holds the permission. */
-export function tokenAllows(
-  payload: { rls?: unknown },
-  roles: readonly JWTRoleName[] | undefined,
-  permission: JWTPermissionName,
-): boolean {
+export function tokenAllows(payload: { rls?: unknown }, roles: readonly JWTRoleName[] | undefined, permission: JWTPermissionName): boolean {
   if (!Array.isArray(payload.rls)) return false;
   return payload.rls.some(
     (role: Partial<JWTRole> | null) =>

@@ -59,7 +59,13 @@ export function answerMisfit(document: OpenApiDocument, method: string, pathname
   }
   if (validate(body)) return undefined;
   const error = (validate.errors as ErrorObject[])[0] as ErrorObject;
-  const steps = error.instancePath === '' ? [] : error.instancePath.slice(1).split('/').map((step) => step.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const steps =
+    error.instancePath === ''
+      ? []
+      : error.instancePath
+          .slice(1)
+          .split('/')
+          .map((step) => step.replace(/~1/g, '/').replace(/~0/g, '~'));
   const where = steps.length === 0 ? 'the answer' : `the answer's ${steps.join('.')}`;
   const value = steps.reduce<unknown>((at, step) => (at !== null && typeof at === 'object' ? (at as Record<string, unknown>)[step] : undefined), body);
   const shown = JSON.stringify(value) ?? String(value);

@@ -236,7 +236,8 @@ function serviceOf(app: Express, server: http.Server, router: BcmsExtensionsRout
 
     checkAnswer(method, route, body, status = 200) {
       open('checkAnswer()');
-      if (typeof method !== 'string' || typeof route !== 'string' || !route.startsWith('/')) throw new TypeError(`checkAnswer(method, path, body, status?): method and path such as 'GET', '/api/plugin/x/y'; got ${describe(method)}, ${describe(route)}`);
+      if (typeof method !== 'string' || typeof route !== 'string' || !route.startsWith('/'))
+        throw new TypeError(`checkAnswer(method, path, body, status?): method and path such as 'GET', '/api/plugin/x/y'; got ${describe(method)}, ${describe(route)}`);
       let misfit: string | undefined;
       try {
         misfit = answerMisfit(router.openapi(), method, route, status, body);
@@ -253,7 +254,11 @@ function serviceOf(app: Express, server: http.Server, router: BcmsExtensionsRout
       if (!fs.existsSync(target)) throw new Error(`deploy(): ${target} does not exist: run bcms-ext bundle first (npm run bundle), which writes bcms-bundle/`);
       let files = [target];
       if (fs.statSync(target).isDirectory()) {
-        files = fs.readdirSync(target).filter((name) => name.endsWith('.json')).sort().map((name) => path.join(target, name));
+        files = fs
+          .readdirSync(target)
+          .filter((name) => name.endsWith('.json'))
+          .sort()
+          .map((name) => path.join(target, name));
         if (files.length === 0) throw new Error(`deploy(): no bundle in ${target}: run bcms-ext bundle first (npm run bundle)`);
       }
       const deployed: TestDeployment[] = [];

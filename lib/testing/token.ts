@@ -10,9 +10,7 @@ const PERMISSION_NAMES = Object.values(JWTPermissionName) as string[];
  * or the role with its permissions, as names or in BCMS's shape (`{ name: 'USER', permissions:
  * ['READ'] }`, `{ name: 'USER', permissions: [{ name: 'READ' }] }`).
  */
-export type TestRole =
-  | `${JWTRoleName}`
-  | { name: `${JWTRoleName}`; permissions: readonly (`${JWTPermissionName}` | { name: `${JWTPermissionName}` })[] };
+export type TestRole = `${JWTRoleName}` | { name: `${JWTRoleName}`; permissions: readonly (`${JWTPermissionName}` | { name: `${JWTPermissionName}` })[] };
 
 /** What `token()` takes. */
 export interface TestTokenOptions {

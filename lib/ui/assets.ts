@@ -267,7 +267,6 @@ function fileError(error: { status?: number; headers?: Record<string, string> })
   return error;
 }
 
-
 /**
  * The shell's Content-Security-Policy: scripts, styles, frames and requests of its own origin only
  * (the plugin UIs it opens are on it; the host's sign-in route's origin too when it is another), no

@@ -105,7 +105,7 @@ describe('the BCMS client signature itself', () => {
     expect(bcmsClientSignature({ ...vector, body: '{}' })).toBe('805b7037477e0e6919b12bebf30be3a1cc4e31af8cb2f2e0248b3525ba9ee2b9');
   });
 
-  test('it agrees with the client\'s own signer (same nonce, timestamp and key)', () => {
+  test("it agrees with the client's own signer (same nonce, timestamp and key)", () => {
     const key = { id: '7c0f3a52-0d0e-4c59-9a43-b6a2b5f0a111', secret: 'a-secret' };
     const signed = createBcmsClientSecurity({ apiKeyId: key.id, apiKeySecret: key.secret }).sign({ name: 'Ada ✓', list: [1, 'é'] });
     const ours = bcmsClientSignature({ secret: key.secret, nonce: signed.n, timestamp: String(signed.t), key: key.id, body: JSON.stringify({ name: 'Ada ✓', list: [1, 'é'] }) });
@@ -113,7 +113,7 @@ describe('the BCMS client signature itself', () => {
   });
 });
 
-test('a request is taken for the client\'s only with a signature parameter, wherever it is in the query', () => {
+test("a request is taken for the client's only with a signature parameter, wherever it is in the query", () => {
   expect(clientSignatureQuery('/api/function/f?key=k&signature=ab')).toBe('key=k&signature=ab');
   expect(clientSignatureQuery('/api/function/f?xsignature=1&signature=ab')).toBe('xsignature=1&signature=ab');
   expect(clientSignatureQuery('/api/function/f?xsignature=1')).toBeUndefined();
@@ -236,7 +236,7 @@ describe.each(backends())('the BCMS client (@becomes/cms-client 3.4.1) against a
       expect(since(mark).find((s) => s.url.startsWith('/api/function/value'))?.status).toBe(200);
     });
 
-    test('a failing access list fails every call, a public function\'s too (here: a key without the flag)', async () => {
+    test("a failing access list fails every call, a public function's too (here: a key without the flag)", async () => {
       const mark = service.seen.length;
       const thrown = (await rejectionOf(client(plain).function.call('hello'))) as AxiosFailure;
       expect(thrown.response?.status).toBe(401);
@@ -313,7 +313,7 @@ describe.each(backends())('the BCMS client (@becomes/cms-client 3.4.1) against a
       expect(again.body).toEqual(failure('SIGNATURE_REPLAYED', 'This signed request was already accepted once.'));
     });
 
-    test('the access list\'s signature (over {}) replayed on a function, whose path it never signed: refused as a replay', async () => {
+    test("the access list's signature (over {}) replayed on a function, whose path it never signed: refused as a replay", async () => {
       const mark = service.seen.length;
       await client().getKeyAccess();
       const list = since(mark).find((s) => s.url.startsWith('/api/key/access/list')) as Seen;
@@ -370,7 +370,7 @@ describe.each(backends())('the BCMS client (@becomes/cms-client 3.4.1) against a
       expect(sent).toMatchObject({ status: 200, body: { success: true, result: { received: payload } } });
     });
 
-    test('behind a host body parser: 500 BODY_ALREADY_PARSED, logged with the URL\'s credentials [redacted]; no log line holds the signature', async () => {
+    test("behind a host body parser: 500 BODY_ALREADY_PARSED, logged with the URL's credentials [redacted]; no log line holds the signature", async () => {
       const log = memoryLogger();
       const behind = bcmsExtensions({ functions: FUNCTIONS }, { database: db.knex, logger: log.logger });
       await behind.ready;
@@ -450,7 +450,9 @@ describe.each(backends())('the BCMS client (@becomes/cms-client 3.4.1) against a
         for (const path of ['/api/function/echo', '/api/key/access/list']) {
           const url = new URL(clientSignedUrl(service.origin, path, key, {}));
           change(url.searchParams);
-          const res = path.endsWith('list') ? await fetch(url).then(async (r) => ({ status: r.status, body: await r.json(), challenge: r.headers.get('www-authenticate') })) : await post(url.toString(), '{}');
+          const res = path.endsWith('list')
+            ? await fetch(url).then(async (r) => ({ status: r.status, body: await r.json(), challenge: r.headers.get('www-authenticate') }))
+            : await post(url.toString(), '{}');
           expectClient401(res);
           expect(res.body).toEqual(failure('SIGNATURE_INVALID', message));
         }
@@ -487,8 +489,12 @@ describe.each(backends())('the BCMS client (@becomes/cms-client 3.4.1) against a
       expect(await client(bare).getKeyAccess()).toEqual({ templates: [], functions: [{ name: 'hello' }], plugins: [] });
     });
 
-    test('other HTTP schemes still work for a flagged key, and the client\'s query is ignored on public functions', async () => {
-      const res = await request(service.origin).post('/api/function/echo').set(signRequest({ keyId: key.id, secret: key.secret, method: 'POST', url: '/api/function/echo', body: '{"http":1}' })).set('Content-Type', 'application/json').send('{"http":1}');
+    test("other HTTP schemes still work for a flagged key, and the client's query is ignored on public functions", async () => {
+      const res = await request(service.origin)
+        .post('/api/function/echo')
+        .set(signRequest({ keyId: key.id, secret: key.secret, method: 'POST', url: '/api/function/echo', body: '{"http":1}' }))
+        .set('Content-Type', 'application/json')
+        .send('{"http":1}');
       expect(res.body).toEqual({ success: true, result: { received: { http: 1 } } });
       const junk = await post(`${service.origin}/api/function/hello?key=x&signature=nonsense`);
       expect(junk).toMatchObject({ status: 200, body: { success: true, result: { hello: 'world' } } });
@@ -503,7 +509,11 @@ const { createBcmsFunction } = require('bcms-extensions');
 exports.default = createBcmsFunction(async () => ({ config: { name: 'deployed-public', public: true }, handler: async () => 'deployed' }));`;
     const bundle = JSON.stringify({ manifest: { kind: 'function', name: 'deployed-public', version: '1.0.0', sha256: createHash('sha256').update(code).digest('hex') }, code });
     const path = '/api/extensions/deployments';
-    const deployed = await fetch(service.origin + path, { method: 'POST', body: bundle, headers: { ...signRequest({ ...deployer, method: 'POST', url: path, body: bundle }), 'Content-Type': 'application/json' } });
+    const deployed = await fetch(service.origin + path, {
+      method: 'POST',
+      body: bundle,
+      headers: { ...signRequest({ ...deployer, method: 'POST', url: path, body: bundle }), 'Content-Type': 'application/json' },
+    });
     expect(deployed.status).toBe(201);
     const access = await client().getKeyAccess();
     expect(access.functions).toEqual([{ name: 'echo' }, { name: 'value' }, { name: 'deployed-public' }, { name: 'hello' }]);

@@ -210,7 +210,11 @@ describe('BCMSRouteProtection', () => {
   });
 
   test('createJwtAndBodyCheckPreRequestHandler with an ObjectSchema: 400 naming the first field that fails', async () => {
-    const post = (body: unknown) => request(t.app).post('/api/plugin/books/book').set('Authorization', admin('WRITE')).send(body as object);
+    const post = (body: unknown) =>
+      request(t.app)
+        .post('/api/plugin/books/book')
+        .set('Authorization', admin('WRITE'))
+        .send(body as object);
     expect((await post({ title: 'Dune' })).body).toEqual({ title: 'Dune' });
     const cases: [unknown, string][] = [
       [{}, 'body.title is required.'],
@@ -229,7 +233,11 @@ describe('BCMSRouteProtection', () => {
   });
 
   test('createJwtAndBodyCheckPreRequestHandler with zod: its output is the body, its issues a 400', async () => {
-    const post = (body: unknown) => request(t.app).post('/api/plugin/books/book/count').set('Authorization', admin('WRITE')).send(body as object);
+    const post = (body: unknown) =>
+      request(t.app)
+        .post('/api/plugin/books/book/count')
+        .set('Authorization', admin('WRITE'))
+        .send(body as object);
     expect((await post({ count: 2 })).body).toEqual({ count: 2, tags: [] });
     const bad = await post({ count: 0 });
     expect(bad.status).toBe(400);

@@ -131,7 +131,7 @@ describe("BCMS's forms, typed", () => {
     });
   });
 
-  test('createJwtApiPreRequestHandler: the token or the key, one of them; the key in BCMS\'s shape', () => {
+  test("createJwtApiPreRequestHandler: the token or the key, one of them; the key in BCMS's shape", () => {
     createControllerMethod({
       type: 'get',
       preRequestHandler: BCMSRouteProtection.createJwtApiPreRequestHandler({ roleNames: [JWTRoleName.ADMIN], permissionName: JWTPermissionName.READ }),

@@ -38,7 +38,9 @@ describe.each(backends())('the text-id migration on %s, over rows with UUIDs', (
   test('ids and template_id become text; rows keep their ids, gain cids; the foreign key and the index stay', async () => {
     const knex = database.knex;
     expect(await columnTypes(database, 'bcms_entries')).toMatchObject({ id: 'uuid', template_id: 'uuid' });
-    const [blog] = await knex('bcms_templates').insert([{ name: 'blog' }, { name: 'news' }]).returning(['id']);
+    const [blog] = await knex('bcms_templates')
+      .insert([{ name: 'blog' }, { name: 'news' }])
+      .returning(['id']);
     const [first, second] = await knex('bcms_entries')
       .insert([{ template_id: blog.id }, { template_id: blog.id, status: 'draft' }])
       .returning(['id']);
@@ -137,9 +139,7 @@ describe.each(backends())('BCMSRepo as BCMS has it, on %s', (backend) => {
     });
     const given = await BCMSRepo.template.add({ _id: '63bc0b7ba5f9d5f5ea4e7c52', name: 'pages', userId: 'u1', cid: 'a0' });
     expect(given).toMatchObject({ _id: '63bc0b7ba5f9d5f5ea4e7c52', cid: 'a0', userId: 'u1', label: 'pages' });
-    await expect(BCMSRepo.template.add({ _id: '63bc0b7ba5f9d5f5ea4e7c52', name: 'other' })).rejects.toThrow(
-      'BCMSRepo.template.add: a template with _id "63bc0b7ba5f9d5f5ea4e7c52" exists: use update',
-    );
+    await expect(BCMSRepo.template.add({ _id: '63bc0b7ba5f9d5f5ea4e7c52', name: 'other' })).rejects.toThrow('BCMSRepo.template.add: a template with _id "63bc0b7ba5f9d5f5ea4e7c52" exists: use update');
     await expect(BCMSRepo.template.add({ name: 'blog' })).rejects.toThrow('BCMSRepo.template.add: a template named "blog" exists');
     await expect(BCMSRepo.template.add({ _id: 'my-id', name: 'x' })).rejects.toThrow(
       new TypeError('BCMSRepo.template.add: _id "my-id" is not an id (24 to 64 hex characters, as BCMS makes them, or a UUID)'),
@@ -158,9 +158,7 @@ describe.each(backends())('BCMSRepo as BCMS has it, on %s', (backend) => {
     const updated = await BCMSRepo.template.update({ ...blog, desc: 'Posts', singleEntry: true });
     expect(updated).toEqual({ ...blog, desc: 'Posts', singleEntry: true, updatedAt: expect.any(Number) });
     expect(updated.updatedAt).toBeGreaterThan(blog.updatedAt);
-    await expect(BCMSRepo.template.update({ _id: 'ffffffffffffffffffffffff', label: 'x' })).rejects.toThrow(
-      'BCMSRepo.template.update: there is no row with _id "ffffffffffffffffffffffff": use add',
-    );
+    await expect(BCMSRepo.template.update({ _id: 'ffffffffffffffffffffffff', label: 'x' })).rejects.toThrow('BCMSRepo.template.update: there is no row with _id "ffffffffffffffffffffffff": use add');
   });
 
   test('template methods: by ref, name, cid; by prop pointers', async () => {
@@ -190,10 +188,18 @@ describe.each(backends())('BCMSRepo as BCMS has it, on %s', (backend) => {
     expect(await m.findByName('nothing')).toBeNull();
   });
 
-  test('entries: the base methods and BCMS\'s methods, with 24-hex ids', async () => {
+  test("entries: the base methods and BCMS's methods, with 24-hex ids", async () => {
     const news = await BCMSRepo.template.add({ name: 'news' });
     const other = await BCMSRepo.template.add({ name: 'other' });
-    const meta = (title: string) => [{ lng: 'en', props: [{ id: 'title', data: [title] }, { id: 'slug', data: [title.toLowerCase()] }] }];
+    const meta = (title: string) => [
+      {
+        lng: 'en',
+        props: [
+          { id: 'title', data: [title] },
+          { id: 'slug', data: [title.toLowerCase()] },
+        ],
+      },
+    ];
     const a = await BCMSRepo.entry.add({ templateId: news._id, userId: 'u1', status: 'draft', meta: meta('First') });
     expect(a).toEqual({
       _id: expect.stringMatching(OBJECT_ID),
@@ -243,7 +249,14 @@ describe.each(backends())('BCMSRepo as BCMS has it, on %s', (backend) => {
     const updated = await BCMSRepo.entry.update({ ...(b as BCMSEntry), status: 'archived' });
     expect(updated).toMatchObject({ _id: b._id, cid: b.cid, status: 'archived', meta: b.meta });
     await expect(BCMSRepo.entry.update({ _id: '000000000000000000000000', status: 'x' })).rejects.toThrow(/there is no row with _id "000000000000000000000000"/);
-    expect((await BCMSRepo.entry.updateMany((e) => e.templateId === news._id, (e) => ({ ...e, userId: 'u2' }))).map((e) => e.userId)).toEqual(['u2', 'u2']);
+    expect(
+      (
+        await BCMSRepo.entry.updateMany(
+          (e) => e.templateId === news._id,
+          (e) => ({ ...e, userId: 'u2' }),
+        )
+      ).map((e) => e.userId),
+    ).toEqual(['u2', 'u2']);
     expect((await BCMSRepo.entry.updateMany([{ _id: a._id, status: 'done' }])).map((e) => e.status)).toEqual(['done']);
 
     expect(await BCMSRepo.entry.deleteOne((e) => e._id === c!._id)).toBe(true);
@@ -273,7 +286,7 @@ describe.each(backends())('BCMSRepo as BCMS has it, on %s', (backend) => {
     expect(await database.knex.schema.hasTable('bcms_entries')).toBe(true);
   });
 
-  test('over HTTP: a 24-hex entry is found by the handler context\'s repo and by BCMSRepo; UUIDs still work', async () => {
+  test("over HTTP: a 24-hex entry is found by the handler context's repo and by BCMSRepo; UUIDs still work", async () => {
     const template = await BCMSRepo.template.add({ _id: '650000000000000000000001', name: 'http' });
     const entry = await BCMSRepo.entry.add({ _id: '650000000000000000000002', templateId: template._id, meta: [] });
     const viaContext = await request(app).get(`/api/plugin/content/entries/context/${entry._id}`);

@@ -108,7 +108,9 @@ describe.each(modes)('the BCMS v3 fixtures, ported, over HTTP on %s (%s)', (back
   test('functions: a public one reads BCMSRepo, one with no body gets {}, errors are BCMS status codes', async () => {
     const template = await BCMSRepo.template.add({ name: `blog-${backend}`, label: 'Blog' } as never);
     await BCMSRepo.entry.add({ templateId: template._id, meta: [{ lng: 'en', props: [{ id: 'title', data: ['Hello'] }] }] } as never);
-    const titles = await request(app).post('/api/function/blog-titles').send({ template: `blog-${backend}` });
+    const titles = await request(app)
+      .post('/api/function/blog-titles')
+      .send({ template: `blog-${backend}` });
     expect(titles.body).toEqual({ success: true, result: [{ _id: expect.any(String), title: 'Hello' }] });
     const unknown = await request(app).post('/api/function/blog-titles').send({ template: 'nope' });
     expect(unknown.status).toBe(400);

@@ -67,7 +67,9 @@ describe.each(backends())("a BCMS plugin's own repository, ported, over HTTP on 
 
   test('an id that names nothing, or is not an id, is a 404, never a 500', async () => {
     for (const id of ['ffffffffffffffffffffffff', 'not-an-id', "'; drop table bcms_documents; --"]) {
-      const res = await request(app).get(`/api/plugin/reading-list/book/${encodeURIComponent(id)}`).set('Authorization', writer);
+      const res = await request(app)
+        .get(`/api/plugin/reading-list/book/${encodeURIComponent(id)}`)
+        .set('Authorization', writer);
       expect(res.status).toBe(404);
     }
   });

@@ -35,7 +35,7 @@ describe("BCMS's guards answer before the body is read", () => {
 
   test('BCMSRouteProtection.createJwtAndBodyCheckPreRequestHandler checks the token first too', async () => {
     const client = rawClient(running.port);
-    client.write(postHead('/api/plugin/inbox/inbox/checked', MB) + '{"text":');
+    client.write(`${postHead('/api/plugin/inbox/inbox/checked', MB)}{"text":`);
     const answer = await client.next();
     expect(answer.status).toBe(401);
     expect(answer.body).toEqual({ message: 'Token is `undefined`.' });

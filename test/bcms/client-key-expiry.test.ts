@@ -45,7 +45,11 @@ describe.each(backends())("the BCMS client's signed calls with a key past its ex
   });
 
   const expire = async (id: string): Promise<string> => {
-    const [row] = (await db.knex('bcms_api_keys').where({ id }).update({ expires_at: db.knex.raw("now() - interval '1 second'") }).returning('expires_at')) as { expires_at: Date }[];
+    const [row] = (await db
+      .knex('bcms_api_keys')
+      .where({ id })
+      .update({ expires_at: db.knex.raw("now() - interval '1 second'") })
+      .returning('expires_at')) as { expires_at: Date }[];
     return new Date(row!.expires_at).toISOString();
   };
 

@@ -72,7 +72,10 @@ describe.each(backends())("the BCMS client's signed calls and the service's limi
     const [kid, payload] = stored.slice('enc:v1:'.length).split(':') as [string, string];
     const bytes = Buffer.from(payload, 'base64url');
     bytes[bytes.length - 1] = (bytes[bytes.length - 1] as number) ^ 0x01; // in GCM's tag
-    await database.knex(API_KEYS_TABLE).where({ id: made.id }).update({ secret: `enc:v1:${kid}:${bytes.toString('base64url')}` });
+    await database
+      .knex(API_KEYS_TABLE)
+      .where({ id: made.id })
+      .update({ secret: `enc:v1:${kid}:${bytes.toString('base64url')}` });
     const res = await clientCall(t, { id: made.id, secret: made.secret! }, '{}');
     expect(res.status).toBe(401);
     expect(res.body.error.code).toBe('SIGNATURE_INVALID');

@@ -61,7 +61,9 @@ test("BCMS's customization example (a function, an event and a job): port, bundl
   expect(ported.status).toBe(0);
   // Only the import lines changed.
   for (const file of sources) {
-    const changed = before(file).split('\n').filter((line, index) => line !== original[file]?.split('\n')[index]);
+    const changed = before(file)
+      .split('\n')
+      .filter((line, index) => line !== original[file]?.split('\n')[index]);
     expect(changed.every((line) => /from 'bcms-extensions';$/.test(line))).toBe(true);
   }
 
@@ -92,9 +94,16 @@ test("BCMS's customization example (a function, an event and a job): port, bundl
     { kind: 'job', name: 'nightly-report', state: 'running' },
   ]);
   // The event handler runs, in its isolate, for an entry written afterwards.
-  const [{ id: templateId }] = await service.t.router.db('bcms_templates').insert({ name: `customization_${Date.now()}` }).returning('id');
+  const [{ id: templateId }] = await service.t.router
+    .db('bcms_templates')
+    .insert({ name: `customization_${Date.now()}` })
+    .returning('id');
   const entry = await service.t.router.repo.entry.add({ templateId });
-  const delivered = async () => service.t.router.db('bcms_event_deliveries').where({ handler: 'entry-audit', doc: `ENTRY:${entry._id}`, status: 'delivered' }).first();
+  const delivered = async () =>
+    service.t.router
+      .db('bcms_event_deliveries')
+      .where({ handler: 'entry-audit', doc: `ENTRY:${entry._id}`, status: 'delivered' })
+      .first();
   for (let waited = 0; (await delivered()) === undefined && waited < 20_000; waited += 100) await new Promise((resolve) => setTimeout(resolve, 100));
   expect(await delivered()).toEqual(expect.objectContaining({ attempts: 1, error: null }));
 }, 240_000);

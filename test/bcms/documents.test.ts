@@ -80,7 +80,7 @@ const mongoTodos = (suffix: string): MongoDBCachedRepository<Todo, TodoMethods> 
       const latches: { [name: string]: boolean } = {};
       return {
         async findAllByDone(done) {
-          const latchKey = 'done_' + done;
+          const latchKey = `done_${done}`;
           if (latches[latchKey]) {
             return cacheHandler.find((e) => e.done === done);
           }
@@ -211,10 +211,10 @@ describe.each(backends())('plugin repositories on %s', (backend) => {
     expect(updated).toEqual({ _id: added._id, createdAt: added.createdAt, updatedAt: expect.any(Number), description: 'updated', done: true });
     expect(updated.updatedAt).toBeGreaterThan(added.updatedAt);
     expect(await todos.findById(added._id)).toEqual(updated);
-    await expect(todos.update(newTodo('ghost', { _id: '000000000000000000000000' }))).rejects.toThrow(
-      /\.update: there is no document with _id "000000000000000000000000": use add/,
+    await expect(todos.update(newTodo('ghost', { _id: '000000000000000000000000' }))).rejects.toThrow(/\.update: there is no document with _id "000000000000000000000000": use add/);
+    await expect(todos.update({ ...updated, done: 'yes' as never })).rejects.toThrow(
+      new TypeError(`repository "Todo" (collection "${todos.collection}"): entity.done must be a boolean, got a string.`),
     );
-    await expect(todos.update({ ...updated, done: 'yes' as never })).rejects.toThrow(new TypeError(`repository "Todo" (collection "${todos.collection}"): entity.done must be a boolean, got a string.`));
   });
 
   test("update and addMany resolve to the objects given (FSDB's): a change made to one after the write is saved by writing the other (bngine's jobs)", async () => {
@@ -262,7 +262,12 @@ describe.each(backends())('plugin repositories on %s', (backend) => {
     await expect(repo.updateMany([{ ...fresh[0]!, description: 'changed' }, newTodo('ghost', { _id: 'ffffffffffffffffffffffff' })])).rejects.toThrow(/no document/);
     expect((await repo.findById(a!._id))?.description).toBe('A');
     // A function that breaks the schema: nothing written.
-    await expect(repo.updateMany(() => true, (e) => ({ ...e, priority: 'high' as never }))).rejects.toThrow(/entity\.priority must be a number, got a string/);
+    await expect(
+      repo.updateMany(
+        () => true,
+        (e) => ({ ...e, priority: 'high' as never }),
+      ),
+    ).rejects.toThrow(/entity\.priority must be a number, got a string/);
     expect((await repo.findById(c!._id))?.priority).toBe(3);
   });
 
@@ -309,7 +314,7 @@ describe.each(backends())('plugin repositories on %s', (backend) => {
       expect((await repo.findBy((e) => e.tags?.includes('blue') === true))?.description).toBe('alpha');
       expect(await repo.findBy(() => false)).toBeNull();
       // Truthy is enough, as FSDB tests it.
-      expect(await names(((e: Todo) => e.tags && e.tags.length) as never)).toEqual(['alpha', 'beta']);
+      expect(await names(((e: Todo) => e.tags?.length) as never)).toEqual(['alpha', 'beta']);
       expect(await repo.methods.findAllByDone(true)).toEqual([expect.objectContaining({ description: 'beta' })]);
       expect((await repo.methods.findByDescription('gamma'))?._id).toBe(ids.gamma);
     });
@@ -423,9 +428,7 @@ describe.each(backends())('plugin repositories on %s', (backend) => {
     await expect(todos.add(newTodo('n', { _id: 42 as never }))).rejects.toThrow(new TypeError(`${where}: _id must be a non-empty string, got a number`));
     await expect(todos.add(newTodo('x'.repeat(10 * 1024 * 1024)))).rejects.toThrow(new TypeError(`${where}: the document is larger than ${MAX_DOCUMENT_BYTES / 1024 / 1024} MB as JSON`));
     await expect(todos.add(newTodo('a\u0000b'))).rejects.toThrow(new TypeError(`${where}: the document contains a NUL character, which Postgres cannot store`));
-    await expect(todos.add(newTodo('half \ud800 a pair'))).rejects.toThrow(
-      new TypeError(`${where}: the document contains half of a UTF-16 surrogate pair, which Postgres cannot store`),
-    );
+    await expect(todos.add(newTodo('half \ud800 a pair'))).rejects.toThrow(new TypeError(`${where}: the document contains half of a UTF-16 surrogate pair, which Postgres cannot store`));
     await expect(todos.findAllBy({ description: '\udc00' })).rejects.toThrow(/contains half of a UTF-16 surrogate pair/);
     // What only looks like those escapes is text, and is stored as it is.
     const lookalike = await todos.add(newTodo('a \\u0000 and a \\ud800, 😀'));
@@ -438,7 +441,7 @@ describe.each(backends())('plugin repositories on %s', (backend) => {
     await expect(todos.findAllById('x' as never)).rejects.toThrow(TypeError);
   });
 
-  test('the MongoDB-cached form: plugin-starter\'s methods, over mongoDBInterface and cacheHandler, see every write', async () => {
+  test("the MongoDB-cached form: plugin-starter's methods, over mongoDBInterface and cacheHandler, see every write", async () => {
     const a = await cached.add(newTodo('first'));
     expect(a._id).toMatch(OBJECT_ID);
     expect(await cached.methods.findAllByDone(false)).toEqual([a]); // from the database, then latched
@@ -453,7 +456,9 @@ describe.each(backends())('plugin repositories on %s', (backend) => {
     expect((await cached.methods.findByDescription('first'))?._id).toBe(a._id);
     expect(await cached.methods.findByDescription('nobody')).toBeNull();
     // Base methods always read the database: a row written behind the repository's back is seen.
-    await database.knex('bcms_documents').insert({ collection: cached.collection, id: 'ffffffffffffffffffffffff', doc: JSON.stringify(newTodo('behind', { _id: 'ffffffffffffffffffffffff', createdAt: 1, updatedAt: 1 })) });
+    await database
+      .knex('bcms_documents')
+      .insert({ collection: cached.collection, id: 'ffffffffffffffffffffffff', doc: JSON.stringify(newTodo('behind', { _id: 'ffffffffffffffffffffffff', createdAt: 1, updatedAt: 1 })) });
     expect((await cached.findAll()).map((t) => t.description)).toEqual(['first', 'behind']);
     expect(await cached.count()).toBe(2);
   });
@@ -510,7 +515,7 @@ describe.each(backends())('plugin repositories on %s', (backend) => {
     expect(collection).toBe(`bcms_jobs_${backend}`);
   });
 
-  test('a mongoose Schema is read for its fields\' types', async () => {
+  test("a mongoose Schema is read for its fields' types", async () => {
     // What mongoose's `new Schema({ title: { type: String, required: true }, tags: [String], meta: { views: Number } })` exposes.
     const mongooseSchema = {
       paths: {

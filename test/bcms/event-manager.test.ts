@@ -16,7 +16,10 @@ test('useBcmsEventManager().emit reaches the handlers of its scope; BCMSEventMan
     await useBcmsEventManager().emit('BCMS_MANAGER_TEST', 'PING', { n: 1 });
     await BCMSEventManager.emit('BCMS_MANAGER_TEST', 'PONG', { n: 2 });
     for (let waited = 0; seen.length < 2 && waited < 15_000; waited += 25) await new Promise((resolve) => setTimeout(resolve, 25));
-    expect(seen.map((data) => [data.method, data.payload]).sort()).toEqual([['PING', { n: 1 }], ['PONG', { n: 2 }]]);
+    expect(seen.map((data) => [data.method, data.payload]).sort()).toEqual([
+      ['PING', { n: 1 }],
+      ['PONG', { n: 2 }],
+    ]);
     await expect(useBcmsEventManager().emit('TEMPLATE', 'ADD', {})).rejects.toThrow(/TEMPLATE events are fired by the writes themselves/);
   } finally {
     await router.close();

@@ -55,10 +55,21 @@ module.exports = createBcmsPlugin({ name: 'inside', controllers: [createControll
 }) })] });`;
     await deploy(app, deployer, 'plugin', 'inside', code);
 
-    const content = await request(app).post('/api/plugin/inside/inside/content').send({ template: `inside-${backend}` });
+    const content = await request(app)
+      .post('/api/plugin/inside/inside/content')
+      .send({ template: `inside-${backend}` });
     expect(content.body).toEqual({ template: `inside-${backend}`, entries: 1, count: 1 });
     // Written through the service's pool: the host's database has it.
-    expect(Number(((await db.knex('bcms_templates').where({ name: `inside-${backend}` }).count({ n: '*' })) as { n: unknown }[])[0]?.n)).toBe(1);
+    expect(
+      Number(
+        (
+          (await db
+            .knex('bcms_templates')
+            .where({ name: `inside-${backend}` })
+            .count({ n: '*' })) as { n: unknown }[]
+        )[0]?.n,
+      ),
+    ).toBe(1);
     expect(log.lines.some((line) => line.component === 'Inside' && line.place === 'content' && line.extension === 'plugin inside@1.0.0')).toBe(true);
 
     expect((await request(app).post('/api/plugin/inside/inside/notes')).body).toEqual({ done: 3, all: 3 });
@@ -73,7 +84,6 @@ module.exports = createBcmsPlugin({ name: 'inside', controllers: [createControll
     const caller = await hmacKey(db.knex, [], { name: 'plugin caller', plugins: ['inside'] });
     const keyed = await signed(app, 'POST', '/api/plugin/inside/inside/keyed', caller, { n: 2 });
     expect(keyed.body).toEqual({ key: 'plugin caller', token: null, body: { n: 2 } });
-
   });
 
   test('a transaction left open by an isolate that dies is rolled back, and its connection given back', async () => {

@@ -1,11 +1,4 @@
-import {
-  BCMSRouteProtection,
-  createBcmsPlugin,
-  createController,
-  createControllerMethod,
-  JWTPermissionName,
-  JWTRoleName,
-} from '../../lib';
+import { BCMSRouteProtection, createBcmsPlugin, createController, createControllerMethod, JWTPermissionName, JWTRoleName } from '../../lib';
 import { buildApp, type TestApp } from '../support/app';
 import { backends, openTestDatabase, type TestDatabase } from '../support/database';
 import { expireKey, hmacKey, inAnHour, signedPost } from '../support/signature';

@@ -77,7 +77,9 @@ const todo = createBcmsPlugin({
 });
 const other = createBcmsPlugin({
   name: 'other',
-  controllers: [createController({ name: 'Other', path: '/', methods: () => ({ hi: createControllerMethod({ path: '/hi', type: 'post', preRequestHandler: apiGuard, handler: async () => ({ hi: true }) }) }) })],
+  controllers: [
+    createController({ name: 'Other', path: '/', methods: () => ({ hi: createControllerMethod({ path: '/hi', type: 'post', preRequestHandler: apiGuard, handler: async () => ({ hi: true }) }) }) }),
+  ],
 });
 const whoami = createBcmsFunction(async () => ({ config: { name: 'whoami', public: false }, handler: async ({ auth }) => ({ auth }) }));
 const REGISTRY = { plugins: [todo, other], functions: [whoami] };
@@ -152,13 +154,17 @@ describe.each(backends())('createJwtApiPreRequestHandler on plugin routes (%s)',
 
   describe('a bearer token', () => {
     test('with a listed role holding the permission: { token }, and no key', async () => {
-      const res = await request(service.origin).get('/api/plugin/todo/todo').set('Authorization', `Bearer ${signToken([role('ADMIN', 'READ')], { payload: { userId: 'ada' } })}`);
+      const res = await request(service.origin)
+        .get('/api/plugin/todo/todo')
+        .set('Authorization', `Bearer ${signToken([role('ADMIN', 'READ')], { payload: { userId: 'ada' } })}`);
       expect([res.status, res.body]).toEqual([200, { by: 'ada' }]);
       expect(seenByHandler).toMatchObject({ token: { payload: { userId: 'ada' } }, key: undefined });
     });
 
     test('without the permission: 403; invalid: 401, as the JWT guard answers', async () => {
-      const forbidden = await request(service.origin).get('/api/plugin/todo/todo').set('Authorization', `Bearer ${signToken([role('ADMIN', 'WRITE')])}`);
+      const forbidden = await request(service.origin)
+        .get('/api/plugin/todo/todo')
+        .set('Authorization', `Bearer ${signToken([role('ADMIN', 'WRITE')])}`);
       expect([forbidden.status, forbidden.body]).toEqual([403, { message: 'Token is not authorized for this action.' }]);
       const invalid = await request(service.origin).get('/api/plugin/todo/todo').set('Authorization', 'Bearer not.a.token');
       expect([invalid.status, invalid.body]).toEqual([401, { message: 'Invalid token.' }]);
@@ -176,7 +182,7 @@ describe.each(backends())('createJwtApiPreRequestHandler on plugin routes (%s)',
   });
 
   describe("the BCMS client's signed calls (@becomes/cms-client 3.4.1, its own send)", () => {
-    test('a key that lists the plugin: the handler gets { key } in BCMS\'s shape, never the secret, and the body as sent', async () => {
+    test("a key that lists the plugin: the handler gets { key } in BCMS's shape, never the secret, and the body as sent", async () => {
       const payload = { title: 'Buy milk ✓', tags: ['a', 'é'] };
       const answer = await send(site, { url: '/plugin/todo/todo', method: 'POST', data: payload });
       expect(answer).toEqual({ by: 'site', body: payload });
@@ -257,7 +263,9 @@ describe.each(backends())('createJwtApiPreRequestHandler on plugin routes (%s)',
 
     test("an author's own pre-request handler calling the guard with a context it built", async () => {
       expect(await send(site, { url: '/plugin/todo/todo/own', method: 'GET' })).toEqual({ who: site.id, method: 'own' });
-      const res = await request(service.origin).get('/api/plugin/todo/todo/own').set('Authorization', `Bearer ${signToken([role('ADMIN', 'READ')], { payload: { userId: 'ada' } })}`);
+      const res = await request(service.origin)
+        .get('/api/plugin/todo/todo/own')
+        .set('Authorization', `Bearer ${signToken([role('ADMIN', 'READ')], { payload: { userId: 'ada' } })}`);
       expect(res.body).toEqual({ who: 'ada', method: 'own' });
       expect((await request(service.origin).get('/api/plugin/todo/todo/own')).status).toBe(401);
     });
@@ -319,12 +327,24 @@ describe.each(backends())('createJwtApiPreRequestHandler on plugin routes (%s)',
       const body = Buffer.from(JSON.stringify({ title: 'Zoë' }), 'latin1'); // ë: the one byte 0xEB
       const type = 'application/json; charset=iso-8859-1';
       const unsigned = signRequest({ ...signer, method: 'POST', url: '/api/plugin/todo/todo', body });
-      const refused = await request(service.origin).post('/api/plugin/todo/todo').set(unsigned).set('Content-Type', type).serialize((bytes) => bytes).send(body);
-      expect([refused.status, refused.body]).toEqual([401, { message: expect.stringMatching(/^The body's Content-Type declares charset "iso-8859-1", which the signature does not cover: sign content-type too/) }]);
+      const refused = await request(service.origin)
+        .post('/api/plugin/todo/todo')
+        .set(unsigned)
+        .set('Content-Type', type)
+        .serialize((bytes) => bytes)
+        .send(body);
+      expect([refused.status, refused.body]).toEqual([
+        401,
+        { message: expect.stringMatching(/^The body's Content-Type declares charset "iso-8859-1", which the signature does not cover: sign content-type too/) },
+      ]);
       expect(refused.headers['www-authenticate']).toBe(SIGNATURE_CHALLENGE);
       expect(seenByHandler).toBeUndefined();
       const signed = signRequest({ ...signer, method: 'POST', url: '/api/plugin/todo/todo', body, contentType: type });
-      const res = await request(service.origin).post('/api/plugin/todo/todo').set(signed).serialize((bytes) => bytes).send(body);
+      const res = await request(service.origin)
+        .post('/api/plugin/todo/todo')
+        .set(signed)
+        .serialize((bytes) => bytes)
+        .send(body);
       expect([res.status, res.body]).toEqual([200, { by: 'signer', body: { title: 'Zoë' } }]);
     });
 
@@ -344,7 +364,11 @@ describe.each(backends())('createJwtApiPreRequestHandler on plugin routes (%s)',
       try {
         const res = await signedPost(parsed.origin, '/api/plugin/todo/todo', signer, { n: 1 });
         expect(res.status).toBe(500);
-        expect(res.body).toEqual({ message: expect.stringMatching(/^A body parser ran before the router, so the signed body cannot be checked: mount the router first, or give the parser verify: keepRawBody\. Request id: \S+\.$/) });
+        expect(res.body).toEqual({
+          message: expect.stringMatching(
+            /^A body parser ran before the router, so the signed body cannot be checked: mount the router first, or give the parser verify: keepRawBody\. Request id: \S+\.$/,
+          ),
+        });
         expect(log.text()).toContain('Mount the router before express.json()');
         expect(seenByHandler).toBeUndefined();
       } finally {

@@ -36,10 +36,9 @@ const tempDir = (): string => fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-port-'
 
 /** The line as port must write it: its BCMS module name (in its own quotes) replaced, nothing else. */
 /** A line as port rewrites it: BCMS's module names, and a namespace import the file calls (the fixtures' `ms`) made a default import. */
-const ported = (line: string): string =>
-  line.replace(/(['"])@becomes\/(?:cms-backend|purple-cheetah)[^'"]*\1/, '$1bcms-extensions$1').replace(/^import \* as ms from 'ms';$/, "import ms from 'ms';");
+const ported = (line: string): string => line.replace(/(['"])@becomes\/(?:cms-backend|purple-cheetah)[^'"]*\1/, '$1bcms-extensions$1').replace(/^import \* as ms from 'ms';$/, "import ms from 'ms';");
 
-describe('bcmsPluginSlug: pluginName as BCMS\'s CLI slugs it', () => {
+describe("bcmsPluginSlug: pluginName as BCMS's CLI slugs it", () => {
   test.each([
     ['Reading List', 'reading-list'],
     ['Hello World', 'hello-world'],
@@ -221,7 +220,7 @@ describe('bcms-ext port on a copy of a BCMS v3 project', () => {
     expect(snapshot(dir)).toEqual(after);
   });
 
-  test('a functions project\'s dev script is left, with a note: bcms-ext dev serves plugins', async () => {
+  test("a functions project's dev script is left, with a note: bcms-ext dev serves plugins", async () => {
     const dir = copyBcmsV3Fixture('blog-functions', tempDir());
     const pkgFile = path.join(dir, 'package.json');
     const pkg = JSON.parse(fs.readFileSync(pkgFile, 'utf8')) as { scripts: Record<string, string> };
@@ -238,17 +237,33 @@ describe('bcms-ext port on a copy of a BCMS v3 project', () => {
       fs.mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
       fs.writeFileSync(path.join(dir, file), text);
     };
-    write('ui/package.json', `${JSON.stringify({ name: 'ui', scripts: { build: 'vue-tsc && vite build' }, dependencies: { vue: '^3.2.47' }, devDependencies: { '@becomes/cms-sdk': '^3.4.1', '@becomes/cms-ui': '^3.3.0', '@vitejs/plugin-vue': '^4.1.0', '@vitejs/plugin-vue-jsx': '^3.0.1', typescript: '^4.9.3', vite: '^4.2.0', 'vite-tsconfig-paths': '^4.0.7', 'vue-tsc': '^1.2.0' } }, null, 2)}\n`);
-    write('ui/tsconfig.json', `${JSON.stringify({ compilerOptions: { module: 'ESNext', moduleResolution: 'Node', jsx: 'preserve', importsNotUsedAsValues: 'error', paths: { '@ui/*': ['./src/*'], '@bcms-ui/*': ['./src/bcms-ui/*'] } }, include: ['src/**/*.tsx'] }, null, 2)}\n`);
+    write(
+      'ui/package.json',
+      `${JSON.stringify({ name: 'ui', scripts: { build: 'vue-tsc && vite build' }, dependencies: { vue: '^3.2.47' }, devDependencies: { '@becomes/cms-sdk': '^3.4.1', '@becomes/cms-ui': '^3.3.0', '@vitejs/plugin-vue': '^4.1.0', '@vitejs/plugin-vue-jsx': '^3.0.1', typescript: '^4.9.3', vite: '^4.2.0', 'vite-tsconfig-paths': '^4.0.7', 'vue-tsc': '^1.2.0' } }, null, 2)}\n`,
+    );
+    write(
+      'ui/tsconfig.json',
+      `${JSON.stringify({ compilerOptions: { module: 'ESNext', moduleResolution: 'Node', jsx: 'preserve', importsNotUsedAsValues: 'error', paths: { '@ui/*': ['./src/*'], '@bcms-ui/*': ['./src/bcms-ui/*'] } }, include: ['src/**/*.tsx'] }, null, 2)}\n`,
+    );
     write('ui/tailwind.config.cjs', "const bcmsTWConfig = require('@becomes/cms-ui/tailwind.config.cjs');\nmodule.exports = bcmsTWConfig;\n");
-    write('ui/src/main.ts', "import { createApp } from 'vue';\nimport { cy } from '@bcms-ui/directives';\nimport '@becomes/cms-ui/styles/_main.scss';\nimport type { BCMSGlobalScopeMain } from '@bcms-ui/types';\n");
-    write('ui/src/app.tsx', "import { BCMSPluginLayout } from './bcms-ui/components';\nimport { BCMSMediaInput } from '@becomes/cms-ui/components';\nimport type { BCMSTemplate } from '@becomes/cms-sdk/types';\n");
+    write(
+      'ui/src/main.ts',
+      "import { createApp } from 'vue';\nimport { cy } from '@bcms-ui/directives';\nimport '@becomes/cms-ui/styles/_main.scss';\nimport type { BCMSGlobalScopeMain } from '@bcms-ui/types';\n",
+    );
+    write(
+      'ui/src/app.tsx',
+      "import { BCMSPluginLayout } from './bcms-ui/components';\nimport { BCMSMediaInput } from '@becomes/cms-ui/components';\nimport type { BCMSTemplate } from '@becomes/cms-sdk/types';\n",
+    );
     const run = await bcmsExt(['port'], dir);
     expect(run.code).toBe(0);
     const read = (file: string): string => fs.readFileSync(path.join(dir, file), 'utf8');
-    expect(read('ui/src/main.ts')).toBe("import { createApp } from 'vue';\nimport { cy } from 'bcms-extensions/ui';\nimport 'bcms-extensions/ui/styles.css';\nimport type { BCMSGlobalScopeMain } from 'bcms-extensions/ui';\n");
+    expect(read('ui/src/main.ts')).toBe(
+      "import { createApp } from 'vue';\nimport { cy } from 'bcms-extensions/ui';\nimport 'bcms-extensions/ui/styles.css';\nimport type { BCMSGlobalScopeMain } from 'bcms-extensions/ui';\n",
+    );
     // @becomes/cms-sdk stays: it installs, and its enums (BCMSPropType) are bundled into the UI.
-    expect(read('ui/src/app.tsx')).toBe("import { BCMSPluginLayout } from 'bcms-extensions/ui';\nimport { BCMSMediaInput } from 'bcms-extensions/ui';\nimport type { BCMSTemplate } from '@becomes/cms-sdk/types';\n");
+    expect(read('ui/src/app.tsx')).toBe(
+      "import { BCMSPluginLayout } from 'bcms-extensions/ui';\nimport { BCMSMediaInput } from 'bcms-extensions/ui';\nimport type { BCMSTemplate } from '@becomes/cms-sdk/types';\n",
+    );
     expect(read('ui/tailwind.config.cjs')).toContain("require('bcms-extensions/ui/tailwind.config.cjs')");
     expect(run.out).toContain('  ui/src/main.ts: 3 imports of @bcms-ui/directives, @bcms-ui/types → bcms-extensions/ui; @becomes/cms-ui/styles/_main.scss → bcms-extensions/ui/styles.css\n');
     expect(run.err).toBe('Warning: ui/src/app.tsx: bcms-extensions/ui does not export BCMSMediaInput; this file will not type-check or bundle until it no longer needs it\n');
@@ -285,7 +300,7 @@ describe('bcms-ext port on a copy of a BCMS v3 project', () => {
     // The page: its template tags and BCMS's own stylesheet out, the root's src/main.ts in.
     expect(read('ui/index.html')).toContain('<script type="module" src="../src/main.ts"></script>\n  </body>');
     expect(read('ui/index.html')).not.toMatch(/<%|\/assets\/css|auto injected/);
-    expect(run.out).toContain('Note: ui/index.html: left out /assets/css/codemirror.css, BCMS\'s own stylesheets, which this service does not serve\n');
+    expect(run.out).toContain("Note: ui/index.html: left out /assets/css/codemirror.css, BCMS's own stylesheets, which this service does not serve\n");
     expect(read('ui/vite.config.mjs')).toContain("createRequire(import.meta.url)('../tailwind.config.js')");
     // Stylesheets and the Tailwind config name the kit; a UI's @becomes/cms-sdk stays, for its types and enums.
     expect(read('src/ui/assets/styles/_main.scss')).toContain("@import 'bcms-extensions/ui/styles';");
@@ -293,7 +308,20 @@ describe('bcms-ext port on a copy of a BCMS v3 project', () => {
     expect(read('src/ui/views/jobs.tsx')).toContain("from '@becomes/cms-sdk/types'");
     const pkg = JSON.parse(read('package.json')) as Record<string, Record<string, string>>;
     expect(Object.keys(pkg.devDependencies ?? {}).sort()).toEqual([
-      '@becomes/cms-sdk', '@types/node', '@vitejs/plugin-vue', '@vitejs/plugin-vue-jsx', 'autoprefixer', 'bcms-extensions', 'postcss', 'sass', 'tailwindcss', 'typescript', 'vite', 'vue', 'vue-router', 'vuex',
+      '@becomes/cms-sdk',
+      '@types/node',
+      '@vitejs/plugin-vue',
+      '@vitejs/plugin-vue-jsx',
+      'autoprefixer',
+      'bcms-extensions',
+      'postcss',
+      'sass',
+      'tailwindcss',
+      'typescript',
+      'vite',
+      'vue',
+      'vue-router',
+      'vuex',
     ]);
     expect(pkg.devDependencies).toMatchObject({ tailwindcss: '3.4.9', postcss: '8.5.33', sass: '1.108.2' });
     expect(pkg.scripts).toEqual({ 'build:backend': 'tsc --project tsconfig.backend.json', bundle: 'bcms-ext bundle', deploy: 'bcms-ext deploy', 'build:ui': 'vite build --config ui/vite.config.mjs' });
@@ -317,17 +345,19 @@ describe('bcms-ext port on a copy of a BCMS v3 project', () => {
     const config = fs.readFileSync(path.join(plain, 'ui', 'vite.config.mjs'), 'utf8');
     expect(config).not.toMatch(/tailwind/i);
     expect(fs.readFileSync(path.join(plain, 'ui', 'index.html'), 'utf8')).toContain('<script type="module" src="../src/main.js"></script>');
-    expect(run.out).toContain('  postcss.config.js: removed: the Vue CLI\'s (ui/vite.config.mjs takes its place)\n');
+    expect(run.out).toContain("  postcss.config.js: removed: the Vue CLI's (ui/vite.config.mjs takes its place)\n");
     expect(run.out).toContain('Note: postcss.config.js: its other plugins (postcss-nested) no longer run: add them to css.postcss.plugins in ui/vite.config.mjs\n');
     expect(JSON.parse(fs.readFileSync(path.join(plain, 'package.json'), 'utf8')).devDependencies).not.toHaveProperty('autoprefixer');
   });
 
-  test('a vue.config.js without the Vue CLI\'s page and entry is named in a note, and left', async () => {
+  test("a vue.config.js without the Vue CLI's page and entry is named in a note, and left", async () => {
     const dir = copyBcmsV3Fixture('job-runner', tempDir());
     fs.rmSync(path.join(dir, 'public', 'index.html'));
     const run = await bcmsExt(['port'], dir);
     expect(run.code).toBe(0);
-    expect(run.out).toContain("Note: vue.config.js: a Vue CLI UI without public/index.html and src/main.ts (or .js) is not ported; bcms-ext bundle builds a plugin's UI with Vite from ui/ (index.html and vite.config.mjs there)\n");
+    expect(run.out).toContain(
+      "Note: vue.config.js: a Vue CLI UI without public/index.html and src/main.ts (or .js) is not ported; bcms-ext bundle builds a plugin's UI with Vite from ui/ (index.html and vite.config.mjs there)\n",
+    );
     expect(fs.existsSync(path.join(dir, 'vue.config.js'))).toBe(true);
     expect(fs.existsSync(path.join(dir, 'ui'))).toBe(false);
   });
@@ -355,10 +385,22 @@ describe('bcms-ext port on a copy of a BCMS v3 project', () => {
 describe('bcms-ext port refuses a folder that is not a BCMS v3 project, and writes nothing', () => {
   test.each([
     ['an empty folder', {}, /is not a BCMS v3 plugin or functions project: it has no package\.json\. Run bcms-ext port in the project's folder, or give it: bcms-ext port DIR/],
-    ['a package with neither plugin config nor functions', { 'package.json': '{"name":"x"}', 'index.ts': "import '@becomes/cms-backend';" }, /neither bcms-plugin\.config\.json \(a plugin\) nor functions, events or jobs \(src\/functions\/\*\.ts, src\/events\/\*\.ts, src\/jobs\/\*\.ts/],
+    [
+      'a package with neither plugin config nor functions',
+      { 'package.json': '{"name":"x"}', 'index.ts': "import '@becomes/cms-backend';" },
+      /neither bcms-plugin\.config\.json \(a plugin\) nor functions, events or jobs \(src\/functions\/\*\.ts, src\/events\/\*\.ts, src\/jobs\/\*\.ts/,
+    ],
     ['functions that use nothing of BCMS', { 'package.json': '{"name":"x"}', 'functions/a.ts': 'export default 1;' }, /neither its package\.json nor its code uses @becomes\/\* packages/],
-    ['a plugin config without backend/main.ts', { 'package.json': '{"name":"x"}', 'bcms-plugin.config.json': '{"pluginName":"X"}' }, /has bcms-plugin\.config\.json but neither backend\/main\.ts nor src\/backend\/main\.ts/],
-    ['a pluginName whose slug a URL cannot carry', { 'package.json': '{"devDependencies":{"@becomes/cms-backend":"3.1.8"}}', 'bcms-plugin.config.json': '{"pluginName":" Spaced"}', 'backend/main.ts': '' }, /pluginName " Spaced" in bcms-plugin\.config\.json slugs to "-spaced", not a name a URL can carry/],
+    [
+      'a plugin config without backend/main.ts',
+      { 'package.json': '{"name":"x"}', 'bcms-plugin.config.json': '{"pluginName":"X"}' },
+      /has bcms-plugin\.config\.json but neither backend\/main\.ts nor src\/backend\/main\.ts/,
+    ],
+    [
+      'a pluginName whose slug a URL cannot carry',
+      { 'package.json': '{"devDependencies":{"@becomes/cms-backend":"3.1.8"}}', 'bcms-plugin.config.json': '{"pluginName":" Spaced"}', 'backend/main.ts': '' },
+      /pluginName " Spaced" in bcms-plugin\.config\.json slugs to "-spaced", not a name a URL can carry/,
+    ],
     ['a package.json that is not JSON', { 'package.json': '{', 'functions/a.ts': "import '@becomes/cms-backend';" }, /package\.json is not JSON/],
   ])('%s', async (_what, files: Record<string, string>, message) => {
     const dir = tempDir();
@@ -376,7 +418,7 @@ describe('bcms-ext port refuses a folder that is not a BCMS v3 project, and writ
   });
 
   test('a folder that does not exist, and two folders', async () => {
-    expect((await bcmsExt(['port', '/no/such/folder'], ROOT)).err).toBe('bcms-ext port: /no/such/folder is not a folder: give the project\'s folder (bcms-ext port DIR)\n');
+    expect((await bcmsExt(['port', '/no/such/folder'], ROOT)).err).toBe("bcms-ext port: /no/such/folder is not a folder: give the project's folder (bcms-ext port DIR)\n");
     expect((await bcmsExt(['port', 'a', 'b'], ROOT)).err).toBe('bcms-ext port: expected port [DIR] [--dry-run], got 2 folders\n');
   });
 

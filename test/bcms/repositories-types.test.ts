@@ -94,7 +94,10 @@ describe('plugin repositories, typed', () => {
     expectTypeOf<BookRepo['add']>().toBeCallableWith({ _id: '', createdAt: 0, updatedAt: 0, title: 't', pages: 1, shelves: [] });
     expectTypeOf<BookRepo['add']>().toBeCallableWith({ title: 't', pages: 1, shelves: [] });
     expectTypeOf<BookRepo['findAllBy']>().toBeCallableWith({ pages: { $gte: 100 } });
-    expectTypeOf<BookRepo['updateMany']>().toBeCallableWith((book: Book) => book.pages > 1, (book: Book) => book);
+    expectTypeOf<BookRepo['updateMany']>().toBeCallableWith(
+      (book: Book) => book.pages > 1,
+      (book: Book) => book,
+    );
   });
 
   test("BCMSRepo's entities are BCMS's shapes", () => {

@@ -1,16 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import express from 'express';
 import request from 'supertest';
-import {
-  bcmsExtensions,
-  BCMSRepo,
-  createBcmsFunction,
-  createBcmsPlugin,
-  createController,
-  createControllerMethod,
-  createDocumentRepository,
-  type BcmsExtensionsRouter,
-} from '../../lib';
+import { bcmsExtensions, BCMSRepo, createBcmsFunction, createBcmsPlugin, createController, createControllerMethod, createDocumentRepository, type BcmsExtensionsRouter } from '../../lib';
 import { memoryLogger } from '../support/app';
 import { backends, openTestDatabase, type TestDatabase } from '../support/database';
 
@@ -121,7 +112,9 @@ describe.each(backends())('too large for the database, on %s', (backend) => {
 
   test('a value the database refuses for its size (a unique name past its index row limit) is a 400 in the function family, naming the field', async () => {
     // Random hex, which Postgres cannot compress into the index's 2,704 bytes.
-    const res = await request(app).post('/api/function/add-template').send({ name: randomBytes(1500).toString('hex') });
+    const res = await request(app)
+      .post('/api/function/add-template')
+      .send({ name: randomBytes(1500).toString('hex') });
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ success: false, error: { code: 'TOO_LARGE', message: 'Field "name" is too large for the database: make it shorter.' } });
     noOutageLogged();

@@ -19,7 +19,11 @@ const emitter = createBcmsPlugin({
       name: 'Emit',
       path: '/emit',
       methods: () => ({
-        job: createControllerMethod({ path: '/:id', type: 'post', handler: async ({ request: req }) => ({ sent: useSocket().emitToScope({ scope: 'global', eventName: 'JOB', eventData: { j: req.params.id } }) }) }),
+        job: createControllerMethod({
+          path: '/:id',
+          type: 'post',
+          handler: async ({ request: req }) => ({ sent: useSocket().emitToScope({ scope: 'global', eventName: 'JOB', eventData: { j: req.params.id } }) }),
+        }),
       }),
     }),
   ],
@@ -104,7 +108,13 @@ describe.each(backends())('socket events and propChanges (%s)', (backend) => {
     const res = await request(servers[0] as http.Server).get('/api/extensions/events');
     expect(res.status).toBe(401);
     expect(res.body).toEqual({ message: 'Token is `undefined`.' });
-    expect((await request(servers[0] as http.Server).post('/api/extensions/events').set('Authorization', auth)).status).toBe(405);
+    expect(
+      (
+        await request(servers[0] as http.Server)
+          .post('/api/extensions/events')
+          .set('Authorization', auth)
+      ).status,
+    ).toBe(405);
   });
 
   test('the stream ends when its token expires, and that token is refused then', async () => {
@@ -128,7 +138,13 @@ describe.each(backends())('socket events and propChanges (%s)', (backend) => {
     try {
       // The second instance's listener may still be starting: send until it hears one.
       const heard = b.next((event) => event.event === 'JOB');
-      const sender = setInterval(() => void request(servers[0] as http.Server).post('/api/plugin/emitter/emit/j1').end(() => undefined), 200);
+      const sender = setInterval(
+        () =>
+          void request(servers[0] as http.Server)
+            .post('/api/plugin/emitter/emit/j1')
+            .end(() => undefined),
+        200,
+      );
       try {
         expect((await heard).data).toEqual({ j: 'j1' });
       } finally {
@@ -136,7 +152,10 @@ describe.each(backends())('socket events and propChanges (%s)', (backend) => {
       }
       expect((await a.next((event) => event.event === 'JOB')).data).toEqual({ j: 'j1' });
 
-      const template = await request(servers[1] as http.Server).post('/api/extensions/templates').set('Authorization', auth).send({ label: 'Socket news' });
+      const template = await request(servers[1] as http.Server)
+        .post('/api/extensions/templates')
+        .set('Authorization', auth)
+        .send({ label: 'Socket news' });
       expect(template.status).toBe(200);
       expect((await a.next((event) => event.event === 'TEMPLATE')).data).toEqual({ tm: template.body._id, t: 'UPDATE' });
       const entry = await request(servers[1] as http.Server)
@@ -145,7 +164,10 @@ describe.each(backends())('socket events and propChanges (%s)', (backend) => {
         .send({ meta: [{ lng: 'en', props: [] }] });
       expect(entry.status).toBe(200);
       expect((await a.next((event) => event.event === 'ENTRY')).data).toEqual({ e: entry.body._id, tm: template.body._id, t: 'UPDATE' });
-      await request(servers[0] as http.Server).delete(`/api/extensions/templates/${template.body._id}/entries/${entry.body._id}`).set('Authorization', auth).expect(200);
+      await request(servers[0] as http.Server)
+        .delete(`/api/extensions/templates/${template.body._id}/entries/${entry.body._id}`)
+        .set('Authorization', auth)
+        .expect(200);
       expect((await b.next((event) => event.event === 'ENTRY' && (event.data as { t: string }).t === 'REMOVE')).data).toEqual({ e: entry.body._id, tm: template.body._id, t: 'REMOVE' });
     } finally {
       a.close();
@@ -157,7 +179,10 @@ describe.each(backends())('socket events and propChanges (%s)', (backend) => {
     const server = servers[0] as http.Server;
     const created = await request(server).post('/api/extensions/templates').set('Authorization', auth).send({ label: 'Todo props' });
     const id = created.body._id as string;
-    const before = await request(server).post(`/api/extensions/templates/${id}/entries`).set('Authorization', auth).send({ meta: [{ lng: 'en', props: [] }] });
+    const before = await request(server)
+      .post(`/api/extensions/templates/${id}/entries`)
+      .set('Authorization', auth)
+      .send({ meta: [{ lng: 'en', props: [] }] });
 
     const added = await request(server)
       .put('/api/extensions/templates')
@@ -178,7 +203,15 @@ describe.each(backends())('socket events and propChanges (%s)', (backend) => {
     expect(description?.id).not.toBe('');
     // The entry made before has the new props, with their default data.
     const entry = await request(server).get(`/api/extensions/templates/${id}/entries/${before.body._id}`).set('Authorization', auth);
-    expect(entry.body.meta).toEqual([{ lng: 'en', props: [{ id: description?.id, data: [''] }, { id: done?.id, data: [false] }] }]);
+    expect(entry.body.meta).toEqual([
+      {
+        lng: 'en',
+        props: [
+          { id: description?.id, data: [''] },
+          { id: done?.id, data: [false] },
+        ],
+      },
+    ]);
 
     const updated = await request(server)
       .put('/api/extensions/templates')
@@ -189,15 +222,24 @@ describe.each(backends())('socket events and propChanges (%s)', (backend) => {
       ['description', true],
     ]);
 
-    const removed = await request(server).put('/api/extensions/templates').set('Authorization', auth).send({ _id: id, propChanges: [{ remove: description?.id }] });
+    const removed = await request(server)
+      .put('/api/extensions/templates')
+      .set('Authorization', auth)
+      .send({ _id: id, propChanges: [{ remove: description?.id }] });
     expect(removed.body.props.map((prop: { name: string }) => prop.name)).toEqual(['is_done']);
     const after = await request(server).get(`/api/extensions/templates/${id}/entries/${before.body._id}`).set('Authorization', auth);
     expect(after.body.meta[0].props).toEqual([{ id: done?.id, data: [false] }]);
 
-    const wrong = await request(server).put('/api/extensions/templates').set('Authorization', auth).send({ _id: id, propChanges: [{ remove: 'no-such-prop' }] });
+    const wrong = await request(server)
+      .put('/api/extensions/templates')
+      .set('Authorization', auth)
+      .send({ _id: id, propChanges: [{ remove: 'no-such-prop' }] });
     expect(wrong.status).toBe(400);
     expect(wrong.body).toEqual({ message: 'body.propChanges[0].remove: the template has no prop "no-such-prop".' });
-    const twice = await request(server).put('/api/extensions/templates').set('Authorization', auth).send({ _id: id, propChanges: [{ add: { label: 'Is done', type: 'STRING', required: false, array: false } }] });
+    const twice = await request(server)
+      .put('/api/extensions/templates')
+      .set('Authorization', auth)
+      .send({ _id: id, propChanges: [{ add: { label: 'Is done', type: 'STRING', required: false, array: false } }] });
     expect(twice.status).toBe(400);
     expect((await request(server).get(`/api/extensions/templates/${id}`).set('Authorization', auth)).body.props).toHaveLength(1);
   });

@@ -72,7 +72,9 @@ test('a BCMS v3 plugin project (BCMS-idiom fixture): port, install, bundle, depl
 test('a BCMS v3 functions project (BCMS-idiom fixture): port, install, bundle, deploy, call them', async () => {
   const dir = portedProject('blog-functions');
   const bundled = run('npm', ['run', 'bundle'], dir);
-  expect(output(bundled)).toMatch(/Type-checking functions\/\.\.\. ok\nBundling functions\/blog-titles\.ts\.\.\. [\d.]+ KB\nBundling functions\/ping\.ts\.\.\. [\d.]+ KB\nBundling functions\/submit-review\.ts/);
+  expect(output(bundled)).toMatch(
+    /Type-checking functions\/\.\.\. ok\nBundling functions\/blog-titles\.ts\.\.\. [\d.]+ KB\nBundling functions\/ping\.ts\.\.\. [\d.]+ KB\nBundling functions\/submit-review\.ts/,
+  );
   expect(bundled.status).toBe(0);
   expect(output(run('npm', ['run', 'deploy'], dir))).toMatch(/Deploying function blog-titles .*live\.\nDeploying function ping .*live\.\nDeploying function submit-review .*live\./);
 
@@ -146,7 +148,10 @@ test("a BCMS v3 plugin with a UI in plugin-starter's layout (BCMS-idiom fixture)
   expect(await send('GET', '/api/plugin/todo-board/todo/Water%20the%20plants', undefined, auth)).toMatchObject({ status: 200, body: { item: { _id: id } } });
   // A file under the plugin's storage (useFS, BCMSConfig.local), read back.
   expect(await send('POST', `/api/plugin/todo-board/todo/${id}/log`, { line: 'one' }, auth)).toEqual({ status: 200, body: { lines: ['1970-01-01T00:00:00.000Z one'] } });
-  expect(await send('POST', `/api/plugin/todo-board/todo/${id}/log`, { line: 'two' }, auth)).toEqual({ status: 200, body: { lines: ['1970-01-01T00:00:00.000Z one', '1970-01-01T00:00:00.000Z two'] } });
+  expect(await send('POST', `/api/plugin/todo-board/todo/${id}/log`, { line: 'two' }, auth)).toEqual({
+    status: 200,
+    body: { lines: ['1970-01-01T00:00:00.000Z one', '1970-01-01T00:00:00.000Z two'] },
+  });
   expect(await send('DELETE', `/api/plugin/todo-board/todo/${id}`, undefined, auth)).toMatchObject({ status: 200, body: { item: { _id: id } } });
   expect(await send('GET', '/api/plugin/todo-board/todo/Water%20the%20plants', undefined, auth)).toEqual({ status: 404, body: { message: 'Todo "Water the plants" does not exist.' } });
 
@@ -194,7 +199,9 @@ test("a BCMS v3 plugin with a UI in plugin-starter's layout (BCMS-idiom fixture)
 test("a BCMS v3 plugin in bngine's layout (a Vue CLI UI at the root, BCMS-idiom fixture): port, install, bundle, deploy; in Chromium it runs a job from a local git repository, its log arriving live", async () => {
   const dir = portedProject('job-runner');
   const bundled = run('npm', ['run', 'bundle'], dir);
-  expect(output(bundled)).toMatch(/Type-checking src\/backend\/\.\.\. ok\nBundling src\/backend\/main\.ts\.\.\. [\d.]+ KB\nBuilding ui\/\.\.\. [\s\S]*\d+ files\nWrote bcms-bundle\/plugin-job-runner\.json/);
+  expect(output(bundled)).toMatch(
+    /Type-checking src\/backend\/\.\.\. ok\nBundling src\/backend\/main\.ts\.\.\. [\d.]+ KB\nBuilding ui\/\.\.\. [\s\S]*\d+ files\nWrote bcms-bundle\/plugin-job-runner\.json/,
+  );
   expect(output(run('npm', ['run', 'deploy'], dir))).toMatch(/Deploying plugin job-runner 0\.1\.0 .*live\./);
 
   // The repository a job clones: a local one, whose build.sh waits for the test between its steps. In
@@ -206,7 +213,11 @@ test("a BCMS v3 plugin in bngine's layout (a Vue CLI UI at the root, BCMS-idiom 
   const go = path.join(source, '..', `${path.basename(source)}.go`);
   // At most 2 minutes, should the test stop first: the service's shell would outlive it.
   fs.writeFileSync(path.join(source, 'build.sh'), `echo "step 1"\nfor i in $(seq 1200); do [ -f ${go} ] && break; sleep 0.1; done\necho "step 2"\n`);
-  for (const args of [['init', '-q', '-b', 'main'], ['add', '.'], ['-c', 'user.email=t@example.com', '-c', 'user.name=t', 'commit', '-qm', 'build']]) {
+  for (const args of [
+    ['init', '-q', '-b', 'main'],
+    ['add', '.'],
+    ['-c', 'user.email=t@example.com', '-c', 'user.name=t', 'commit', '-qm', 'build'],
+  ]) {
     expect(run('git', args, source).status).toBe(0);
   }
   const auth = { Authorization: `Bearer ${service.token}` };
@@ -215,7 +226,11 @@ test("a BCMS v3 plugin in bngine's layout (a Vue CLI UI at the root, BCMS-idiom 
   try {
     await inPluginUi('Job runner', async (page, ui) => {
       // Tailwind ran over the UI's own classes (text-2xl), with the project's config.
-      expect(await ui.getByRole('heading', { name: 'Job runner' }).evaluate((element) => (globalThis as unknown as { getComputedStyle(e: unknown): { fontSize: string } }).getComputedStyle(element).fontSize)).toBe('24px');
+      expect(
+        await ui
+          .getByRole('heading', { name: 'Job runner' })
+          .evaluate((element) => (globalThis as unknown as { getComputedStyle(e: unknown): { fontSize: string } }).getComputedStyle(element).fontSize),
+      ).toBe('24px');
       // BCMSJwtRoleName (@becomes/cms-sdk's enum) said the user is an admin: the form is there.
       await ui.getByLabel('Repository').fill(source);
       await ui.getByRole('button', { name: 'Run job' }).click();

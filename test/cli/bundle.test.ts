@@ -38,12 +38,10 @@ const TSCONFIG = JSON.stringify({
 
 test('replacePluginNamePlaceholder: every occurrence, nothing else', () => {
   expect(PLUGIN_NAME_PLACEHOLDER).toBe('bcms-plugin---name');
-  expect(replacePluginNamePlaceholder("'bcms-plugin---name' /plugin/bcms-plugin---name/x bcms-plugin--name", 'reading-list')).toBe(
-    "'reading-list' /plugin/reading-list/x bcms-plugin--name",
-  );
+  expect(replacePluginNamePlaceholder("'bcms-plugin---name' /plugin/bcms-plugin---name/x bcms-plugin--name", 'reading-list')).toBe("'reading-list' /plugin/reading-list/x bcms-plugin--name");
 });
 
-test('bcms-ext bundle replaces bcms-plugin---name with pluginName in the back end and the built UI, as BCMS\'s CLI does', () => {
+test("bcms-ext bundle replaces bcms-plugin---name with pluginName in the back end and the built UI, as BCMS's CLI does", () => {
   const dir = linkedProject({
     'package.json': JSON.stringify({ name: 'placeholder', version: '1.2.3', private: true }),
     'bcms-plugin.config.json': JSON.stringify({ pluginName: 'reading-list' }),
@@ -79,7 +77,9 @@ export default createBcmsPlugin({
   expect(bundle.manifest.name).toBe('reading-list');
   expect(bundle.code).not.toContain('bcms-plugin---name');
   expect(bundle.code).toContain('"reading-list"');
-  const ui = Object.values(bundle.ui).map((base64) => Buffer.from(base64, 'base64').toString('utf8')).join('\n');
+  const ui = Object.values(bundle.ui)
+    .map((base64) => Buffer.from(base64, 'base64').toString('utf8'))
+    .join('\n');
   expect(ui).not.toContain('bcms-plugin---name');
   expect(ui).toContain('<title>reading-list</title>');
   expect(ui).toContain('/api/plugin/reading-list/where/url');
@@ -97,11 +97,12 @@ test('bcms-ext bundle outside a project says so, rather than asking for vite', (
   expect(fs.existsSync(path.join(dir, 'bcms-bundle'))).toBe(false);
 });
 
-test('bcms-ext bundle finds a BCMS v3 functions project\'s functions/ folder', () => {
+test("bcms-ext bundle finds a BCMS v3 functions project's functions/ folder", () => {
   const dir = linkedProject({
     'package.json': JSON.stringify({ name: 'fns', version: '0.1.0', private: true }),
     'tsconfig.json': TSCONFIG.replace('"backend"', '"functions"'),
-    'functions/hi.ts': "import { createBcmsFunction } from 'bcms-extensions';\n\nexport default createBcmsFunction(async () => ({ config: { name: 'hi', public: true }, handler: async () => 'hi' }));\n",
+    'functions/hi.ts':
+      "import { createBcmsFunction } from 'bcms-extensions';\n\nexport default createBcmsFunction(async () => ({ config: { name: 'hi', public: true }, handler: async () => 'hi' }));\n",
   });
   const result = spawnSync(process.execPath, [BIN, 'bundle'], { cwd: dir, encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' }, timeout: 120_000 });
   expect(result.stdout).toMatch(/^Type-checking functions\/\.\.\. ok\nBundling functions\/hi\.ts\.\.\. [\d.]+ KB\nWrote bcms-bundle\/function-hi\.json/);
@@ -127,7 +128,8 @@ test('a bundle that fails removes the bundles of the code before it: deploy has 
   const dir = linkedProject({
     'package.json': JSON.stringify({ name: 'fns', version: '0.1.0', private: true }),
     'tsconfig.json': TSCONFIG.replace('"backend"', '"functions"'),
-    'functions/hi.ts': "import { createBcmsFunction } from 'bcms-extensions';\n\nexport default createBcmsFunction(async () => ({ config: { name: 'hi', public: true }, handler: async () => 'hi' }));\n",
+    'functions/hi.ts':
+      "import { createBcmsFunction } from 'bcms-extensions';\n\nexport default createBcmsFunction(async () => ({ config: { name: 'hi', public: true }, handler: async () => 'hi' }));\n",
   });
   const bundle = () => spawnSync(process.execPath, [BIN, 'bundle'], { cwd: dir, encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' }, timeout: 120_000 });
   expect(bundle().status).toBe(0);
@@ -138,4 +140,3 @@ test('a bundle that fails removes the bundles of the code before it: deploy has 
   expect(failed.stderr).toContain('Removed bcms-bundle/: it held the bundles of the code before this change.\n');
   expect(fs.existsSync(path.join(dir, 'bcms-bundle'))).toBe(false);
 }, 120_000);
-

@@ -103,9 +103,7 @@ describe('bcms-ext call', () => {
   test('bad input: exit 1 naming it', async () => {
     expect((await run(['call'], {})).err).toBe('bcms-ext call: call takes one function name: bcms-ext call NAME [--data JSON]\n');
     expect((await run(['call', 'sum', '--data', '{nope'], {})).err).toBe('bcms-ext call: --data is not JSON: {nope\n');
-    expect((await run(['call', 'sum'], { BCMS_KEY_ID: 'k' })).err).toBe(
-      'bcms-ext call: BCMS_KEY_ID is set: set BCMS_KEY_SECRET (hmac-sha256) or BCMS_PRIVATE_KEY_FILE (rsa-sha256, ed25519) too\n',
-    );
+    expect((await run(['call', 'sum'], { BCMS_KEY_ID: 'k' })).err).toBe('bcms-ext call: BCMS_KEY_ID is set: set BCMS_KEY_SECRET (hmac-sha256) or BCMS_PRIVATE_KEY_FILE (rsa-sha256, ed25519) too\n');
     expect((await run(['call', 'sum', '--url', 'nope'], {})).err).toBe('bcms-ext call: createFunctionClient: url must be a URL such as http://localhost:8080, got "nope"\n');
   });
 });

@@ -28,9 +28,11 @@ test('create event and create job write src/events/NAME.ts and src/jobs/NAME.ts;
     out: 'Created src/events/on-entry.ts (the event "on-entry"). Bundle and deploy it with the project\'s functions: npm run bundle && npm run deploy\n',
     err: '',
   });
-  expect((await runCli(['create', 'job', 'tick'], {}, dir)).out).toBe('Created src/jobs/tick.ts (the job "tick"). Bundle and deploy it with the project\'s functions: npm run bundle && npm run deploy\n');
+  expect((await runCli(['create', 'job', 'tick'], {}, dir)).out).toBe(
+    'Created src/jobs/tick.ts (the job "tick"). Bundle and deploy it with the project\'s functions: npm run bundle && npm run deploy\n',
+  );
   // BCMS's enums, from this package, as a BCMS event file imports them from BCMS's.
-  expect(fs.readFileSync(path.join(dir, 'src', 'events', 'on-entry.ts'), 'utf8')).toContain("config: { scope: BCMSEventConfigScope.ENTRY, method: BCMSEventConfigMethod.ALL },");
+  expect(fs.readFileSync(path.join(dir, 'src', 'events', 'on-entry.ts'), 'utf8')).toContain('config: { scope: BCMSEventConfigScope.ENTRY, method: BCMSEventConfigMethod.ALL },');
   expect(fs.readFileSync(path.join(dir, 'src', 'jobs', 'tick.ts'), 'utf8')).toContain("cron: { minute: '*/15', hour: '*', dayOfMonth: '*', month: '*', dayOfWeek: '*' },");
 
   linkProjectModules(dir);
@@ -38,7 +40,9 @@ test('create event and create job write src/events/NAME.ts and src/jobs/NAME.ts;
   expect(bundled.all).toMatch(
     /^Type-checking src\/\.\.\. ok\nBundling src\/functions\/hello\.ts\.\.\. [\d.]+ KB\nBundling src\/events\/on-entry\.ts\.\.\. [\d.]+ KB\nBundling src\/jobs\/tick\.ts\.\.\. [\d.]+ KB\n/,
   );
-  expect(bundled.out).toMatch(/\nWrote bcms-bundle\/event-on-entry\.json \(event on-entry 0\.1\.0, sha256 [0-9a-f]{12}\.\.\.\)\nWrote bcms-bundle\/job-tick\.json \(job tick 0\.1\.0, sha256 [0-9a-f]{12}\.\.\.\)\n$/);
+  expect(bundled.out).toMatch(
+    /\nWrote bcms-bundle\/event-on-entry\.json \(event on-entry 0\.1\.0, sha256 [0-9a-f]{12}\.\.\.\)\nWrote bcms-bundle\/job-tick\.json \(job tick 0\.1\.0, sha256 [0-9a-f]{12}\.\.\.\)\n$/,
+  );
   expect(bundled.status).toBe(0);
   const written = JSON.parse(fs.readFileSync(path.join(dir, 'bcms-bundle', 'job-tick.json'), 'utf8')) as { manifest: Record<string, string>; code: string };
   expect(written.manifest).toMatchObject({ kind: 'job', name: 'tick', version: '0.1.0', project: 'site-hooks' });
@@ -60,7 +64,9 @@ test('create event and create job write src/events/NAME.ts and src/jobs/NAME.ts;
   expect(await runCli(['undeploy', 'tick', '--kind', 'job'], {}, dir)).toEqual({ status: 0, out: 'Undeployed: job tick 0.1.0 is no longer served.\n', err: '' });
   // Without --kind, the kind the service lists under the name.
   expect(await runCli(['undeploy', 'on-entry'], {}, dir)).toEqual({ status: 0, out: 'Undeployed: event on-entry 0.1.0 is no longer served.\n', err: '' });
-  expect((await runCli(['undeploy', 'tick', '--kind', 'job'], {}, dir)).err).toBe('bcms-ext undeploy: the service answered 404: No job named "tick" is deployed. See what is deployed: bcms-ext list.\n');
+  expect((await runCli(['undeploy', 'tick', '--kind', 'job'], {}, dir)).err).toBe(
+    'bcms-ext undeploy: the service answered 404: No job named "tick" is deployed. See what is deployed: bcms-ext list.\n',
+  );
   expect(await runCli(['rollback', 'tick', '--kind', 'job'], {}, dir)).toMatchObject({ status: 0, out: expect.stringMatching(/^Rolled back: job tick 0\.1\.0 \([0-9a-f]{12}\) is live again\.\n$/) });
 }, 240_000);
 
@@ -76,7 +82,10 @@ test('a name two kinds go by: undeploy without --kind says which to add', async 
     fs.writeFileSync(path.join(parent, 'bcms-bundle', `${kind}-twin.json`), JSON.stringify({ manifest, code }));
   };
   write('event', "\"use strict\";\nexports.default = require('bcms-extensions').createBcmsEvent(async () => ({ config: { scope: 'ENTRY', method: 'ALL' }, handler: async () => {} }));");
-  write('job', "\"use strict\";\nexports.default = require('bcms-extensions').createBcmsJob(async () => ({ cron: { minute: '0', hour: '3', dayOfMonth: '*', month: '*', dayOfWeek: '*' }, handler: async () => {} }));");
+  write(
+    'job',
+    "\"use strict\";\nexports.default = require('bcms-extensions').createBcmsJob(async () => ({ cron: { minute: '0', hour: '3', dayOfMonth: '*', month: '*', dayOfWeek: '*' }, handler: async () => {} }));",
+  );
   expect((await runCli(['deploy'], {}, parent)).status).toBe(0);
   expect(await runCli(['undeploy', 'twin'], {}, parent)).toEqual({ status: 1, out: '', err: 'bcms-ext undeploy: an event and a job are named "twin": add --kind event or --kind job\n' });
   expect((await runCli(['undeploy', 'twin', '--kind', 'event'], {}, parent)).status).toBe(0);
@@ -86,7 +95,11 @@ test('a name two kinds go by: undeploy without --kind says which to add', async 
 test('create event and create job: refused outside a functions project, over a file that exists, and with --public', async () => {
   const outside = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-events-none-'));
   made.push(outside);
-  expect(await runCli(['create', 'event', 'x'], {}, outside)).toEqual({ status: 1, out: '', err: 'bcms-ext create: no src/functions here: run it in a functions project (bcms-ext create functions NAME)\n' });
+  expect(await runCli(['create', 'event', 'x'], {}, outside)).toEqual({
+    status: 1,
+    out: '',
+    err: 'bcms-ext create: no src/functions here: run it in a functions project (bcms-ext create functions NAME)\n',
+  });
   expect((await runCli(['create', 'functions', 'p'], {}, outside)).status).toBe(0);
   const dir = path.join(outside, 'p');
   expect((await runCli(['create', 'job', 'nightly'], {}, dir)).status).toBe(0);

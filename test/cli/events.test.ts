@@ -47,7 +47,11 @@ describe('bcms-ext events', () => {
     expect((await runCli(['events', 'audit', '--failed'], {}, project)).out).toMatch(/^audit {2}/);
     expect((await runCli(['events', 'gone', '--failed'], {}, project)).out).toMatch(/\n {2}No failed delivery\.\n$/);
     const json = JSON.parse((await runCli(['events', '--json', '--limit', '1'], {}, project)).out) as { handlers: { name: string; deliveries: unknown[] }[] };
-    expect(json.handlers.map((h) => [h.name, h.deliveries.length])).toEqual([['audit', 1], ['entry-log', 1], ['gone', 0]]);
+    expect(json.handlers.map((h) => [h.name, h.deliveries.length])).toEqual([
+      ['audit', 1],
+      ['entry-log', 1],
+      ['gone', 0],
+    ]);
     expect(json.handlers[0]?.deliveries[0]).toMatchObject({ status: 'failed', attempts: 5, durationMs: 7, error: 'TypeError: audit 2' });
   });
 
@@ -82,7 +86,10 @@ describe('bcms-ext jobs', () => {
     const one = (await runCli(['jobs', 'nightly', '--limit', '1'], {}, project)).out.trimEnd().split('\n');
     expect(one).toHaveLength(3);
     const json = JSON.parse((await runCli(['jobs', '--json'], {}, project)).out) as { jobs: { name: string; nextTickAt: string | null }[] };
-    expect(json.jobs.map((j) => [j.name, j.nextTickAt === null])).toEqual([['nightly', false], ['paused', true]]);
+    expect(json.jobs.map((j) => [j.name, j.nextTickAt === null])).toEqual([
+      ['nightly', false],
+      ['paused', true],
+    ]);
     expect(await runCli(['jobs', 'nobody'], {}, project)).toEqual({ status: 1, out: '', err: 'bcms-ext jobs: no job is named "nobody": bcms-ext jobs lists them\n' });
   });
 });

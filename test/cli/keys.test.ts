@@ -29,7 +29,7 @@ async function run(args: string[], env: NodeJS.ProcessEnv = {}) {
 
 const report = createBcmsFunction(async () => ({ config: { name: 'report', public: false }, handler: async () => 'ok' }));
 
-describe('bcms-ext keys, through the running service (the embedded database is the service\'s)', () => {
+describe("bcms-ext keys, through the running service (the embedded database is the service's)", () => {
   let t: TestApp;
   let server: Server;
   let url: string;
@@ -250,7 +250,9 @@ describe('bcms-ext keys create --deploy: a key pair whose private key stays with
     const created = await inProject(project, ['keys', 'create', '--name', 'deployer', '--deploy', '--env-file', '.env'], { BCMS_TOKEN: sudo });
     expect(created).toEqual({
       code: 0,
-      out: expect.stringMatching(/^Created API key [0-9a-f-]{36}; wrote its private key to bcms-deploy-key\.pem \(mode 0600: the service has only the public key\) and BCMS_KEY_ID and BCMS_PRIVATE_KEY_FILE to \.env\.\n$/),
+      out: expect.stringMatching(
+        /^Created API key [0-9a-f-]{36}; wrote its private key to bcms-deploy-key\.pem \(mode 0600: the service has only the public key\) and BCMS_KEY_ID and BCMS_PRIVATE_KEY_FILE to \.env\.\n$/,
+      ),
       err: '',
     });
     const file = path.join(project, 'bcms-deploy-key.pem');
@@ -301,7 +303,9 @@ describe('bcms-ext keys create --deploy: a key pair whose private key stays with
     expect(fs.readdirSync(project)).toEqual(['keys']);
 
     const described = await inProject(project, ['keys', 'create', '--name', 'described', '--deploy', '--expires', '12h', '--url', url, '--token', sudo]);
-    expect(described.out).toMatch(/^Created API key \S+ \(described, ed25519; functions: none; may deploy; expires \S+Z\)\.\nIts private key is in .*bcms-deploy-key\.pem \(mode 0600\); the service keeps only the public key\./);
+    expect(described.out).toMatch(
+      /^Created API key \S+ \(described, ed25519; functions: none; may deploy; expires \S+Z\)\.\nIts private key is in .*bcms-deploy-key\.pem \(mode 0600\); the service keeps only the public key\./,
+    );
 
     const hmac = await inProject(project, ['keys', 'create', '--name', 'hmac', '--deploy', '--algorithm', 'hmac-sha256', '--json', '--url', url, '--token', sudo]);
     expect(JSON.parse(hmac.out)).toEqual({ id: expect.any(String), secret: expect.any(String) });
@@ -384,7 +388,9 @@ describe('bcms-ext keys, on the database directly', () => {
     try {
       const listed = await run(['keys', 'list', '--pglite', dir]);
       expect(listed.code).toBe(1);
-      expect(listed.err).toMatch(/^bcms-ext keys: the PGlite data directory .* is in use by another router of this process \(close it first: router\.close\(\)\): an embedded database has one owner at a time\. Stop that one, or give this one another directory \(or a Postgres server through DATABASE_URL\)\n$/);
+      expect(listed.err).toMatch(
+        /^bcms-ext keys: the PGlite data directory .* is in use by another router of this process \(close it first: router\.close\(\)\): an embedded database has one owner at a time\. Stop that one, or give this one another directory \(or a Postgres server through DATABASE_URL\)\n$/,
+      );
       expect(listed.err).not.toMatch(/\n\s+at /);
     } finally {
       await holder.close();

@@ -62,7 +62,7 @@ describe('bcms-ext migrate', () => {
     expect(run.err.join('')).toMatch(/Check that the database is running and reachable/);
   });
 
-  test("DATABASE_URL from a .env in the folder, as the other commands read it (here a server that is not there)", async () => {
+  test('DATABASE_URL from a .env in the folder, as the other commands read it (here a server that is not there)', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-cli-env-'));
     fs.writeFileSync(path.join(dir, '.env'), 'DATABASE_URL=postgres://postgres@127.0.0.1:1/from_env\n');
     const run = capture();

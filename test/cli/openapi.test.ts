@@ -36,7 +36,7 @@ afterAll(async () => {
   for (const dir of made) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-test('--url: the running service\'s document, to stdout or to --out', async () => {
+test("--url: the running service's document, to stdout or to --out", async () => {
   const printed = await run(['openapi', '--url', url]);
   expect(printed.code).toBe(0);
   expect(JSON.parse(printed.out)).toEqual({ ...t.router.openapi(), servers: [{ url: '/' }] });

@@ -39,7 +39,7 @@ function readmeWalkthrough(name: string): { dir: string; printed: string; all: s
   if (block === undefined) throw new Error('README.md has no deploy-walkthrough block');
   const app = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-walkthrough-'));
   made.push(app);
-  fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'an-app', private: true, dependencies: { 'bcms-extensions': 'file:' + ROOT } }));
+  fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'an-app', private: true, dependencies: { 'bcms-extensions': `file:${ROOT}` } }));
   fs.mkdirSync(path.join(app, 'node_modules', '.bin'), { recursive: true });
   fs.symlinkSync(ROOT, path.join(app, 'node_modules', 'bcms-extensions'));
   fs.symlinkSync(path.join('..', 'bcms-extensions', 'dist', 'cli', 'bin.js'), path.join(app, 'node_modules', '.bin', 'bcms-ext'));
@@ -149,4 +149,3 @@ test('a functions project: create, add a private function, install, bundle, depl
   const called = run(process.execPath, [BIN, 'call', 'shout', '--data', '{"name":"Grace"}'], dir, { BCMS_URL: service.base, ...env });
   expect(called.stdout).toBe('{\n  "message": "Hello, Grace!"\n}\n');
 }, 240_000);
-

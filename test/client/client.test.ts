@@ -60,12 +60,18 @@ describe('createFunctionClient', () => {
 
   test("the service's refusal rejects with its code, status, message and request id", async () => {
     const key = await hmacKey((await sharedTestDatabase()).knex, ['other']);
-    const error = await createFunctionClient({ url: baseUrl, key }).call('sum', [1]).catch((caught: unknown) => caught);
+    const error = await createFunctionClient({ url: baseUrl, key })
+      .call('sum', [1])
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(FunctionCallError);
     expect(error).toMatchObject({ code: 'KEY_FORBIDDEN', status: 403, message: 'This API key may not call function "sum": it does not list it.', requestId: expect.any(String) });
-    const unsigned = await createFunctionClient({ url: baseUrl }).call('sum', [1]).catch((caught: unknown) => caught);
+    const unsigned = await createFunctionClient({ url: baseUrl })
+      .call('sum', [1])
+      .catch((caught: unknown) => caught);
     expect(unsigned).toMatchObject({ code: 'SIGNATURE_REQUIRED', status: 401 });
-    const handled = await createFunctionClient({ url: baseUrl }).call('picky').catch((caught: unknown) => caught);
+    const handled = await createFunctionClient({ url: baseUrl })
+      .call('picky')
+      .catch((caught: unknown) => caught);
     expect(handled).toMatchObject({ code: 'HANDLER_ERROR', status: 422, message: 'Field "email" is required.' });
   });
 
@@ -86,9 +92,13 @@ describe('createFunctionClient', () => {
 
   test('no service there: NETWORK_ERROR; something else there: INVALID_RESPONSE', async () => {
     const port = await freePort();
-    const down = await createFunctionClient({ url: `http://127.0.0.1:${port}` }).call('hello').catch((caught: unknown) => caught);
+    const down = await createFunctionClient({ url: `http://127.0.0.1:${port}` })
+      .call('hello')
+      .catch((caught: unknown) => caught);
     expect(down).toMatchObject({ name: 'FunctionCallError', code: 'NETWORK_ERROR', status: 0, message: `Could not reach http://127.0.0.1:${port} (ECONNREFUSED).` });
-    const elsewhere = await createFunctionClient({ url: baseUrl.replace('/cms', '/nothing') }).call('hello').catch((caught: unknown) => caught);
+    const elsewhere = await createFunctionClient({ url: baseUrl.replace('/cms', '/nothing') })
+      .call('hello')
+      .catch((caught: unknown) => caught);
     expect(elsewhere).toMatchObject({ code: 'INVALID_RESPONSE', status: 404 });
   });
 
@@ -97,7 +107,9 @@ describe('createFunctionClient', () => {
     expect(() => createFunctionClient({ url: baseUrl, key: { keyId: 'k' } as never })).toThrow('signRequest: secret (hmac-sha256) or privateKey (rsa-sha256, ed25519) is required');
     expect(() => createFunctionClient({ url: 'not a url' })).toThrow('createFunctionClient: url must be a URL such as http://localhost:8080, got "not a url"');
     expect(() => createFunctionClient({ baseUrl, url: baseUrl } as never)).toThrow('createFunctionClient: give url, not both url and baseUrl');
-    expect(() => createFunctionClient({ url: baseUrl, key: { keyId: 'a', secret: 's' }, keyId: 'b', secret: 's' } as never)).toThrow('createFunctionClient: give key: { keyId, secret }, not both key and keyId');
+    expect(() => createFunctionClient({ url: baseUrl, key: { keyId: 'a', secret: 's' }, keyId: 'b', secret: 's' } as never)).toThrow(
+      'createFunctionClient: give key: { keyId, secret }, not both key and keyId',
+    );
   });
 
   test('the shape of earlier releases (baseUrl, and keyId and secret beside it) still signs and calls', async () => {
@@ -115,9 +127,7 @@ describe('signRequest', () => {
       Date: 'Sun, 22 Nov 2026 08:00:00 GMT',
       Digest: 'SHA-256=CAqe1ChVnvYCZotMAPEU8aEcP2sCpDXwvcFUV45NfyI=',
       'X-Bcms-Nonce': expect.stringMatching(/^[A-Za-z0-9_-]{22}$/),
-      Authorization: expect.stringMatching(
-        /^Signature keyId="id-1",algorithm="hmac-sha256",headers="\(request-target\) host date digest x-bcms-nonce",signature="[A-Za-z0-9+/]+=*"$/,
-      ),
+      Authorization: expect.stringMatching(/^Signature keyId="id-1",algorithm="hmac-sha256",headers="\(request-target\) host date digest x-bcms-nonce",signature="[A-Za-z0-9+/]+=*"$/),
     });
     const pathOnly = signRequest({ method: 'POST', url: '/api/function/sum', keyId: 'id-1', secret: 's', date });
     expect(pathOnly.Authorization).toContain('headers="(request-target) date digest x-bcms-nonce"');

@@ -57,7 +57,7 @@ test("the Python example, refused, exits non-zero with the service's code and me
   const { port } = server.address() as AddressInfo;
   const env = { ...process.env, BCMS_URL: `http://127.0.0.1:${port}`, BCMS_KEY_ID: '2b1c5a40-0000-4000-8000-000000000000', BCMS_KEY_SECRET: 'wrong' };
   const failure = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-    const child = execFile('python3', ['-'], { env, encoding: 'utf8' }, (error, _stdout, stderr) => resolve({ code: error ? (error as { code?: number }).code ?? 1 : 0, stderr }));
+    const child = execFile('python3', ['-'], { env, encoding: 'utf8' }, (error, _stdout, stderr) => resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stderr }));
     child.stdin?.end(readmePython());
   });
   expect(failure.code).toBe(1);

@@ -69,7 +69,9 @@ const todos = createBcmsPlugin({
 // BCMS's form (the guard's result and the answer as type arguments) keeps no route: its path is unknown to the types.
 const legacy = createBcmsPlugin({
   name: 'legacy',
-  controllers: [createController({ name: 'Old', path: '/old', methods: () => ({ ping: createControllerMethod<void, { pong: true }>({ path: '/ping', type: 'get', handler: () => ({ pong: true }) }) }) })],
+  controllers: [
+    createController({ name: 'Old', path: '/old', methods: () => ({ ping: createControllerMethod<void, { pong: true }>({ path: '/ping', type: 'get', handler: () => ({ pong: true }) }) }) }),
+  ],
 });
 const sized = createBcmsFunction(async () => ({
   config: { name: 'sized', public: true, responseSchema: z.object({ size: z.number() }) },
@@ -230,9 +232,13 @@ describe('createClient<typeof registry>', () => {
     expect(refused).toBeInstanceOf(BcmsClientError);
     expect(refused).toBeInstanceOf(FunctionCallError);
     expect(refused).toMatchObject({ name: 'BcmsClientError', status: 400, code: 'BODY_INVALID' });
-    const unsigned = await createClient<typeof registry>({ url }).function.call('greet', { name: 'x' }).catch((error: unknown) => error);
+    const unsigned = await createClient<typeof registry>({ url })
+      .function.call('greet', { name: 'x' })
+      .catch((error: unknown) => error);
     expect(unsigned).toMatchObject({ status: 401, code: 'SIGNATURE_REQUIRED' });
-    const down = await createClient<typeof registry>({ url: 'http://127.0.0.1:1' }).function.call('add', { a: 1 }).catch((error: unknown) => error);
+    const down = await createClient<typeof registry>({ url: 'http://127.0.0.1:1' })
+      .function.call('add', { a: 1 })
+      .catch((error: unknown) => error);
     expect(down).toMatchObject({ name: 'BcmsClientError', status: 0, code: 'NETWORK_ERROR' });
   });
 });

@@ -14,7 +14,11 @@ import { loadPgliteTemplate, makeTemplate, readTar, shippedTemplate, writeTar } 
 // run the built package (test/support/embedded-server.js), as a host runs it.
 const SERVER = path.join(__dirname, '..', 'support', 'embedded-server.js');
 const newDir = (label: string) => fs.mkdtempSync(path.join(os.tmpdir(), `bcms-embedded-${label}-`));
-const migrationNames = () => fs.readdirSync(path.join(__dirname, '..', '..', 'migrations')).filter((name) => name.endsWith('.js')).sort();
+const migrationNames = () =>
+  fs
+    .readdirSync(path.join(__dirname, '..', '..', 'migrations'))
+    .filter((name) => name.endsWith('.js'))
+    .sort();
 
 interface Service {
   child: ChildProcess;

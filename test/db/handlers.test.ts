@@ -63,7 +63,15 @@ describe.each(backends())('handlers reach the database on %s', (backend) => {
     for (const title of ['Hello world', 'Second post']) {
       await database.knex('bcms_entries').insert({
         template_id: BLOG_TEMPLATE_ID,
-        meta: JSON.stringify([{ lng: 'en', props: [{ id: 'title', data: [title] }, { id: 'slug', data: [title.toLowerCase()] }] }]),
+        meta: JSON.stringify([
+          {
+            lng: 'en',
+            props: [
+              { id: 'title', data: [title] },
+              { id: 'slug', data: [title.toLowerCase()] },
+            ],
+          },
+        ]),
       });
     }
   });
@@ -85,7 +93,12 @@ describe.each(backends())('handlers reach the database on %s', (backend) => {
     const stored = await request(app).post('/api/function/store-submission').send({ email: 'ada@example.com' });
     expect(stored.status).toBe(200);
     const counts = await request(app).get('/api/plugin/stats/counts');
-    expect(counts.body.counts).toEqual(expect.arrayContaining([{ name: 'blog', entries: 2 }, { name: 'submissions', entries: 1 }]));
+    expect(counts.body.counts).toEqual(
+      expect.arrayContaining([
+        { name: 'blog', entries: 2 },
+        { name: 'submissions', entries: 1 },
+      ]),
+    );
     const entry = await request(app).get(`/api/plugin/stats/counts/entry/${stored.body.result.stored}`);
     expect(entry.body.meta[0].props[0].data[0]).toBe('ada@example.com');
   });

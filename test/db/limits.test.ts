@@ -62,20 +62,32 @@ describe.each(backends())('too large for the database, on %s', (backend) => {
     expect(plugin.status).toBe(400);
     expect(plugin.body).toEqual({ message: 'repo.template.add: label is longer than 200 characters (it has 1000000).' });
     // A name is a label too when no label is given.
-    const name = await request(app).post('/api/function/add-template').send({ name: 'n'.repeat(201) });
+    const name = await request(app)
+      .post('/api/function/add-template')
+      .send({ name: 'n'.repeat(201) });
     expect(name.body.error).toEqual({ code: 'TOO_LARGE', message: 'repo.template.add: name is longer than 200 characters (it has 201).' });
-    const desc = await request(app).post('/api/function/add-template').send({ name: 'd', desc: 'd'.repeat(5001) });
+    const desc = await request(app)
+      .post('/api/function/add-template')
+      .send({ name: 'd', desc: 'd'.repeat(5001) });
     expect(desc.body.error).toEqual({ code: 'TOO_LARGE', message: 'repo.template.add: desc is longer than 5000 characters (it has 5001).' });
     expect(await templateCount()).toBe(0);
     noOutageLogged();
   });
 
   test('repo.template.update: the same lengths, checked before the query', async () => {
-    const made = await request(app).post('/api/function/add-template').send({ name: 'n'.repeat(200), label: 'l'.repeat(200), desc: 'd'.repeat(5000) });
+    const made = await request(app)
+      .post('/api/function/add-template')
+      .send({ name: 'n'.repeat(200), label: 'l'.repeat(200), desc: 'd'.repeat(5000) });
     expect(made.status).toBe(200);
     expect(made.body.result).toMatchObject({ name: 'n'.repeat(200), label: 'l'.repeat(200), desc: 'd'.repeat(5000) });
-    for (const [field, max] of [['name', 200], ['label', 200], ['desc', 5000]] as const) {
-      const res = await request(app).put('/api/plugin/templates/t').send({ _id: made.body.result._id, [field]: 'x'.repeat(max + 1) });
+    for (const [field, max] of [
+      ['name', 200],
+      ['label', 200],
+      ['desc', 5000],
+    ] as const) {
+      const res = await request(app)
+        .put('/api/plugin/templates/t')
+        .send({ _id: made.body.result._id, [field]: 'x'.repeat(max + 1) });
       expect(res.status).toBe(400);
       expect(res.body).toEqual({ message: `repo.template.update: ${field} is longer than ${max} characters (it has ${max + 1}).` });
     }

@@ -77,17 +77,12 @@ describe.each(backends())('migrations on %s', (backend) => {
   });
 
   test('template_id is indexed and references templates; nested data is JSONB', async () => {
-    const columns = await database.knex('information_schema.columns')
-      .select('column_name', 'data_type')
-      .where({ table_name: 'bcms_entries' })
-      .whereRaw('table_schema = current_schema()');
+    const columns = await database.knex('information_schema.columns').select('column_name', 'data_type').where({ table_name: 'bcms_entries' }).whereRaw('table_schema = current_schema()');
     const types = Object.fromEntries(columns.map((c: { column_name: string; data_type: string }) => [c.column_name, c.data_type]));
     expect(types).toMatchObject({ meta: 'jsonb', content: 'jsonb', template_id: 'text', created_at: 'timestamp with time zone' });
     const indexes = await database.knex.raw("select indexdef from pg_indexes where tablename = 'bcms_entries' and schemaname = current_schema()");
     expect(indexes.rows.map((r: { indexdef: string }) => r.indexdef).join('\n')).toMatch(/\(template_id, created_at, seq\)/);
-    const fks = await database.knex.raw(
-      "select confdeltype from pg_constraint where contype = 'f' and conrelid = 'bcms_entries'::regclass",
-    );
+    const fks = await database.knex.raw("select confdeltype from pg_constraint where contype = 'f' and conrelid = 'bcms_entries'::regclass");
     expect(fks.rows).toEqual([{ confdeltype: 'c' }]);
   });
 });

@@ -117,7 +117,6 @@ const addEntry = createBcmsFunction(async () => ({
     return new Set(keys.filter((key) => key.startsWith(`${label}-`)));
   }
 
-
   test('cut for 10 s, then restored: every 200 stored, 503s while cut and none hanging, and back at once', async () => {
     const running = load('cut');
     await until(() => running.calls.length > WRITERS, 'writes before the cut');

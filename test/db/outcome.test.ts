@@ -32,7 +32,7 @@ describe('which lost connections leave a write unknown', () => {
     expect(wroteBeforeLost(error)).toBe(unknown);
   });
 
-  test('a client broken before the statement was sent, or the pool\'s time-out: not unknown', () => {
+  test("a client broken before the statement was sent, or the pool's time-out: not unknown", () => {
     for (const error of [new Error('Client has encountered a connection error and is not queryable'), Object.assign(new Error('Knex: Timeout acquiring a connection'), { name: 'KnexTimeoutError' })]) {
       noteFailedStatement(error, { sql: 'insert into t values (1)', inTransaction: false });
       expect(wroteBeforeLost(error)).toBe(false);

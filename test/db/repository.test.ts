@@ -115,9 +115,7 @@ describe.each(backends())('repository on %s', (backend) => {
     await expect(repo.entry.update({ _id: entry._id, meta: null as never })).rejects.toThrow('repo.entry.update: meta must be an array');
     await expect(repo.entry.update({ _id: entry._id, meta: 'oops' as never })).rejects.toThrow('repo.entry.update: meta must be an array');
     await expect(repo.entry.update({ _id: entry._id, userId: null as never })).rejects.toThrow('repo.entry.update: userId must be a string');
-    await expect(repo.entry.add({ templateId: template._id, meta: [{ lng: 'en', props: [{ id: 't', data: ['a\u0000b'] }] }] })).rejects.toThrow(
-      'repo.entry.add: meta contains a NUL character',
-    );
+    await expect(repo.entry.add({ templateId: template._id, meta: [{ lng: 'en', props: [{ id: 't', data: ['a\u0000b'] }] }] })).rejects.toThrow('repo.entry.add: meta contains a NUL character');
     await expect(repo.template.update({ _id: template._id, name: '' })).rejects.toThrow('repo.template.update: name must be a non-empty string');
     await repo.template.add({ name: 'taken' });
     await expect(repo.template.update({ _id: template._id, name: 'taken' })).rejects.toThrow('repo.template.update: a template named "taken" exists');
@@ -126,9 +124,7 @@ describe.each(backends())('repository on %s', (backend) => {
   });
 
   test('adding an entry to a template that is not there says so', async () => {
-    await expect(repo.entry.add({ templateId: '00000000-0000-4000-8000-000000000000' })).rejects.toThrow(
-      'repo.entry.add: no template with id "00000000-0000-4000-8000-000000000000"',
-    );
+    await expect(repo.entry.add({ templateId: '00000000-0000-4000-8000-000000000000' })).rejects.toThrow('repo.entry.add: no template with id "00000000-0000-4000-8000-000000000000"');
     await expect(repo.entry.add({ templateId: 'nope' })).rejects.toThrow('repo.entry.add: templateId "nope" is not a template id');
   });
 });

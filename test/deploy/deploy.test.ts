@@ -84,14 +84,21 @@ module.exports = createBcmsPlugin({
     expect((await request(app).get('/api/plugin/counted/count')).body).toEqual(first.body);
   });
 
-  test('the same plugin and UI again answers unchanged and stores nothing, whatever order the UI\'s files come in', async () => {
+  test("the same plugin and UI again answers unchanged and stores nothing, whatever order the UI's files come in", async () => {
     // jsonb gives an object's keys back shortest first: the stored UI never serialises as it was sent.
-    const ui = { 'index.html': Buffer.from('<div id="app"></div>').toString('base64'), 'assets/index-1a2b.js': Buffer.from('console.log(1)').toString('base64'), 'a.css': Buffer.from('a{}').toString('base64') };
+    const ui = {
+      'index.html': Buffer.from('<div id="app"></div>').toString('base64'),
+      'assets/index-1a2b.js': Buffer.from('console.log(1)').toString('base64'),
+      'a.css': Buffer.from('a{}').toString('base64'),
+    };
     const first = { ...bundle('plugin', 'same-ui', pluginCode('same')), ui };
     expect((await signed(app, 'POST', '/api/extensions/deployments', deployer, first)).status).toBe(201);
     const again = await signed(app, 'POST', '/api/extensions/deployments', deployer, { ...bundle('plugin', 'same-ui', pluginCode('same')), ui });
     expect([again.status, again.body]).toEqual([200, { unchanged: true }]);
-    const changed = await signed(app, 'POST', '/api/extensions/deployments', deployer, { ...bundle('plugin', 'same-ui', pluginCode('same')), ui: { ...ui, 'a.css': Buffer.from('a{color:red}').toString('base64') } });
+    const changed = await signed(app, 'POST', '/api/extensions/deployments', deployer, {
+      ...bundle('plugin', 'same-ui', pluginCode('same')),
+      ui: { ...ui, 'a.css': Buffer.from('a{color:red}').toString('base64') },
+    });
     expect(changed.status).toBe(201);
     const rows = await db.knex('bcms_deployments').where({ kind: 'plugin', name: 'same-ui' }).count({ n: '*' });
     expect(Number((rows as { n: unknown }[])[0]?.n)).toBe(2);
@@ -107,7 +114,9 @@ module.exports = createBcmsPlugin({
     const slow = (answer: string) => `const { createBcmsFunction } = require('bcms-extensions');
 exports.default = createBcmsFunction(async () => ({ config: { name: 'slow', public: true }, handler: () => new Promise((resolve) => setTimeout(() => resolve(${JSON.stringify(answer)}), 400)) }));`;
     expect((await signed(app, 'POST', '/api/extensions/deployments', deployer, bundle('function', 'slow', slow('old')))).status).toBe(201);
-    const inFlight = request(app).post('/api/function/slow').then((res) => res.body.result);
+    const inFlight = request(app)
+      .post('/api/function/slow')
+      .then((res) => res.body.result);
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect((await signed(app, 'POST', '/api/extensions/deployments', deployer, bundle('function', 'slow', slow('new'), { version: '2.0.0' }))).status).toBe(201);
     expect(await inFlight).toBe('old');
@@ -135,17 +144,27 @@ exports.default = createBcmsFunction(async () => ({ config: { name: 'slow', publ
     ['another name than its manifest', functionCode('other-name', 'x'), /^The bundle did not load: the bundle's function is named "other-name", its manifest "greet"/],
     ['a loop at its top level', `while (true) {}`, /^The bundle did not load: it did not finish loading within 2000 ms \(its top-level code, a factory or a setup runs too long\)$/],
     ['process.exit at its top level', `process.exit(3)`, /^The bundle did not load: its isolate ended while loading: it exited with code 3$/],
-    ['a factory that never settles', `const { createBcmsFunction } = require('bcms-extensions'); exports.default = createBcmsFunction(() => new Promise(() => {}));`, /^The bundle did not load: it did not finish loading within 2000 ms/],
-  ])('refused: %s', async (_name, code, message) => {
-    const res = await signed(app, 'POST', '/api/extensions/deployments', deployer, bundle('function', 'greet', code, { version: '9.9.9' }));
-    expect(res.status).toBe(422);
-    expect(res.body.message).toMatch(message);
-    expect((await request(app).post('/api/function/greet')).body.result.answer).toBe('v2');
-  }, 30_000);
+    [
+      'a factory that never settles',
+      `const { createBcmsFunction } = require('bcms-extensions'); exports.default = createBcmsFunction(() => new Promise(() => {}));`,
+      /^The bundle did not load: it did not finish loading within 2000 ms/,
+    ],
+  ])(
+    'refused: %s',
+    async (_name, code, message) => {
+      const res = await signed(app, 'POST', '/api/extensions/deployments', deployer, bundle('function', 'greet', code, { version: '9.9.9' }));
+      expect(res.status).toBe(422);
+      expect(res.body.message).toMatch(message);
+      expect((await request(app).post('/api/function/greet')).body.result.answer).toBe('v2');
+    },
+    30_000,
+  );
 
   test('a manifest that does not match its code, a name the app has, no deploy permission, no signature: refused', async () => {
     const tampered = { ...bundle('function', 'greet', functionCode('greet', 'v1')), code: functionCode('greet', 'evil') };
-    expect((await signed(app, 'POST', '/api/extensions/deployments', deployer, tampered)).body).toEqual({ message: 'manifest.sha256 is not the SHA-256 of the code: the bundle was changed or cut short.' });
+    expect((await signed(app, 'POST', '/api/extensions/deployments', deployer, tampered)).body).toEqual({
+      message: 'manifest.sha256 is not the SHA-256 of the code: the bundle was changed or cut short.',
+    });
     const taken = await signed(app, 'POST', '/api/extensions/deployments', deployer, bundle('function', 'own-function', functionCode('own-function', 'x')));
     expect(taken.status).toBe(409);
     expect((await signed(app, 'POST', '/api/extensions/deployments', deployer, bundle('plugin', 'own-plugin', pluginCode('x')))).status).toBe(409);
@@ -153,7 +172,9 @@ exports.default = createBcmsFunction(async () => ({ config: { name: 'slow', publ
     const forbidden = await signed(app, 'POST', '/api/extensions/deployments', caller, bundle('function', 'greet', functionCode('greet', 'v9')));
     expect(forbidden.status).toBe(403);
     expect(forbidden.body).toEqual({ message: 'This API key may not deploy.' });
-    const unsigned = await request(app).post('/api/extensions/deployments').send(bundle('function', 'greet', functionCode('greet', 'v9')));
+    const unsigned = await request(app)
+      .post('/api/extensions/deployments')
+      .send(bundle('function', 'greet', functionCode('greet', 'v9')));
     expect(unsigned.status).toBe(401);
     expect(unsigned.headers['www-authenticate']).toMatch(/^Signature /);
     expect((await request(app).post('/api/function/greet')).body.result.answer).toBe('v2');
@@ -163,9 +184,21 @@ exports.default = createBcmsFunction(async () => ({ config: { name: 'slow', publ
     const path = '/api/extensions/deployments';
     const body = Buffer.from(JSON.stringify(bundle('function', 'in-utf16', functionCode('in-utf16', 'Zoë'))), 'utf16le');
     const contentType = 'application/json; charset=utf-16le';
-    const unsigned = await request(app).post(path).set(signRequest({ ...deployer, method: 'POST', url: path, body })).set('Content-Type', contentType).serialize((bytes) => bytes).send(body);
-    expect([unsigned.status, unsigned.body]).toEqual([401, { message: expect.stringMatching(/^The body's Content-Type declares charset "utf-16le", which the signature does not cover: sign content-type too/) }]);
-    const deployed = await request(app).post(path).set(signRequest({ ...deployer, method: 'POST', url: path, body, contentType })).serialize((bytes) => bytes).send(body);
+    const unsigned = await request(app)
+      .post(path)
+      .set(signRequest({ ...deployer, method: 'POST', url: path, body }))
+      .set('Content-Type', contentType)
+      .serialize((bytes) => bytes)
+      .send(body);
+    expect([unsigned.status, unsigned.body]).toEqual([
+      401,
+      { message: expect.stringMatching(/^The body's Content-Type declares charset "utf-16le", which the signature does not cover: sign content-type too/) },
+    ]);
+    const deployed = await request(app)
+      .post(path)
+      .set(signRequest({ ...deployer, method: 'POST', url: path, body, contentType }))
+      .serialize((bytes) => bytes)
+      .send(body);
     expect(deployed.status).toBe(201);
     expect((await request(app).post('/api/function/in-utf16')).body.result.answer).toBe('Zoë');
   });
@@ -202,7 +235,9 @@ exports.default = createBcmsFunction(async () => ({ config: { name: 'slow', publ
     await other.ready;
     const apps = [app, express().use(other)];
     const results = await Promise.all(
-      [1, 2, 3, 4].map((n) => signed(apps[n % 2] as express.Express, 'POST', '/api/extensions/deployments', deployer, bundle('function', 'race', functionCode('race', `r${n}`), { version: `${n}.0.0` }))),
+      [1, 2, 3, 4].map((n) =>
+        signed(apps[n % 2] as express.Express, 'POST', '/api/extensions/deployments', deployer, bundle('function', 'race', functionCode('race', `r${n}`), { version: `${n}.0.0` })),
+      ),
     );
     expect(results.map((res) => res.status)).toEqual([201, 201, 201, 201]);
     const active = await db.knex('bcms_deployments').where({ name: 'race', active: true }).select('version');

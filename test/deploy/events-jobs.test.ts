@@ -97,7 +97,9 @@ describe.each(backends())('events and jobs deployed (%s)', (backend) => {
       const list = await signed(app, 'GET', '/api/extensions/deployments', deployer);
       expect(list.status).toBe(200);
       const live = (list.body.deployments as { kind: string; name: string; active: boolean; state?: string }[]).filter((d) => d.active);
-      expect(live).toEqual(expect.arrayContaining([expect.objectContaining({ kind: 'event', name: 'on-entry', state: 'running' }), expect.objectContaining({ kind: 'job', name: 'tick', state: 'running' })]));
+      expect(live).toEqual(
+        expect.arrayContaining([expect.objectContaining({ kind: 'event', name: 'on-entry', state: 'running' }), expect.objectContaining({ kind: 'job', name: 'tick', state: 'running' })]),
+      );
     });
 
     test('an event, a job and a function of one project may share a name: each kind is its own', async () => {
@@ -109,20 +111,52 @@ describe.each(backends())('events and jobs deployed (%s)', (backend) => {
       expect((await signed(app, 'DELETE', '/api/extensions/deployments/event/shared', deployer)).status).toBe(200);
       // The function and the job of that name are still live.
       expect((await request(app).post('/api/function/shared')).body.result).toBe('fn');
-      const active = ((await signed(app, 'GET', '/api/extensions/deployments', deployer)).body.deployments as { kind: string; name: string; active: boolean }[]).filter((d) => d.name === 'shared' && d.active);
+      const active = ((await signed(app, 'GET', '/api/extensions/deployments', deployer)).body.deployments as { kind: string; name: string; active: boolean }[]).filter(
+        (d) => d.name === 'shared' && d.active,
+      );
       expect(active.map((d) => d.kind).sort()).toEqual(['function', 'job']);
     });
 
     test.each([
-      ['an event whose scope is not a string', 'event', eventSource('{ scope: 5, method: BCMSEventConfigMethod.ALL }', 'async () => {}'), /the event's config\.scope must be a string \(a BCMSEventConfigScope or one of your own\), got 5/],
+      [
+        'an event whose scope is not a string',
+        'event',
+        eventSource('{ scope: 5, method: BCMSEventConfigMethod.ALL }', 'async () => {}'),
+        /the event's config\.scope must be a string \(a BCMSEventConfigScope or one of your own\), got 5/,
+      ],
       ['an event with no config', 'event', eventSource('undefined', 'async () => {}'), /the event has no config: it must be \{ scope, method \}/],
       ['an event whose handler is not a function', 'event', eventSource(ENTRY_ALL, "'soon'"), /the event's handler must be a function, got "soon"/],
-      ['a bundle that exports no factory as an event', 'event', '"use strict";\nexports.default = { config: {}, handler() {} };', /the bundle does not export an event: its default export must be createBcmsEvent\(async \(\) => \(\{ config: \{ scope, method \}, handler \}\)\)/],
-      ['a job whose minute is out of range', 'job', jobSource("{ minute: '61', hour: '*', dayOfMonth: '*', month: '*', dayOfWeek: '*' }", 'async () => {}'), /the job's cron "61 \* \* \* \*" is not a crontab schedule: .*61/],
-      ['a job whose field holds two', 'job', jobSource("{ minute: '0 0', hour: '*', dayOfMonth: '*', month: '*', dayOfWeek: '*' }", 'async () => {}'), /the job's cron\.minute must be one crontab field of at most 100 characters \("\*", "5", "\*\/15", "1-5", "MON"\), got "0 0"/],
-      ['a job with a field missing', 'job', jobSource("{ minute: '*', hour: '*', dayOfMonth: '*', month: '*' }", 'async () => {}'), /the job's cron\.dayOfWeek must be one crontab field .*, got nothing/],
+      [
+        'a bundle that exports no factory as an event',
+        'event',
+        '"use strict";\nexports.default = { config: {}, handler() {} };',
+        /the bundle does not export an event: its default export must be createBcmsEvent\(async \(\) => \(\{ config: \{ scope, method \}, handler \}\)\)/,
+      ],
+      [
+        'a job whose minute is out of range',
+        'job',
+        jobSource("{ minute: '61', hour: '*', dayOfMonth: '*', month: '*', dayOfWeek: '*' }", 'async () => {}'),
+        /the job's cron "61 \* \* \* \*" is not a crontab schedule: .*61/,
+      ],
+      [
+        'a job whose field holds two',
+        'job',
+        jobSource("{ minute: '0 0', hour: '*', dayOfMonth: '*', month: '*', dayOfWeek: '*' }", 'async () => {}'),
+        /the job's cron\.minute must be one crontab field of at most 100 characters \("\*", "5", "\*\/15", "1-5", "MON"\), got "0 0"/,
+      ],
+      [
+        'a job with a field missing',
+        'job',
+        jobSource("{ minute: '*', hour: '*', dayOfMonth: '*', month: '*' }", 'async () => {}'),
+        /the job's cron\.dayOfWeek must be one crontab field .*, got nothing/,
+      ],
       ['a job with no handler', 'job', jobSource(EVERY_MINUTE, 'undefined'), /the job's handler must be a function, got nothing/],
-      ['a job whose factory throws', 'job', '"use strict";\nconst { createBcmsJob } = require(\'bcms-extensions\');\nexports.default = createBcmsJob(async () => { throw new Error(\'no schedule today\'); });', /no schedule today/],
+      [
+        'a job whose factory throws',
+        'job',
+        "\"use strict\";\nconst { createBcmsJob } = require('bcms-extensions');\nexports.default = createBcmsJob(async () => { throw new Error('no schedule today'); });",
+        /no schedule today/,
+      ],
     ] as const)('%s is refused, 422 BUNDLE_LOAD_FAILED, saying what is wrong; nothing is stored', async (_what, kind, code, message) => {
       const res = await post(bundle(kind, 'refused', code));
       expect(res.status).toBe(422);
@@ -234,11 +268,20 @@ describe.each(backends())('events and jobs deployed (%s)', (backend) => {
         expect(event).toMatchObject({ name: 'stand-in', config: { scope: 'ENTRY', method: 'ALL' } });
         await event.handler({ scope: 'ENTRY', method: 'UPDATE', payload: { n: 1, at: new Date(0), nested: { list: [1, 'two', null] } } });
         const seen = JSON.parse(fs.readFileSync(path.join(folder('event', 'stand-in'), 'seen.json'), 'utf8')) as { pid: number };
-        expect(seen).toEqual({ scope: 'ENTRY', method: 'UPDATE', payload: { n: 1, at: '1970-01-01T00:00:00.000Z', nested: { list: [1, 'two', null] } }, at: '1970-01-01T00:00:00.000Z', pid: expect.any(Number) });
+        expect(seen).toEqual({
+          scope: 'ENTRY',
+          method: 'UPDATE',
+          payload: { n: 1, at: '1970-01-01T00:00:00.000Z', nested: { list: [1, 'two', null] } },
+          at: '1970-01-01T00:00:00.000Z',
+          pid: expect.any(Number),
+        });
         expect(seen.pid).not.toBe(process.pid);
 
         // What the handler throws rejects the stand-in's promise: an Error with its message, the isolate's stack, none of the service's.
-        const failure = (await Promise.resolve(event.handler({ scope: 'ENTRY', method: 'ADD', payload: { fail: true, n: 3 } })).then(() => undefined, (error: unknown) => error)) as Error;
+        const failure = (await Promise.resolve(event.handler({ scope: 'ENTRY', method: 'ADD', payload: { fail: true, n: 3 } })).then(
+          () => undefined,
+          (error: unknown) => error,
+        )) as Error;
         expect(failure).toBeInstanceOf(Error);
         expect(failure.message).toMatch(/^no luck with 3 \(in extension event stand-in@1\.0\.0\)$/);
         expect(failure.stack).not.toMatch(/lib[\\/]isolate[\\/](host|pool|extension)\./);
@@ -262,13 +305,21 @@ describe.each(backends())('events and jobs deployed (%s)', (backend) => {
         // The cron as the file has it, checked (and trimmed) when it loaded.
         expect(job).toMatchObject({ name: 'ticker', cron: { minute: '*/5', hour: '*', dayOfMonth: '*', month: '*', dayOfWeek: 'MON-FRI' } });
         await job.handler();
-        const runs = (): number[] => fs.readFileSync(path.join(folder('job', 'ticker'), 'runs.txt'), 'utf8').trim().split('\n').map(Number);
+        const runs = (): number[] =>
+          fs
+            .readFileSync(path.join(folder('job', 'ticker'), 'runs.txt'), 'utf8')
+            .trim()
+            .split('\n')
+            .map(Number);
         const [first] = runs();
         expect(first).not.toBe(process.pid);
 
         fs.writeFileSync(path.join(folder('job', 'ticker'), 'hang'), '');
         const started = Date.now();
-        const timedOut = (await Promise.resolve(job.handler()).then(() => undefined, (error: unknown) => error)) as Error;
+        const timedOut = (await Promise.resolve(job.handler()).then(
+          () => undefined,
+          (error: unknown) => error,
+        )) as Error;
         expect(timedOut).toBeInstanceOf(Error);
         expect(timedOut.message).toBe('The job ticker@1.0.0 ran past its time-out of 1500 ms (jobTimeoutMs); its isolate was ended and is replaced.');
         expect(Date.now() - started).toBeGreaterThanOrEqual(1_400);
@@ -285,12 +336,15 @@ describe.each(backends())('events and jobs deployed (%s)', (backend) => {
       }
     }, 30_000);
 
-    test("an event handler that runs past functionTimeoutMs is ended the same way, its promise rejecting with why", async () => {
+    test('an event handler that runs past functionTimeoutMs is ended the same way, its promise rejecting with why', async () => {
       const path_ = await deployPath('deployed', { functionTimeoutMs: 1_000, jobTimeoutMs: 60_000 });
       try {
         await path_.record('event', 'slow', eventSource(ENTRY_ALL, 'async () => { for (;;) {} }'));
         const event = path_.live.deployedEvents().get('slow') as BCMSEvent;
-        const error = (await Promise.resolve(event.handler({ scope: 'ENTRY', method: 'ADD', payload: null })).then(() => undefined, (e: unknown) => e)) as Error;
+        const error = (await Promise.resolve(event.handler({ scope: 'ENTRY', method: 'ADD', payload: null })).then(
+          () => undefined,
+          (e: unknown) => e,
+        )) as Error;
         expect(error.message).toBe('The event slow@1.0.0 ran past its time-out of 1000 ms (functionTimeoutMs); its isolate was ended and is replaced.');
       } finally {
         await path_.close();

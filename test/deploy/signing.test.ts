@@ -99,10 +99,23 @@ describe.each(backends())('a service with deploy.trustedKeys (%s)', (backend) =>
   });
 
   test('a version put into bcms_deployments by hand never runs: another instance starting on the database refuses it, and says why', async () => {
-    await recordDeployment(db.knex, { kind: 'function', name: 'by-hand', project: null, version: '1.0.0', sha256: 'x', code: functionSource('by-hand', 'async () => "pwned"'), ui: null, signature: null, deployedBy: 'nobody' });
+    await recordDeployment(db.knex, {
+      kind: 'function',
+      name: 'by-hand',
+      project: null,
+      version: '1.0.0',
+      sha256: 'x',
+      code: functionSource('by-hand', 'async () => "pwned"'),
+      ui: null,
+      signature: null,
+      deployedBy: 'nobody',
+    });
     // A signed version whose code was then changed in the database: refused as well.
     expect((await deployBundle(signedBy(fn('edited', 'original'), author.privatePem))).status).toBe(201);
-    await db.knex(DEPLOYMENTS_TABLE).where({ name: 'edited', active: true }).update({ code: functionSource('edited', 'async () => "edited in the database"') });
+    await db
+      .knex(DEPLOYMENTS_TABLE)
+      .where({ name: 'edited', active: true })
+      .update({ code: functionSource('edited', 'async () => "edited in the database"') });
     const instanceLog = memoryLogger();
     const instance = bcmsExtensions({}, { database: db.knex, logger: instanceLog.logger, deploy: { trustedKeys: [author.publicPem] } });
     try {
@@ -126,7 +139,17 @@ describe.each(backends())('a service with deploy.trustedKeys (%s)', (backend) =>
 
   test('rollback to a version no pinned key signed is refused, and nothing changes', async () => {
     // An unsigned version, as a service without trustedKeys took it, then a signed one over it.
-    await recordDeployment(db.knex, { kind: 'function', name: 'roll', project: null, version: '1.0.0', sha256: 'x', code: functionSource('roll', 'async () => "old"'), ui: null, signature: null, deployedBy: 'before' });
+    await recordDeployment(db.knex, {
+      kind: 'function',
+      name: 'roll',
+      project: null,
+      version: '1.0.0',
+      sha256: 'x',
+      code: functionSource('roll', 'async () => "old"'),
+      ui: null,
+      signature: null,
+      deployedBy: 'before',
+    });
     expect((await deployBundle(signedBy(fn('roll', 'new', '2.0.0'), author.privatePem))).status).toBe(201);
     const res = await signed(app, 'POST', '/api/extensions/deployments/function/roll/rollback', deployer);
     expect(res.status).toBe(403);
@@ -136,7 +159,17 @@ describe.each(backends())('a service with deploy.trustedKeys (%s)', (backend) =>
 
   test('the same code deployed signed over an unsigned live version is stored (not answered "unchanged")', async () => {
     const code = fn('resign', 'same');
-    await recordDeployment(db.knex, { kind: 'function', name: 'resign', project: null, version: '1.0.0', sha256: code.manifest.sha256, code: code.code, ui: null, signature: null, deployedBy: 'before' });
+    await recordDeployment(db.knex, {
+      kind: 'function',
+      name: 'resign',
+      project: null,
+      version: '1.0.0',
+      sha256: code.manifest.sha256,
+      code: code.code,
+      ui: null,
+      signature: null,
+      deployedBy: 'before',
+    });
     const res = await deployBundle(signedBy(code, author.privatePem));
     expect(res.status).toBe(201);
     expect((await request(app).post('/api/function/resign')).body.result).toBe('same');

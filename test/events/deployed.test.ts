@@ -50,7 +50,10 @@ describe.each(backends())('deployed events and jobs run in isolates (%s)', (back
     const record = (scope: string, into: BCMSEventHandlerData[]) =>
       createBcmsEvent(async () => ({ name: `record-${scope}`, config: { scope, method: 'ALL' }, handler: async (data) => void into.push(data) }));
     const entryAdds = createBcmsEvent(async () => ({ name: 'record-entry-adds', config: { scope: 'ENTRY', method: 'ADD' }, handler: async (data) => void entries.push(data) }));
-    router = bcmsExtensions({ events: [record('SEEN', seen), record('TICKED', ticks), entryAdds] }, { jwt: { secret: JWT_SECRET }, database: database.knex, logger: memoryLogger().logger, files: { dir: filesDir } });
+    router = bcmsExtensions(
+      { events: [record('SEEN', seen), record('TICKED', ticks), entryAdds] },
+      { jwt: { secret: JWT_SECRET }, database: database.knex, logger: memoryLogger().logger, files: { dir: filesDir } },
+    );
     app = express().use(router);
     await router.ready;
     deployer = await hmacKey(database.knex, [], { deploy: true, name: 'deployer' });
@@ -90,11 +93,21 @@ describe.each(backends())('deployed events and jobs run in isolates (%s)', (back
 
   test('an entry written by deployed code, through its own database session, fires ENTRY ADD as any write does', async () => {
     const [{ id: templateId }] = await router.db('bcms_templates').insert({ name: 'written_by_extension' }).returning('id');
-    await deploy(app, deployer, 'function', 'add-entry', functionSource('add-entry', `async ({ repo, request }) => (await repo.entry.add({ templateId: request.body.templateId, status: 'from the isolate' }))._id`));
+    await deploy(
+      app,
+      deployer,
+      'function',
+      'add-entry',
+      functionSource('add-entry', `async ({ repo, request }) => (await repo.entry.add({ templateId: request.body.templateId, status: 'from the isolate' }))._id`),
+    );
     const res = await request(app).post('/api/function/add-entry').send({ templateId });
     expect(res.status).toBe(200);
-    await until(() => entries.some((e) => (e.payload as { _id: string })._id === res.body.result), 'the extension\'s write');
-    expect(entries.find((e) => (e.payload as { _id: string })._id === res.body.result)).toEqual({ scope: 'ENTRY', method: 'ADD', payload: expect.objectContaining({ templateId, status: 'from the isolate' }) });
+    await until(() => entries.some((e) => (e.payload as { _id: string })._id === res.body.result), "the extension's write");
+    expect(entries.find((e) => (e.payload as { _id: string })._id === res.body.result)).toEqual({
+      scope: 'ENTRY',
+      method: 'ADD',
+      payload: expect.objectContaining({ templateId, status: 'from the isolate' }),
+    });
   });
 
   test('a deployed job ticks in its isolate; undeployed, it stops', async () => {

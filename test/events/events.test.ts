@@ -54,7 +54,7 @@ describe.each(backends())('events (%s)', (backend) => {
       },
     }));
 
-  test('each scope and method BCMS fires for templates and entries, through the SDK routes and the host\'s repo, with BCMS shapes', async () => {
+  test("each scope and method BCMS fires for templates and entries, through the SDK routes and the host's repo, with BCMS shapes", async () => {
     const seen: Seen[] = [];
     const { router, app } = await start({
       events: [recorder('all-writes', BCMSEventConfigScope.ALL, BCMSEventConfigMethod.ALL, seen), recorder('entry-deletes', BCMSEventConfigScope.ENTRY, BCMSEventConfigMethod.DELETE, seen)],
@@ -64,7 +64,10 @@ describe.each(backends())('events (%s)', (backend) => {
     const template = await request(app).post('/api/extensions/templates').set('Authorization', admin).send({ label: 'Events one' });
     expect(template.status).toBe(200);
     const templateId = template.body._id as string;
-    const entry = await request(app).post(`/api/extensions/templates/${templateId}/entries`).set('Authorization', admin).send({ meta: [{ lng: 'en', props: [] }] });
+    const entry = await request(app)
+      .post(`/api/extensions/templates/${templateId}/entries`)
+      .set('Authorization', admin)
+      .send({ meta: [{ lng: 'en', props: [] }] });
     expect(entry.status).toBe(200);
     // Through the host's repo.
     await router.repo.entry.update({ _id: entry.body._id, status: 'published' });
@@ -96,10 +99,12 @@ describe.each(backends())('events (%s)', (backend) => {
   test('a write of plain SQL, and one rolled back: the first is delivered, the second never', async () => {
     const seen: Seen[] = [];
     const { router } = await start({ events: [recorder('sql-templates', BCMSEventConfigScope.TEMPLATE, BCMSEventConfigMethod.ADD, seen)] });
-    await router.db.transaction(async (trx) => {
-      await trx('bcms_templates').insert({ name: 'rolled_back' });
-      await trx.rollback();
-    }).catch(() => {});
+    await router.db
+      .transaction(async (trx) => {
+        await trx('bcms_templates').insert({ name: 'rolled_back' });
+        await trx.rollback();
+      })
+      .catch(() => {});
     await router.db('bcms_templates').insert({ name: 'plain_sql' });
     await until(() => seen.some((s) => (s.payload as { name: string }).name === 'plain_sql'), 'the plain SQL write');
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -132,10 +137,7 @@ describe.each(backends())('events (%s)', (backend) => {
     const flaky: Seen[] = [];
     const broken: Seen[] = [];
     const { router } = await start({
-      events: [
-        recorder('flaky', 'RETRY', 'FLAKY', flaky, () => flaky.length <= 2),
-        recorder('broken', 'RETRY', 'BROKEN', broken, () => true),
-      ],
+      events: [recorder('flaky', 'RETRY', 'FLAKY', flaky, () => flaky.length <= 2), recorder('broken', 'RETRY', 'BROKEN', broken, () => true)],
     });
     await router.emit('RETRY', 'FLAKY', { n: 1 });
     await router.emit('RETRY', 'BROKEN', { n: 2 });
@@ -173,7 +175,7 @@ describe.each(backends())('events (%s)', (backend) => {
     await db('bcms_event_deliveries').where({ handler: 'prune-test' }).delete();
   });
 
-  test('two instances with the same handler: each write is handled once; one document\'s in commit order', async () => {
+  test("two instances with the same handler: each write is handled once; one document's in commit order", async () => {
     const seen: Seen[] = [];
     const registry = { events: [recorder('shared', 'ENTRY', BCMSEventConfigMethod.ALL, seen)] };
     const one = await start(registry);
@@ -194,27 +196,33 @@ describe.each(backends())('events (%s)', (backend) => {
 });
 
 // PGlite has one role: on the server, roles keep extension code's session from the event tables.
-(process.env.DATABASE_URL ? test : test.skip)('in SQL, a role of the database that is not the service (extension code\'s) cannot record write events, nor emit one, nor a payload past 1 MB', async () => {
-  const database = await openTestDatabase('postgres');
-  const router = bcmsExtensions({}, { database: database.knex, logger: memoryLogger().logger });
-  await router.ready;
-  const role = `bcms_events_test_${process.pid}`;
-  const schema = (await router.db.raw('select current_schema() as s')).rows[0].s as string;
-  await router.db.raw(`drop role if exists ${role}`);
-  await router.db.raw(`create role ${role}`);
-  await router.db.raw(`grant usage on schema "${schema}" to ${role}`);
-  try {
-    const as = (sql: string) => router.db.transaction(async (trx) => { await trx.raw(`set local role ${role}`); return trx.raw(sql); });
-    await expect(as(`select bcms_record_event('ENTRY', 'UPDATE', 'ENTRY:x', '{}'::jsonb)`)).rejects.toThrow(/permission denied for function bcms_record_event/);
-    await expect(as(`select bcms_emit_event('ENTRY', 'UPDATE', '{}'::jsonb)`)).rejects.toThrow(/ENTRY events are fired by the writes themselves/);
-    await expect(as(`select bcms_emit_event('MINE', 'X', to_jsonb(repeat('a', 1048577)))`)).rejects.toThrow(/larger than 1 MB/);
-    await expect(as(`insert into bcms_event_deliveries (event_id, handler) values (1, 'x')`)).rejects.toThrow(/permission denied/);
-    await as(`select bcms_emit_event('MINE', 'X', '{"ok":true}'::jsonb)`);
-  } finally {
-    await router.db.raw(`revoke usage on schema "${schema}" from ${role}`);
-    await router.db.raw(`drop role ${role}`);
-    await router.close();
-    await database.close();
-  }
-});
-
+(process.env.DATABASE_URL ? test : test.skip)(
+  "in SQL, a role of the database that is not the service (extension code's) cannot record write events, nor emit one, nor a payload past 1 MB",
+  async () => {
+    const database = await openTestDatabase('postgres');
+    const router = bcmsExtensions({}, { database: database.knex, logger: memoryLogger().logger });
+    await router.ready;
+    const role = `bcms_events_test_${process.pid}`;
+    const schema = (await router.db.raw('select current_schema() as s')).rows[0].s as string;
+    await router.db.raw(`drop role if exists ${role}`);
+    await router.db.raw(`create role ${role}`);
+    await router.db.raw(`grant usage on schema "${schema}" to ${role}`);
+    try {
+      const as = (sql: string) =>
+        router.db.transaction(async (trx) => {
+          await trx.raw(`set local role ${role}`);
+          return trx.raw(sql);
+        });
+      await expect(as(`select bcms_record_event('ENTRY', 'UPDATE', 'ENTRY:x', '{}'::jsonb)`)).rejects.toThrow(/permission denied for function bcms_record_event/);
+      await expect(as(`select bcms_emit_event('ENTRY', 'UPDATE', '{}'::jsonb)`)).rejects.toThrow(/ENTRY events are fired by the writes themselves/);
+      await expect(as(`select bcms_emit_event('MINE', 'X', to_jsonb(repeat('a', 1048577)))`)).rejects.toThrow(/larger than 1 MB/);
+      await expect(as(`insert into bcms_event_deliveries (event_id, handler) values (1, 'x')`)).rejects.toThrow(/permission denied/);
+      await as(`select bcms_emit_event('MINE', 'X', '{"ok":true}'::jsonb)`);
+    } finally {
+      await router.db.raw(`revoke usage on schema "${schema}" from ${role}`);
+      await router.db.raw(`drop role ${role}`);
+      await router.close();
+      await database.close();
+    }
+  },
+);

@@ -47,7 +47,13 @@ describe.each(backends())('jobs (%s)', (backend) => {
     // Runs 5 s: the two ticks after its start find it still going.
     const slowJob = createBcmsJob(async () => ({ name: 'slow', cron: everyTwoSeconds, handler: async () => void (slow.push(Date.now()), await sleep(5000)) }));
     const hangs = createBcmsJob(async () => ({ name: 'hangs', cron: everyTwoSeconds, handler: () => new Promise<void>(() => {}) }));
-    const failing = createBcmsJob(async () => ({ name: 'failing', cron: everyTwoSeconds, handler: async () => { throw new Error('no luck this time'); } }));
+    const failing = createBcmsJob(async () => ({
+      name: 'failing',
+      cron: everyTwoSeconds,
+      handler: async () => {
+        throw new Error('no luck this time');
+      },
+    }));
     await start([counter, slowJob, hangs, failing], { jobTimeoutMs: 1500 * 4 });
     await start([counter, slowJob, hangs, failing], { jobTimeoutMs: 1500 * 4 });
     await sleep(13_000);
@@ -87,12 +93,14 @@ describe.each(backends())('jobs (%s)', (backend) => {
   });
 });
 
-test('BCMS\'s five fields read as a crontab; the seconds field is ours', () => {
+test("BCMS's five fields read as a crontab; the seconds field is ours", () => {
   expect(cronLine({ minute: '*/5', hour: '*', dayOfMonth: '*', month: '*', dayOfWeek: '1-5' }, 'job')).toBe('*/5 * * * 1-5');
   expect(cronLine(everyTwoSeconds, 'job')).toBe('*/2 * * * * *');
   expect(() => cronLine({ minute: '*', hour: '*', dayOfMonth: '*', month: '*' }, 'job')).toThrow(/cron.dayOfWeek must be one crontab field/);
   expect(() => cronLine({ minute: '* *', hour: '*', dayOfMonth: '*', month: '*', dayOfWeek: '*' }, 'job')).toThrow(/cron.minute must be one crontab field/);
   // A schedule that never comes, and a field too long to read on every tick, are refused.
   expect(() => cronLine({ minute: '0', hour: '0', dayOfMonth: '31', month: '2,4', dayOfWeek: '*' }, 'job')).toThrow(/job's cron "0 0 31 2,4 \*" is not a crontab schedule/);
-  expect(() => cronLine({ second: Array.from({ length: 40 }, (_, i) => i).join(','), minute: '*', hour: '*', dayOfMonth: '*', month: '*', dayOfWeek: '*' }, 'job')).toThrow(/cron.second must be one crontab field of at most 100 characters/);
+  expect(() => cronLine({ second: Array.from({ length: 40 }, (_, i) => i).join(','), minute: '*', hour: '*', dayOfMonth: '*', month: '*', dayOfWeek: '*' }, 'job')).toThrow(
+    /cron.second must be one crontab field of at most 100 characters/,
+  );
 });

@@ -31,7 +31,10 @@ const survivor = createBcmsEvent(async () => ({ name: 'survivor', config: { scop
 
 async function killedWriter(database: unknown): Promise<string> {
   const run = promisify(execFile)(process.execPath, ['-e', CHILD, JSON.stringify(database)], { cwd: path.resolve(__dirname, '..', '..') });
-  const failure = (await run.then(() => undefined, (error: { signal?: string; stdout?: string; stderr?: string }) => error)) as { signal?: string; stdout?: string; stderr?: string } | undefined;
+  const failure = (await run.then(
+    () => undefined,
+    (error: { signal?: string; stdout?: string; stderr?: string }) => error,
+  )) as { signal?: string; stdout?: string; stderr?: string } | undefined;
   if (failure?.signal !== 'SIGKILL') throw new Error(`the child was to kill itself after its write: ${JSON.stringify(failure)}`);
   const id = /ENTRY:(\S+)/.exec(failure.stdout ?? '')?.[1];
   if (id === undefined) throw new Error(`the child wrote no entry: ${failure.stdout} ${failure.stderr}`);

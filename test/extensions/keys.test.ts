@@ -44,7 +44,10 @@ describe.each(backends())('POST /api/extensions/keys: deploy rights (%s)', (back
     ['a SUDO token', sudo],
   ])('by default, %s cannot create a deploy key: 403 saying why and how; no key is made', async (_name, authorization) => {
     const before = await deployKeys();
-    for (const body of [{ name: 'deployer', functions: [], deploy: true }, { name: 'deployer', functions: [], deploy: true, algorithm: 'ed25519', publicKey: publicKey() }]) {
+    for (const body of [
+      { name: 'deployer', functions: [], deploy: true },
+      { name: 'deployer', functions: [], deploy: true, algorithm: 'ed25519', publicKey: publicKey() },
+    ]) {
       const res = await create(byDefault, authorization, body);
       expect([res.status, res.body]).toEqual([403, { message: OFF }]);
       expect(res.headers['content-type']).toBe('application/json; charset=utf-8');

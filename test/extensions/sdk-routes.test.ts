@@ -82,14 +82,20 @@ describe.each(backends())('the SDK routes under /api/extensions on %s', (backend
     return res.body as { _id: string; name: string; label: string };
   };
   const createEntry = async (templateId: string, body: Record<string, unknown>) => {
-    const res = await request(t.app).post(api(`/templates/${templateId}/entries`)).set('Authorization', editor).send(body);
+    const res = await request(t.app)
+      .post(api(`/templates/${templateId}/entries`))
+      .set('Authorization', editor)
+      .send(body);
     expect(res.status).toBe(200);
     return res.body as { _id: string };
   };
 
   describe('templates', () => {
     test('POST makes the template in BCMS shape, named from its label as BCMS names it, by the token user; repo and the content repository read it', async () => {
-      const res = await request(t.app).post(api('/templates')).set('Authorization', editor).send({ label: 'Blog posts - 2024', desc: 'Posts', props: [{ id: 'p1', type: 'STRING' }] });
+      const res = await request(t.app)
+        .post(api('/templates'))
+        .set('Authorization', editor)
+        .send({ label: 'Blog posts - 2024', desc: 'Posts', props: [{ id: 'p1', type: 'STRING' }] });
       expect(res.status).toBe(200);
       expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
       expect(res.body).toEqual({
@@ -137,7 +143,10 @@ describe.each(backends())('the SDK routes under /api/extensions on %s', (backend
         [{ label: 'Nul\u0000' }, 'body.label contains a NUL character, which Postgres cannot store'],
       ];
       for (const [body, message] of cases) {
-        const res = await request(t.app).post(api('/templates')).set('Authorization', editor).send(body as object);
+        const res = await request(t.app)
+          .post(api('/templates'))
+          .set('Authorization', editor)
+          .send(body as object);
         expect({ body, status: res.status, answer: res.body }).toEqual({ body, status: 400, answer: { message } });
       }
       const notJson = await request(t.app).post(api('/templates')).set('Authorization', editor).set('Content-Type', 'application/json').send('{"label":');
@@ -152,9 +161,17 @@ describe.each(backends())('the SDK routes under /api/extensions on %s', (backend
       expect(all.findIndex((x) => x._id === a._id)).toBeLessThan(all.findIndex((x) => x._id === b._id));
       const count = await request(t.app).get(api('/templates/count')).set('Authorization', readOnly);
       expect(count.body).toEqual({ count: all.length });
-      expect((await request(t.app).get(api(`/templates/${a._id}`)).set('Authorization', readOnly)).body).toEqual(all.find((x) => x._id === a._id));
+      expect(
+        (
+          await request(t.app)
+            .get(api(`/templates/${a._id}`))
+            .set('Authorization', readOnly)
+        ).body,
+      ).toEqual(all.find((x) => x._id === a._id));
 
-      const many = await request(t.app).get(api(`/templates/many?ids=${b._id},${MISSING},not-an-id,${a._id},${b._id}`)).set('Authorization', readOnly);
+      const many = await request(t.app)
+        .get(api(`/templates/many?ids=${b._id},${MISSING},not-an-id,${a._id},${b._id}`))
+        .set('Authorization', readOnly);
       expect(many.status).toBe(200);
       expect(many.body.templates.map((x: { _id: string }) => x._id)).toEqual([b._id, a._id]);
       expect((await request(t.app).get(api('/templates/many?ids=')).set('Authorization', readOnly)).body).toEqual({ templates: [] });
@@ -163,7 +180,9 @@ describe.each(backends())('the SDK routes under /api/extensions on %s', (backend
       expect(noIds.body).toEqual({ message: 'Query ids is required: the template ids, separated by commas (?ids=a,b).' });
 
       for (const id of [MISSING, 'not-an-id', 'x'.repeat(300), '%00', encodeURIComponent("'; drop table bcms_templates; --")]) {
-        const res = await request(t.app).get(api(`/templates/${id}`)).set('Authorization', readOnly);
+        const res = await request(t.app)
+          .get(api(`/templates/${id}`))
+          .set('Authorization', readOnly);
         expect({ id, status: res.status, body: res.body }).toEqual({ id, status: 404, body: { message: 'Template not found.' } });
       }
     });
@@ -174,7 +193,10 @@ describe.each(backends())('the SDK routes under /api/extensions on %s', (backend
       expect(res.status).toBe(200);
       expect(res.body).toMatchObject({ _id: created._id, name: 'family_recipes', label: 'Family recipes', desc: 'Ours', userId: 'editor-7' });
       expect(res.body.updatedAt).toBeGreaterThanOrEqual(res.body.createdAt);
-      const named = await request(t.app).put(api('/templates')).set('Authorization', editor).send({ _id: created._id, label: 'Recipes!', name: 'kitchen', singleEntry: true, props: [{ id: 'x' }] });
+      const named = await request(t.app)
+        .put(api('/templates'))
+        .set('Authorization', editor)
+        .send({ _id: created._id, label: 'Recipes!', name: 'kitchen', singleEntry: true, props: [{ id: 'x' }] });
       expect(named.body).toMatchObject({ name: 'kitchen', label: 'Recipes!', singleEntry: true, props: [{ id: 'x' }], desc: 'Ours' });
       expect(await content.template.findById(created._id)).toEqual(named.body);
       // Its own name again is no clash.
@@ -198,7 +220,10 @@ describe.each(backends())('the SDK routes under /api/extensions on %s', (backend
         [{ _id: created._id, name: '' }, 'body.name must not be empty: leave it out to have one made from the label.'],
       ];
       for (const [body, message] of cases) {
-        const res = await request(t.app).put(api('/templates')).set('Authorization', editor).send(body as object);
+        const res = await request(t.app)
+          .put(api('/templates'))
+          .set('Authorization', editor)
+          .send(body as object);
         expect({ body, status: res.status, answer: res.body }).toEqual({ body, status: 400, answer: { message } });
       }
     });
@@ -206,13 +231,17 @@ describe.each(backends())('the SDK routes under /api/extensions on %s', (backend
     test('DELETE answers true and takes its entries with it; then 404', async () => {
       const doomed = await createTemplate({ label: 'Doomed' });
       const entry = await createEntry(doomed._id, { meta: [{ lng: 'en', props: [] }] });
-      const res = await request(t.app).delete(api(`/templates/${doomed._id}`)).set('Authorization', editor);
+      const res = await request(t.app)
+        .delete(api(`/templates/${doomed._id}`))
+        .set('Authorization', editor);
       expect(res.status).toBe(200);
       expect(res.body).toBe(true);
       expect(await content.template.findById(doomed._id)).toBeNull();
       expect(await content.entry.findById(entry._id)).toBeNull();
       for (const id of [doomed._id, 'not-an-id']) {
-        const again = await request(t.app).delete(api(`/templates/${id}`)).set('Authorization', editor);
+        const again = await request(t.app)
+          .delete(api(`/templates/${id}`))
+          .set('Authorization', editor);
         expect({ status: again.status, body: again.body }).toEqual({ status: 404, body: { message: 'Template not found.' } });
       }
     });
@@ -221,14 +250,25 @@ describe.each(backends())('the SDK routes under /api/extensions on %s', (backend
   describe('entries', () => {
     let template: { _id: string };
     let other: { _id: string };
-    const meta = [{ lng: 'en', props: [{ id: 'title', data: ['First'] }, { id: 'slug', data: ['first'] }] }];
+    const meta = [
+      {
+        lng: 'en',
+        props: [
+          { id: 'title', data: ['First'] },
+          { id: 'slug', data: ['first'] },
+        ],
+      },
+    ];
     beforeAll(async () => {
       template = await createTemplate({ label: 'Entries home' });
       other = await createTemplate({ label: 'Entries elsewhere' });
     });
 
     test('POST makes the entry in BCMS shape, by the token user; repo and the content repository read it', async () => {
-      const res = await request(t.app).post(api(`/templates/${template._id}/entries`)).set('Authorization', editor).send({ meta, content: [{ lng: 'en', nodes: [], plainText: '' }] });
+      const res = await request(t.app)
+        .post(api(`/templates/${template._id}/entries`))
+        .set('Authorization', editor)
+        .send({ meta, content: [{ lng: 'en', nodes: [], plainText: '' }] });
       expect(res.status).toBe(200);
       expect(res.body).toEqual({
         _id: expect.stringMatching(OBJECT_ID),
@@ -252,34 +292,92 @@ describe.each(backends())('the SDK routes under /api/extensions on %s', (backend
       const fresh = await createTemplate({ label: 'Entries listed' });
       const first = await createEntry(fresh._id, { meta, status: 'draft', content: [{ lng: 'en', nodes: [{ type: 'paragraph' }] }] });
       const second = await createEntry(fresh._id, { meta: [{ lng: 'en', props: [] }] });
-      const all = await request(t.app).get(api(`/templates/${fresh._id}/entries`)).set('Authorization', readOnly);
+      const all = await request(t.app)
+        .get(api(`/templates/${fresh._id}/entries`))
+        .set('Authorization', readOnly);
       expect(all.status).toBe(200);
       expect(all.body).toEqual({ entries: [first, second] });
-      const lite = await request(t.app).get(api(`/templates/${fresh._id}/entries/lite`)).set('Authorization', readOnly);
+      const lite = await request(t.app)
+        .get(api(`/templates/${fresh._id}/entries/lite`))
+        .set('Authorization', readOnly);
       const { content: _content, ...firstLite } = first as { content?: unknown };
       expect(lite.body.entries[0]).toEqual(firstLite);
       expect(lite.body.entries.map((e: object) => 'content' in e)).toEqual([false, false]);
-      expect((await request(t.app).get(api(`/templates/${fresh._id}/entries/count`)).set('Authorization', readOnly)).body).toEqual({ count: 2 });
-      expect((await request(t.app).get(api(`/templates/${fresh._id}/entries/${second._id}`)).set('Authorization', readOnly)).body).toEqual(second);
+      expect(
+        (
+          await request(t.app)
+            .get(api(`/templates/${fresh._id}/entries/count`))
+            .set('Authorization', readOnly)
+        ).body,
+      ).toEqual({ count: 2 });
+      expect(
+        (
+          await request(t.app)
+            .get(api(`/templates/${fresh._id}/entries/${second._id}`))
+            .set('Authorization', readOnly)
+        ).body,
+      ).toEqual(second);
     });
 
     test("a template may be named by its _id, its cid or its name, as BCMS's routes take it", async () => {
       const byRef = (await request(t.app).post(api('/templates')).set('Authorization', editor).send({ label: 'By ref' })).body as { _id: string; cid: string; name: string };
       const entry = await createEntry(byRef._id, { meta });
       for (const ref of [byRef._id, byRef.cid, byRef.name]) {
-        expect((await request(t.app).get(api(`/templates/${ref}`)).set('Authorization', readOnly)).body).toMatchObject({ _id: byRef._id });
-        expect((await request(t.app).get(api(`/templates/${ref}/entries`)).set('Authorization', readOnly)).body).toEqual({ entries: [entry] });
-        expect((await request(t.app).get(api(`/templates/${ref}/entries/count`)).set('Authorization', readOnly)).body).toEqual({ count: 1 });
-        expect((await request(t.app).get(api(`/templates/${ref}/entries/${entry._id}`)).set('Authorization', readOnly)).body).toEqual(entry);
+        expect(
+          (
+            await request(t.app)
+              .get(api(`/templates/${ref}`))
+              .set('Authorization', readOnly)
+          ).body,
+        ).toMatchObject({ _id: byRef._id });
+        expect(
+          (
+            await request(t.app)
+              .get(api(`/templates/${ref}/entries`))
+              .set('Authorization', readOnly)
+          ).body,
+        ).toEqual({ entries: [entry] });
+        expect(
+          (
+            await request(t.app)
+              .get(api(`/templates/${ref}/entries/count`))
+              .set('Authorization', readOnly)
+          ).body,
+        ).toEqual({ count: 1 });
+        expect(
+          (
+            await request(t.app)
+              .get(api(`/templates/${ref}/entries/${entry._id}`))
+              .set('Authorization', readOnly)
+          ).body,
+        ).toEqual(entry);
       }
-      const viaName = await request(t.app).post(api(`/templates/${byRef.name}/entries`)).set('Authorization', editor).send({ meta });
+      const viaName = await request(t.app)
+        .post(api(`/templates/${byRef.name}/entries`))
+        .set('Authorization', editor)
+        .send({ meta });
       expect(viaName.body).toMatchObject({ templateId: byRef._id });
-      const updated = await request(t.app).put(api(`/templates/${byRef.cid}/entries`)).set('Authorization', editor).send({ _id: entry._id, templateId: byRef._id, status: 'ok' });
+      const updated = await request(t.app)
+        .put(api(`/templates/${byRef.cid}/entries`))
+        .set('Authorization', editor)
+        .send({ _id: entry._id, templateId: byRef._id, status: 'ok' });
       expect(updated.body).toMatchObject({ _id: entry._id, status: 'ok' });
-      expect((await request(t.app).delete(api(`/templates/${byRef.cid}/entries/${viaName.body._id}`)).set('Authorization', editor)).body).toBe(true);
+      expect(
+        (
+          await request(t.app)
+            .delete(api(`/templates/${byRef.cid}/entries/${viaName.body._id}`))
+            .set('Authorization', editor)
+        ).body,
+      ).toBe(true);
       // A template's own PUT and DELETE take its _id only.
       expect((await request(t.app).put(api('/templates')).set('Authorization', editor).send({ _id: byRef.name, desc: 'x' })).status).toBe(404);
-      expect((await request(t.app).delete(api(`/templates/${byRef.cid}`)).set('Authorization', editor)).status).toBe(404);
+      expect(
+        (
+          await request(t.app)
+            .delete(api(`/templates/${byRef.cid}`))
+            .set('Authorization', editor)
+        ).status,
+      ).toBe(404);
     });
 
     test('an unknown or malformed template, or an entry of another template: 404', async () => {
@@ -288,11 +386,19 @@ describe.each(backends())('the SDK routes under /api/extensions on %s', (backend
         const res = await request(t.app).get(api(path)).set('Authorization', readOnly);
         expect({ path, status: res.status, body: res.body }).toEqual({ path, status: 404, body: { message: 'Template not found.' } });
       }
-      for (const path of [`/templates/${other._id}/entries/${entry._id}`, `/templates/${MISSING}/entries/${entry._id}`, `/templates/${template._id}/entries/${MISSING}`, `/templates/${template._id}/entries/%00`]) {
+      for (const path of [
+        `/templates/${other._id}/entries/${entry._id}`,
+        `/templates/${MISSING}/entries/${entry._id}`,
+        `/templates/${template._id}/entries/${MISSING}`,
+        `/templates/${template._id}/entries/%00`,
+      ]) {
         const res = await request(t.app).get(api(path)).set('Authorization', readOnly);
         expect({ path, status: res.status, body: res.body }).toEqual({ path, status: 404, body: { message: 'Entry not found.' } });
       }
-      const post = await request(t.app).post(api(`/templates/${MISSING}/entries`)).set('Authorization', editor).send({ meta });
+      const post = await request(t.app)
+        .post(api(`/templates/${MISSING}/entries`))
+        .set('Authorization', editor)
+        .send({ meta });
       expect(post.status).toBe(404);
       expect(post.body).toEqual({ message: 'Template not found.' });
     });
@@ -303,14 +409,30 @@ describe.each(backends())('the SDK routes under /api/extensions on %s', (backend
         [{ meta: {} }, 'body.meta must be an array, got an object.'],
         [{ meta: [{ props: [] }] }, 'body.meta[0].lng is required.'],
         [{ meta: [{ lng: 'en', props: [{ data: [] }] }] }, 'body.meta[0].props[0].id is required.'],
-        [{ meta: [{ lng: 'en', props: [{ id: 'a', data: [] }, { id: 'b', data: 'x' }] }] }, 'body.meta[0].props[1].data must be an array, got a string.'],
+        [
+          {
+            meta: [
+              {
+                lng: 'en',
+                props: [
+                  { id: 'a', data: [] },
+                  { id: 'b', data: 'x' },
+                ],
+              },
+            ],
+          },
+          'body.meta[0].props[1].data must be an array, got a string.',
+        ],
         [{ meta: [{ lng: 'en', props: [{ id: 'a' }] }] }, 'body.meta[0].props[0].data must be an array, got nothing.'],
         [{ meta, status: 3 }, 'body.status must be a string, got a number.'],
         [{ meta, content: 'text' }, 'body.content must be an array, got a string.'],
         [{ meta: [{ lng: 'en', props: [{ id: 'a', data: ['\u0000'] }] }] }, 'body.meta contains a NUL character, which Postgres cannot store'],
       ];
       for (const [body, message] of cases) {
-        const res = await request(t.app).post(api(`/templates/${template._id}/entries`)).set('Authorization', editor).send(body as object);
+        const res = await request(t.app)
+          .post(api(`/templates/${template._id}/entries`))
+          .set('Authorization', editor)
+          .send(body as object);
         expect({ body, status: res.status, answer: res.body }).toEqual({ body, status: 400, answer: { message } });
       }
     });
@@ -318,11 +440,17 @@ describe.each(backends())('the SDK routes under /api/extensions on %s', (backend
     test('PUT changes the given fields (BCMS sends templateId too); the content repository reads the change', async () => {
       const entry = await createEntry(template._id, { meta, status: 'draft' });
       const changedMeta = [{ lng: 'en', props: [{ id: 'title', data: ['Changed'] }] }];
-      const res = await request(t.app).put(api(`/templates/${template._id}/entries`)).set('Authorization', editor).send({ _id: entry._id, templateId: template._id, status: 'published', meta: changedMeta });
+      const res = await request(t.app)
+        .put(api(`/templates/${template._id}/entries`))
+        .set('Authorization', editor)
+        .send({ _id: entry._id, templateId: template._id, status: 'published', meta: changedMeta });
       expect(res.status).toBe(200);
       expect(res.body).toMatchObject({ _id: entry._id, templateId: template._id, status: 'published', meta: changedMeta, content: [], userId: 'editor-7' });
       expect(await content.entry.findById(entry._id)).toEqual(res.body);
-      const contentOnly = await request(t.app).put(api(`/templates/${template._id}/entries`)).set('Authorization', editor).send({ _id: entry._id, content: [{ lng: 'en', nodes: [] }] });
+      const contentOnly = await request(t.app)
+        .put(api(`/templates/${template._id}/entries`))
+        .set('Authorization', editor)
+        .send({ _id: entry._id, content: [{ lng: 'en', nodes: [] }] });
       expect(contentOnly.body).toMatchObject({ status: 'published', meta: changedMeta, content: [{ lng: 'en', nodes: [] }] });
     });
 
@@ -335,7 +463,10 @@ describe.each(backends())('the SDK routes under /api/extensions on %s', (backend
         [template._id, { _id: 'x'.repeat(300) }, 'Entry not found.'],
       ];
       for (const [templateId, body, message] of notFound) {
-        const res = await request(t.app).put(api(`/templates/${templateId}/entries`)).set('Authorization', editor).send(body as object);
+        const res = await request(t.app)
+          .put(api(`/templates/${templateId}/entries`))
+          .set('Authorization', editor)
+          .send(body as object);
         expect({ templateId, status: res.status, answer: res.body }).toEqual({ templateId, status: 404, answer: { message } });
       }
       const bad: [unknown, string][] = [
@@ -344,7 +475,10 @@ describe.each(backends())('the SDK routes under /api/extensions on %s', (backend
         [{ _id: entry._id, templateId: other._id }, `body.templateId "${other._id}" is not the template of the path ("${template._id}"): an entry stays in its template.`],
       ];
       for (const [body, message] of bad) {
-        const res = await request(t.app).put(api(`/templates/${template._id}/entries`)).set('Authorization', editor).send(body as object);
+        const res = await request(t.app)
+          .put(api(`/templates/${template._id}/entries`))
+          .set('Authorization', editor)
+          .send(body as object);
         expect({ body, status: res.status, answer: res.body }).toEqual({ body, status: 400, answer: { message } });
       }
       expect(await content.entry.findById(entry._id)).toMatchObject({ templateId: template._id, meta });
@@ -352,14 +486,20 @@ describe.each(backends())('the SDK routes under /api/extensions on %s', (backend
 
     test('DELETE answers true; then, or under another template, 404', async () => {
       const entry = await createEntry(template._id, { meta });
-      const elsewhere = await request(t.app).delete(api(`/templates/${other._id}/entries/${entry._id}`)).set('Authorization', editor);
+      const elsewhere = await request(t.app)
+        .delete(api(`/templates/${other._id}/entries/${entry._id}`))
+        .set('Authorization', editor);
       expect(elsewhere.status).toBe(404);
       expect(await content.entry.findById(entry._id)).not.toBeNull();
-      const res = await request(t.app).delete(api(`/templates/${template._id}/entries/${entry._id}`)).set('Authorization', editor);
+      const res = await request(t.app)
+        .delete(api(`/templates/${template._id}/entries/${entry._id}`))
+        .set('Authorization', editor);
       expect(res.status).toBe(200);
       expect(res.body).toBe(true);
       expect(await content.entry.findById(entry._id)).toBeNull();
-      const again = await request(t.app).delete(api(`/templates/${template._id}/entries/${entry._id}`)).set('Authorization', editor);
+      const again = await request(t.app)
+        .delete(api(`/templates/${template._id}/entries/${entry._id}`))
+        .set('Authorization', editor);
       expect({ status: again.status, body: again.body }).toEqual({ status: 404, body: { message: 'Entry not found.' } });
     });
   });
@@ -400,7 +540,9 @@ describe.each(backends())('the SDK routes under /api/extensions on %s', (backend
           challenge: expect.stringContaining('Bearer'),
         });
       }
-      const forged = await request(t.app).get(api('/user')).set('Authorization', bearer(signToken([role('ADMIN', 'READ')], { secret: 'another-secret-of-enough-length' })));
+      const forged = await request(t.app)
+        .get(api('/user'))
+        .set('Authorization', bearer(signToken([role('ADMIN', 'READ')], { secret: 'another-secret-of-enough-length' })));
       expect(forged.status).toBe(401);
     });
 
@@ -419,14 +561,17 @@ describe.each(backends())('the SDK routes under /api/extensions on %s', (backend
     });
 
     test('the permission under any role name is enough', async () => {
-      const viaGuest = await request(t.app).post(api('/templates')).set('Authorization', bearer(signToken([role('GUEST', 'WRITE')], { payload: { userId: 'guest-2' } }))).send({ label: 'By a guest' });
+      const viaGuest = await request(t.app)
+        .post(api('/templates'))
+        .set('Authorization', bearer(signToken([role('GUEST', 'WRITE')], { payload: { userId: 'guest-2' } })))
+        .send({ label: 'By a guest' });
       expect(viaGuest.status).toBe(200);
       expect(viaGuest.body).toMatchObject({ name: 'by_a_guest', userId: 'guest-2' });
     });
   });
 
   describe('the signed-in user and the plugins', () => {
-    test('GET /user: the token user in BCMS\'s BCMSUser names, for a token whose roles hold no permission too', async () => {
+    test("GET /user: the token user in BCMS's BCMSUser names, for a token whose roles hold no permission too", async () => {
       const res = await request(t.app).get(api('/user')).set('Authorization', editor);
       expect(res.status).toBe(200);
       expect(res.body).toEqual({
@@ -464,7 +609,11 @@ describe.each(backends())('the SDK routes under /api/extensions on %s', (backend
       const warnings = t.log.lines.filter((line) => line.level === 40 && line.plugin !== undefined);
       expect(warnings).toEqual(
         expect.arrayContaining([
-          expect.objectContaining({ plugin: 'throwing-policy', msg: 'bcms-extensions: plugin "throwing-policy": policy() threw; listed with no policies', err: expect.objectContaining({ message: 'policy store is down' }) }),
+          expect.objectContaining({
+            plugin: 'throwing-policy',
+            msg: 'bcms-extensions: plugin "throwing-policy": policy() threw; listed with no policies',
+            err: expect.objectContaining({ message: 'policy store is down' }),
+          }),
           expect.objectContaining({ plugin: 'odd-policy', msg: 'bcms-extensions: plugin "odd-policy": policy() resolved to something other than an array; listed with no policies' }),
         ]),
       );

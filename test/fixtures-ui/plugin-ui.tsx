@@ -2,17 +2,7 @@
 // (@becomes/cms-sdk 3.4.3, BCMS's plugin-starter), with no cast and no declaration of its own.
 import { expectTypeOf } from 'expect-type';
 import { defineComponent, onMounted, ref } from 'vue';
-import type {
-  BcmsEntry,
-  BcmsEntryLite,
-  BcmsGlobal,
-  BcmsJwt,
-  BcmsSdkError,
-  BcmsSdkFunction,
-  BcmsSdkPlugin,
-  BcmsTemplate,
-  BcmsUser,
-} from 'bcms-extensions/sdk';
+import type { BcmsEntry, BcmsEntryLite, BcmsGlobal, BcmsJwt, BcmsSdkError, BcmsSdkFunction, BcmsSdkPlugin, BcmsTemplate, BcmsUser } from 'bcms-extensions/sdk';
 
 // As BCMS's plugin UIs start.
 window.bcms = window.parent.bcms;
@@ -103,9 +93,7 @@ export const Todos = defineComponent({
     });
     async function remove(todo: Todo): Promise<void> {
       if (!(await window.bcms.confirm('Delete todo', `Delete "${todo.description}"?`))) return;
-      await window.bcms.util.throwable(async () =>
-        window.bcms.sdk.send({ url: `/plugin/bcms-plugin---name/todo/${todo._id}`, method: 'DELETE', headers: { Authorization: '' } }),
-      );
+      await window.bcms.util.throwable(async () => window.bcms.sdk.send({ url: `/plugin/bcms-plugin---name/todo/${todo._id}`, method: 'DELETE', headers: { Authorization: '' } }));
       window.bcms.notification.success('Deleted.');
     }
     return () => (

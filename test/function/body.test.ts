@@ -36,19 +36,26 @@ describe('private functions: the caller is decided before the body', () => {
     ['a bad bearer token', { Authorization: 'Bearer not.a.token' }, 401, 'TOKEN_INVALID'],
     ['a bearer token without EXECUTE', { Authorization: `Bearer ${signToken([role('ADMIN', 'READ')])}` }, 403, 'TOKEN_FORBIDDEN'],
     ['no credential at all', {}, 401, 'SIGNATURE_REQUIRED'],
-  ])('%s, 10 bytes of a 1 MB body sent: answered at once', async (_what, headers, status, code) => {
-    const before = calls;
-    const client = rawClient(running.port);
-    client.write(postHead('/api/function/private-echo', MB, headers) + '[[[[[[[[[[');
-    const answer = await client.next();
-    expect(answer.status).toBe(status);
-    expect(answer.body).toMatchObject({ success: false, error: { code } });
-    expect(calls).toBe(before);
-    await client.closed; // the rest never comes: closed after bodyTimeoutMs
-  }, 30_000);
+  ])(
+    '%s, 10 bytes of a 1 MB body sent: answered at once',
+    async (_what, headers, status, code) => {
+      const before = calls;
+      const client = rawClient(running.port);
+      client.write(`${postHead('/api/function/private-echo', MB, headers)}[[[[[[[[[[`);
+      const answer = await client.next();
+      expect(answer.status).toBe(status);
+      expect(answer.body).toMatchObject({ success: false, error: { code } });
+      expect(calls).toBe(before);
+      await client.closed; // the rest never comes: closed after bodyTimeoutMs
+    },
+    30_000,
+  );
 
   test('a bearer token with EXECUTE: the body is read, the function runs', async () => {
-    const res = await request(running.t.app).post('/api/function/private-echo').set('Authorization', `Bearer ${signToken([role('ADMIN', 'EXECUTE')])}`).send({ a: 1 });
+    const res = await request(running.t.app)
+      .post('/api/function/private-echo')
+      .set('Authorization', `Bearer ${signToken([role('ADMIN', 'EXECUTE')])}`)
+      .send({ a: 1 });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ success: true, result: { a: 1 } });
   }, 30_000);
@@ -66,14 +73,24 @@ describe('private functions: the caller is decided before the body', () => {
 
   test("config.bodyLimit wins over the router's; the default is 100kb", async () => {
     const executor = `Bearer ${signToken([role('ADMIN', 'EXECUTE')])}`;
-    const small = await request(running.t.app).post('/api/function/small-echo').set('Authorization', executor).send({ text: 'x'.repeat(2048) });
+    const small = await request(running.t.app)
+      .post('/api/function/small-echo')
+      .set('Authorization', executor)
+      .send({ text: 'x'.repeat(2048) });
     expect(small.status).toBe(413);
     expect(small.body.error).toEqual({ code: 'BODY_TOO_LARGE', message: 'Request body is larger than the limit of 1024 bytes.' });
-    const fits = await request(running.t.app).post('/api/function/small-echo').set('Authorization', executor).send({ text: 'x'.repeat(900) });
+    const fits = await request(running.t.app)
+      .post('/api/function/small-echo')
+      .set('Authorization', executor)
+      .send({ text: 'x'.repeat(900) });
     expect(fits.status).toBe(200);
-    const open = await request(running.t.app).post('/api/function/public-echo').send({ text: 'x'.repeat(2048) });
+    const open = await request(running.t.app)
+      .post('/api/function/public-echo')
+      .send({ text: 'x'.repeat(2048) });
     expect(open.status).toBe(200);
-    const big = await request(running.t.app).post('/api/function/public-echo').send({ text: 'x'.repeat(150 * 1024) });
+    const big = await request(running.t.app)
+      .post('/api/function/public-echo')
+      .send({ text: 'x'.repeat(150 * 1024) });
     expect(big.status).toBe(413);
     expect(big.body.error).toEqual({ code: 'BODY_TOO_LARGE', message: 'Request body is larger than the limit of 102400 bytes.' });
   }, 30_000);

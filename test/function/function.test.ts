@@ -54,10 +54,7 @@ describe('public functions', () => {
     ['null', null],
     ['a boolean', false],
   ])('POST with %s as the body: 200 { success: true, result }', async (_name, body) => {
-    const res = await request(t.app)
-      .post('/api/function/echo')
-      .set('Content-Type', 'application/json')
-      .send(JSON.stringify(body));
+    const res = await request(t.app).post('/api/function/echo').set('Content-Type', 'application/json').send(JSON.stringify(body));
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
     expect(res.headers['access-control-allow-origin']).toBe('*');
@@ -184,9 +181,7 @@ describe('private functions', () => {
   test('neither a token nor a signature: 401 SIGNATURE_REQUIRED with WWW-Authenticate: Signature', async () => {
     const res = await request(t.app).post('/api/function/secret-report').send({});
     expect(res.status).toBe(401);
-    expect(res.body).toEqual(
-      ERROR_SHAPE('SIGNATURE_REQUIRED', 'This function is private: sign the request (HTTP Signature) or send a bearer token whose role holds EXECUTE.'),
-    );
+    expect(res.body).toEqual(ERROR_SHAPE('SIGNATURE_REQUIRED', 'This function is private: sign the request (HTTP Signature) or send a bearer token whose role holds EXECUTE.'));
     expect(res.headers['www-authenticate']).toMatch(/^Signature /);
     expect(res.headers['access-control-allow-origin']).toBe('*');
   });

@@ -126,7 +126,10 @@ describe('Idempotency-Key on function calls', () => {
   test('a claim whose instance died (its lease lapsed, no outcome): a retry takes it over and runs', async () => {
     const key = randomUUID();
     await t.router.db('bcms_idempotency_keys').insert({
-      caller: 'anonymous', function_name: 'counter', key, claim: randomUUID(),
+      caller: 'anonymous',
+      function_name: 'counter',
+      key,
+      claim: randomUUID(),
       body_hash: '44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a', // SHA-256 of {}
       locked_until: t.router.db.raw("clock_timestamp() - interval '1 second'"),
     });
@@ -137,7 +140,10 @@ describe('Idempotency-Key on function calls', () => {
     // Still held (its lease not over): 409.
     const held = randomUUID();
     await t.router.db('bcms_idempotency_keys').insert({
-      caller: 'anonymous', function_name: 'counter', key: held, claim: randomUUID(),
+      caller: 'anonymous',
+      function_name: 'counter',
+      key: held,
+      claim: randomUUID(),
       body_hash: '44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a',
       locked_until: t.router.db.raw("clock_timestamp() + interval '1 minute'"),
     });
@@ -153,7 +159,12 @@ describe('Idempotency-Key on function calls', () => {
     const a = await signedPost(t.app, '/api/function/private-counter', keyA, { x: 1 }, { tamper: withKey });
     const b = await signedPost(t.app, '/api/function/private-counter', keyB, { x: 1 }, { tamper: withKey });
     const executor = [role('ADMIN', 'EXECUTE')];
-    const user = (userId: string) => request(t.app).post('/api/function/private-counter').set('Authorization', `Bearer ${signToken(executor, { payload: { userId } })}`).set('Idempotency-Key', key).send({ x: 1 });
+    const user = (userId: string) =>
+      request(t.app)
+        .post('/api/function/private-counter')
+        .set('Authorization', `Bearer ${signToken(executor, { payload: { userId } })}`)
+        .set('Idempotency-Key', key)
+        .send({ x: 1 });
     const u1 = await user('user-1');
     const u2 = await user('user-2');
     expect([a, b, u1, u2].map((res) => [res.status, res.headers['idempotent-replayed']])).toEqual(Array(4).fill([200, undefined]));
@@ -167,13 +178,17 @@ describe('Idempotency-Key on function calls', () => {
 
     // A public function: a valid bearer token keeps its user apart from anonymous callers.
     const anonymous = await call(t, 'counter', key, {});
-    const signedIn = await request(t.app).post('/api/function/counter').set('Authorization', `Bearer ${signToken([], { payload: { userId: 'user-1' } })}`).set('Idempotency-Key', key).send({});
+    const signedIn = await request(t.app)
+      .post('/api/function/counter')
+      .set('Authorization', `Bearer ${signToken([], { payload: { userId: 'user-1' } })}`)
+      .set('Idempotency-Key', key)
+      .send({});
     expect(anonymous.headers['idempotent-replayed']).toBeUndefined();
     expect(signedIn.headers['idempotent-replayed']).toBeUndefined();
     expect(signedIn.body.result.run).toBe(anonymous.body.result.run + 1);
   });
 
-  test('every instance on the database: the second router gives the first one\'s outcome, and refuses another body', async () => {
+  test("every instance on the database: the second router gives the first one's outcome, and refuses another body", async () => {
     const key = randomUUID();
     const before = ran('counter');
     const first = await call(t, 'counter', key, { n: 7 });
@@ -186,21 +201,33 @@ describe('Idempotency-Key on function calls', () => {
   test('after 24 h the key is forgotten: the call runs again (and another body is taken)', async () => {
     const key = randomUUID();
     const first = await call(t, 'counter', key, { day: 1 });
-    await t.router.db('bcms_idempotency_keys').where({ key }).update({ created_at: t.router.db.raw("clock_timestamp() - interval '24 hours 1 second'") });
+    await t.router
+      .db('bcms_idempotency_keys')
+      .where({ key })
+      .update({ created_at: t.router.db.raw("clock_timestamp() - interval '24 hours 1 second'") });
     const later = await call(other, 'counter', key, { day: 1 });
     expect(later.status).toBe(200);
     expect(later.headers['idempotent-replayed']).toBeUndefined();
     expect(later.body.result.run).toBe(first.body.result.run + 1);
     // The new outcome is the one given again now; an old row with another body is no refusal either.
     expect((await call(t, 'counter', key, { day: 1 })).text).toBe(later.text);
-    await t.router.db('bcms_idempotency_keys').where({ key }).update({ created_at: t.router.db.raw("clock_timestamp() - interval '25 hours'") });
+    await t.router
+      .db('bcms_idempotency_keys')
+      .where({ key })
+      .update({ created_at: t.router.db.raw("clock_timestamp() - interval '25 hours'") });
     expect((await call(t, 'counter', key, { day: 2 })).status).toBe(200);
   });
 
   test('rows past 24 h are purged, by a call that claims a key (no timer), and close() waits for it', async () => {
     const old = randomUUID();
     await t.router.db('bcms_idempotency_keys').insert({
-      caller: 'anonymous', function_name: 'counter', key: old, claim: randomUUID(), body_hash: 'x', status: 200, response: '{}',
+      caller: 'anonymous',
+      function_name: 'counter',
+      key: old,
+      claim: randomUUID(),
+      body_hash: 'x',
+      status: 200,
+      response: '{}',
       created_at: t.router.db.raw("clock_timestamp() - interval '25 hours'"),
     });
     const third = await buildApp(registry, { database: t.router.db });
@@ -225,7 +252,7 @@ describe('Idempotency-Key on function calls', () => {
     expect(ran('counter')).toBe(before);
   });
 
-  test('255 characters, and the IETF draft\'s quoted form, are keys; the header twice is 400', async () => {
+  test("255 characters, and the IETF draft's quoted form, are keys; the header twice is 400", async () => {
     expect((await call(t, 'counter', 'k'.repeat(255), {})).status).toBe(200);
     const key = randomUUID();
     const quoted = await call(t, 'counter', `"${key}"`, {});
@@ -234,7 +261,7 @@ describe('Idempotency-Key on function calls', () => {
     const server = await listen(t.app);
     try {
       const client = rawClient(server.port);
-      client.write(postHead('/api/function/counter', 2, { 'Idempotency-Key': 'a', 'idempotency-key': 'b' }) + '{}');
+      client.write(`${postHead('/api/function/counter', 2, { 'Idempotency-Key': 'a', 'idempotency-key': 'b' })}{}`);
       const answer = await client.next();
       expect(answer.status).toBe(400);
       expect(answer.body).toMatchObject({ error: { code: 'IDEMPOTENCY_KEY_INVALID', message: expect.stringContaining('more than once') } });
@@ -293,13 +320,23 @@ describe('Idempotency-Key on function calls', () => {
     const key = randomUUID();
     const denied = await request(t.app).post('/api/function/private-counter').set('Authorization', 'Bearer not.a.token').set('Idempotency-Key', key).send({});
     expect(denied.status).toBe(401);
-    const accepted = await request(t.app).post('/api/function/private-counter').set('Authorization', `Bearer ${signToken([role('ADMIN', 'EXECUTE')])}`).set('Idempotency-Key', key).send({});
+    const accepted = await request(t.app)
+      .post('/api/function/private-counter')
+      .set('Authorization', `Bearer ${signToken([role('ADMIN', 'EXECUTE')])}`)
+      .set('Idempotency-Key', key)
+      .send({});
     expect([accepted.status, accepted.headers['idempotent-replayed']]).toEqual([200, undefined]);
   });
 
   test('a deployed function (in an isolate): its context has the key, its outcome is given again', async () => {
     const deployer = await hmacKey(t.router.db, [], { deploy: true });
-    await deploy(t.app, deployer, 'function', 'isolated-counter', functionSource('isolated-counter', 'async ({ idempotencyKey }) => ({ pid: process.pid, n: ++runs, idempotencyKey: idempotencyKey ?? null })', 'let runs = 0;'));
+    await deploy(
+      t.app,
+      deployer,
+      'function',
+      'isolated-counter',
+      functionSource('isolated-counter', 'async ({ idempotencyKey }) => ({ pid: process.pid, n: ++runs, idempotencyKey: idempotencyKey ?? null })', 'let runs = 0;'),
+    );
     const key = randomUUID();
     const first = await call(t, 'isolated-counter', key, {});
     expect(first.body).toEqual({ success: true, result: { pid: expect.any(Number), n: 1, idempotencyKey: key } });

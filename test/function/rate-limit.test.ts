@@ -71,7 +71,10 @@ describe('the rateLimit option', () => {
 test('a count that cannot be reached: 503 DATABASE_UNAVAILABLE, never a call let through uncounted', async () => {
   // A Postgres server that is not there: a function that never touches the database answers 200 without a limit.
   const database = `postgres://postgres@127.0.0.1:${await freePort()}/none`;
-  for (const [rateLimit, status] of [[undefined, 200], [{ ip: { points: 100, seconds: 60 } }, 503]] as const) {
+  for (const [rateLimit, status] of [
+    [undefined, 200],
+    [{ ip: { points: 100, seconds: 60 } }, 503],
+  ] as const) {
     const t = await buildApp(registry, { database, rateLimit });
     try {
       const res = await request(t.app).post('/api/function/hello');
@@ -114,7 +117,10 @@ describe.each(backends())('rate limits over HTTP (%s)', (backend) => {
     // Refused before the ledger recorded them: a flood leaves no rows behind.
     expect(await ledgerRows(database.knex, key.keyId)).toBe(3);
     // One row counts the key's window, whichever instance counted.
-    const rows = await database.knex('bcms_rate_limits').where({ kind: 'key', subject: `key:${key.keyId}` }).select('points');
+    const rows = await database
+      .knex('bcms_rate_limits')
+      .where({ kind: 'key', subject: `key:${key.keyId}` })
+      .select('points');
     expect(rows).toHaveLength(1);
     expect(rows[0].points).toBeGreaterThan(3);
     // Another key has points of its own.
@@ -184,7 +190,7 @@ describe.each(backends())('rate limits over HTTP (%s)', (backend) => {
   });
 
   test('the OpenAPI document lists the 429 of function calls when the option is set, and not otherwise', async () => {
-    const responsesOf = (t: TestApp) => ((t.router.openapi().paths as Record<string, { post: { responses: Record<string, unknown> } }>)['/api/function/echo']!.post.responses);
+    const responsesOf = (t: TestApp) => (t.router.openapi().paths as Record<string, { post: { responses: Record<string, unknown> } }>)['/api/function/echo']!.post.responses;
     expect(responsesOf(await instance({ ip: { points: 1, seconds: 1 } }))['429']).toEqual({ $ref: '#/components/responses/RATE_LIMITED' });
     expect(responsesOf(await instance(undefined))['429']).toBeUndefined();
   });

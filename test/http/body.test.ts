@@ -20,18 +20,22 @@ describe('a stalled body', () => {
   test.each([
     ['a function', '/api/function/echo', { success: false, error: { code: 'REQUEST_TIMEOUT', message: 'The request body did not arrive within 300 ms.' } }],
     ['a plugin route', '/api/plugin/notes/notes', { message: 'The request body did not arrive within 300 ms.' }],
-  ])('%s: 408 after bodyTimeoutMs, and the connection closed', async (_what, path, body) => {
-    const client = rawClient(running.port);
-    client.write(postHead(path, 100) + '{"text":"x');
-    const answer = await client.next();
-    expect(answer.status).toBe(408);
-    expect(answer.body).toEqual(body);
-    expect(answer.headers.connection).toBe('close');
-    expect(answer.headers['access-control-allow-origin']).toBe('*');
-    await client.closed;
-    const line = running.t.log.lines.find((entry) => entry.msg === 'request' && entry.path === path && entry.status === 408);
-    expect(line).toBeDefined();
-  }, 30_000);
+  ])(
+    '%s: 408 after bodyTimeoutMs, and the connection closed',
+    async (_what, path, body) => {
+      const client = rawClient(running.port);
+      client.write(`${postHead(path, 100)}{"text":"x`);
+      const answer = await client.next();
+      expect(answer.status).toBe(408);
+      expect(answer.body).toEqual(body);
+      expect(answer.headers.connection).toBe('close');
+      expect(answer.headers['access-control-allow-origin']).toBe('*');
+      await client.closed;
+      const line = running.t.log.lines.find((entry) => entry.msg === 'request' && entry.path === path && entry.status === 408);
+      expect(line).toBeDefined();
+    },
+    30_000,
+  );
 
   test('a deployment whose signed body stalls: 408, and the connection closed', async () => {
     const key = await hmacKey(running.t.router.db, [], { deploy: true, name: 'stalled deployer' });
@@ -67,9 +71,7 @@ describe('options', () => {
   });
 
   test.each([0, -1, 1.5, '300'])('bodyTimeoutMs %p throws', (value) => {
-    expect(() => bcmsExtensions({}, { bodyTimeoutMs: value as never, logger: memoryLogger().logger })).toThrow(
-      `option bodyTimeoutMs must be a positive integer of milliseconds, got ${String(value)}`,
-    );
+    expect(() => bcmsExtensions({}, { bodyTimeoutMs: value as never, logger: memoryLogger().logger })).toThrow(`option bodyTimeoutMs must be a positive integer of milliseconds, got ${String(value)}`);
   });
 
   test('a misspelt name throws', () => {

@@ -36,7 +36,12 @@ beforeAll(async () => {
 
 describe('bodies are decoded by the charset their Content-Type declares', () => {
   // Bytes as they are: supertest would serialise a Buffer as JSON under a JSON type.
-  const post = (path: string, type: string, body: Buffer) => request(t.app).post(path).set('Content-Type', type).serialize((bytes) => bytes).send(body);
+  const post = (path: string, type: string, body: Buffer) =>
+    request(t.app)
+      .post(path)
+      .set('Content-Type', type)
+      .serialize((bytes) => bytes)
+      .send(body);
 
   test.each([
     ['utf-16le', 'application/json; charset=utf-16le', utf16le(NOTE)],
@@ -101,12 +106,21 @@ describe('bodies are decoded by the charset their Content-Type declares', () => 
     const body = utf16le(NOTE);
     const type = 'application/json; charset=utf-16le';
     const headers = signRequest({ ...key, method: 'POST', url: '/api/function/private-echo', body, contentType: type });
-    const res = await request(t.app).post('/api/function/private-echo').set(headers).serialize((bytes) => bytes).send(body);
+    const res = await request(t.app)
+      .post('/api/function/private-echo')
+      .set(headers)
+      .serialize((bytes) => bytes)
+      .send(body);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ success: true, result: NOTE });
     // Unsigned, the charset decides what the signed bytes say: refused (test/security/signature.test.ts).
     const unsigned = signRequest({ ...key, method: 'POST', url: '/api/function/private-echo', body });
-    const refused = await request(t.app).post('/api/function/private-echo').set(unsigned).set('Content-Type', type).serialize((bytes) => bytes).send(body);
+    const refused = await request(t.app)
+      .post('/api/function/private-echo')
+      .set(unsigned)
+      .set('Content-Type', type)
+      .serialize((bytes) => bytes)
+      .send(body);
     expect([refused.status, refused.body.error.code]).toEqual([401, 'SIGNATURE_INVALID']);
   });
 });

@@ -1,13 +1,5 @@
 import request from 'supertest';
-import {
-  createBcmsFunction,
-  createBcmsPlugin,
-  createController,
-  createControllerMethod,
-  createJwtProtectionPreRequestHandler,
-  JWTPermissionName,
-  JWTRoleName,
-} from '../../lib';
+import { createBcmsFunction, createBcmsPlugin, createController, createControllerMethod, createJwtProtectionPreRequestHandler, JWTPermissionName, JWTRoleName } from '../../lib';
 import { buildApp, role, signToken, type TestApp } from '../support/app';
 
 // As expressjs/cors does: the CORS headers are still there on every error the router answers.
@@ -55,7 +47,14 @@ describe('CORS on every response', () => {
     ['400 invalid JSON', (t) => request(t.app).post('/api/function/open').set('Content-Type', 'application/json').send('{'), 400],
     ['401 no token', (t) => request(t.app).get('/api/plugin/cms/things/guarded'), 401],
     ['401 signature required', (t) => request(t.app).post('/api/function/closed'), 401],
-    ['403 forbidden', (t) => request(t.app).get('/api/plugin/cms/things/guarded').set('Authorization', `Bearer ${signToken([role('ADMIN', 'READ')])}`), 403],
+    [
+      '403 forbidden',
+      (t) =>
+        request(t.app)
+          .get('/api/plugin/cms/things/guarded')
+          .set('Authorization', `Bearer ${signToken([role('ADMIN', 'READ')])}`),
+      403,
+    ],
     ['404 unknown function', (t) => request(t.app).post('/api/function/none'), 404],
     ['405 wrong method', (t) => request(t.app).delete('/api/plugin/cms/things'), 405],
     ['413 too large', (t) => request(t.app).post('/api/function/open').send({ much: 'more than sixteen bytes' }), 413],

@@ -63,9 +63,12 @@ describe.each(backends())('JSON nested too deep (%s)', (backend) => {
     const atLimit = await request(t.app).post('/api/function/echo').set('Content-Type', 'application/json').send(nested(MAX_JSON_DEPTH));
     expect(atLimit.status).toBe(200);
     expect(JSON.stringify(atLimit.body.result)).toBe(nested(MAX_JSON_DEPTH));
-    const over = await request(t.app).post('/api/function/echo').set('Content-Type', 'application/json').send(nested(MAX_JSON_DEPTH + 1));
+    const over = await request(t.app)
+      .post('/api/function/echo')
+      .set('Content-Type', 'application/json')
+      .send(nested(MAX_JSON_DEPTH + 1));
     expect(over.body).toEqual(TOO_DEEP);
-    const text = JSON.stringify({ text: '['.repeat(1000), quoted: '\\"[[[[' + '{'.repeat(500) });
+    const text = JSON.stringify({ text: '['.repeat(1000), quoted: `\\"[[[[${'{'.repeat(500)}` });
     const strings = await request(t.app).post('/api/function/echo').set('Content-Type', 'application/json').send(text);
     expect(strings.status).toBe(200);
     expect(JSON.stringify(strings.body.result)).toBe(text);
@@ -85,7 +88,14 @@ describe.each(backends())('JSON nested too deep (%s)', (backend) => {
         expect(res.status).toBe(400);
         expect(JSON.stringify(res.body)).toContain(`more than ${MAX_JSON_DEPTH} levels deep`);
       }
-      expect((await request(app).post('/api/function/echo').set('Content-Type', 'application/json').send({ shallow: [[1]] })).body).toEqual({ success: true, result: { shallow: [[1]] } });
+      expect(
+        (
+          await request(app)
+            .post('/api/function/echo')
+            .set('Content-Type', 'application/json')
+            .send({ shallow: [[1]] })
+        ).body,
+      ).toEqual({ success: true, result: { shallow: [[1]] } });
     } finally {
       await router.close();
     }

@@ -108,7 +108,10 @@ describe.each(backends())('metrics (%s)', (backend) => {
     // A deploy refused: counted with its code.
     expect((await request(app).post('/api/extensions/deployments').send({})).status).toBe(401);
     text = await scrape();
-    expect(text.split('\n').filter((line) => line.startsWith('bcms_deploys_total{'))).toEqual(['bcms_deploys_total{action="deploy",outcome="ok"} 1', 'bcms_deploys_total{action="deploy",outcome="SIGNATURE_INVALID"} 1']);
+    expect(text.split('\n').filter((line) => line.startsWith('bcms_deploys_total{'))).toEqual([
+      'bcms_deploys_total{action="deploy",outcome="ok"} 1',
+      'bcms_deploys_total{action="deploy",outcome="SIGNATURE_INVALID"} 1',
+    ]);
   }, 60_000);
 
   test('event deliveries and job runs, by handler and outcome', async () => {
@@ -124,7 +127,9 @@ describe('metrics off, and a database that cannot be reached', () => {
   test('off by default: no route (the host answers), and router.metrics is undefined', async () => {
     const db = await openTestDatabase('pglite');
     const router = bcmsExtensions({}, { database: db.knex, logger: memoryLogger().logger });
-    const app = express().use(router).use((_req, res) => void res.status(404).json({ host404: true }));
+    const app = express()
+      .use(router)
+      .use((_req, res) => void res.status(404).json({ host404: true }));
     await router.ready;
     expect((await request(app).get('/api/extensions/metrics')).body).toEqual({ host404: true });
     expect(router.metrics).toBeUndefined();

@@ -29,7 +29,12 @@ beforeAll(async () => {
   db = await openTestDatabase('pglite');
   filesDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-tracing-'));
   const count = createBcmsFunction(async () => ({ config: { name: 'count', public: true }, handler: async ({ repo }) => (await repo.template.findAll()).length }));
-  const broken = createBcmsFunction(async () => ({ config: { name: 'broken', public: true }, handler: async () => { throw new Error('internal detail'); } }));
+  const broken = createBcmsFunction(async () => ({
+    config: { name: 'broken', public: true },
+    handler: async () => {
+      throw new Error('internal detail');
+    },
+  }));
   router = bcmsExtensions({ functions: [count, broken] }, { database: db.knex, logger: memoryLogger().logger, files: { dir: filesDir } });
   app = express().use(router);
   await router.ready;

@@ -25,9 +25,27 @@ const host = createBcmsPlugin({
       path: '/plain',
       methods: () => ({
         ok: createControllerMethod({ path: '/ok', type: 'get', handler: async () => ({ ok: true }) }),
-        teapot: createControllerMethod({ path: '/teapot', type: 'get', handler: async ({ errorHandler }) => { throw errorHandler.occurred(418, 'I am a teapot.'); } }),
-        broken: createControllerMethod({ path: '/broken', type: 'get', handler: async () => { throw new Error('internal'); } }),
-        page: createControllerMethod({ path: '/page', type: 'get', handler: async ({ response }) => { response.type('html').send('<script>localStorage</script>'); } }),
+        teapot: createControllerMethod({
+          path: '/teapot',
+          type: 'get',
+          handler: async ({ errorHandler }) => {
+            throw errorHandler.occurred(418, 'I am a teapot.');
+          },
+        }),
+        broken: createControllerMethod({
+          path: '/broken',
+          type: 'get',
+          handler: async () => {
+            throw new Error('internal');
+          },
+        }),
+        page: createControllerMethod({
+          path: '/page',
+          type: 'get',
+          handler: async ({ response }) => {
+            response.type('html').send('<script>localStorage</script>');
+          },
+        }),
         // The host's own code: its cookies and redirects are its business.
         login: createControllerMethod({
           path: '/login',
@@ -46,7 +64,7 @@ const host = createBcmsPlugin({
           handler: async ({ response }) => {
             response.setHeader('Content-Security-Policy', 'sandbox allow-scripts allow-same-origin');
             response.removeHeader('X-Content-Type-Options');
-            response.writeHead(200, { 'content-security-policy': "default-src *", 'X-Content-Type-Options': 'sniff', 'Content-Type': 'text/html' });
+            response.writeHead(200, { 'content-security-policy': 'default-src *', 'X-Content-Type-Options': 'sniff', 'Content-Type': 'text/html' });
             response.end('<p>hi</p>');
           },
         }),
@@ -105,7 +123,8 @@ describe.each(backends())('what crosses into an isolate, and what comes back (%s
   });
 
   test('the isolate sees no Authorization and no Cookie, nor a token it could write out again; the JWT guard, a custom guard and BCMS guards still decide', async () => {
-    const seen = 'handler: async ({ request }) => ({ authorization: request.headers.authorization ?? null, viaGet: request.get("authorization") ?? null, cookie: request.headers.cookie ?? null, other: request.headers["x-other"] ?? null })';
+    const seen =
+      'handler: async ({ request }) => ({ authorization: request.headers.authorization ?? null, viaGet: request.get("authorization") ?? null, cookie: request.headers.cookie ?? null, other: request.headers["x-other"] ?? null })';
     await deploy(
       app,
       deployer,
@@ -203,7 +222,8 @@ exports.default = createBcmsFunction(async () => ({ config: { name: 'private-cre
   });
 
   test("an isolated plugin's answers and errors carry no header that acts on the whole origin (each logged once); the host's own plugins keep theirs", async () => {
-    const warned = (extension: string): unknown[] => log.lines.filter((line) => line.extension === extension && line.level === 40 && String(line.msg).includes('whole origin')).map((line) => line.header);
+    const warned = (extension: string): unknown[] =>
+      log.lines.filter((line) => line.extension === extension && line.level === 40 && String(line.msg).includes('whole origin')).map((line) => line.header);
     const tossing = `response.setHeader('Set-Cookie', ['session=attacker; Path=/', 'other=1']); response.setHeader('Clear-Site-Data', '"storage", "cookies"'); response.set('Refresh', '0; url=https://evil.example/');
       response.set({ 'Access-Control-Allow-Origin': 'https://evil.example', 'Access-Control-Allow-Credentials': 'true', 'X-Kept': 'yes' });`;
     const redirect = (target: string): string => `handler: async ({ request, response }) => { response.redirect(302, ${target}); }`;
@@ -230,21 +250,36 @@ exports.default = createBcmsFunction(async () => ({ config: { name: 'private-cre
       for (const path of ['toss', 'sent']) {
         const res = await request(app).get(`/api/plugin/tosser/main/${path}`).set('Origin', 'https://evil.example');
         expect([path, res.status]).toEqual([path, 200]);
-        expect([path, res.headers['set-cookie'], res.headers['clear-site-data'], res.headers.refresh, res.headers['access-control-allow-credentials']]).toEqual([path, undefined, undefined, undefined, undefined]);
+        expect([path, res.headers['set-cookie'], res.headers['clear-site-data'], res.headers.refresh, res.headers['access-control-allow-credentials']]).toEqual([
+          path,
+          undefined,
+          undefined,
+          undefined,
+          undefined,
+        ]);
         // The router's CORS header, as it sets it.
         expect(res.headers['access-control-allow-origin']).toBe('*');
         expect(res.headers['x-kept']).toBe('yes');
         sandboxed(res);
       }
       const thrown = await request(app).get('/api/plugin/tosser/main/thrown');
-      expect([thrown.status, thrown.body, thrown.headers['set-cookie'], thrown.headers['access-control-allow-origin'], thrown.headers['x-kept']]).toEqual([418, { message: 'I am a teapot.' }, undefined, '*', 'yes']);
+      expect([thrown.status, thrown.body, thrown.headers['set-cookie'], thrown.headers['access-control-allow-origin'], thrown.headers['x-kept']]).toEqual([
+        418,
+        { message: 'I am a teapot.' },
+        undefined,
+        '*',
+        'yes',
+      ]);
     }
     for (const path of ['away', 'schemeRelative', 'backslash', 'otherPort']) {
       const res = await request(app).get(`/api/plugin/tosser/main/${path}`);
       expect([path, res.status, res.headers.location]).toEqual([path, 302, undefined]);
     }
     const base = '/api/plugin/tosser/main/';
-    for (const [path, location] of [['relative', 'toss?x=1'], ['rooted', `${base}toss`]]) {
+    for (const [path, location] of [
+      ['relative', 'toss?x=1'],
+      ['rooted', `${base}toss`],
+    ]) {
       const res = await request(app).get(`${base}${path}`);
       expect([path, res.status, res.headers.location]).toEqual([path, 302, location]);
     }
@@ -269,7 +304,12 @@ exports.default = createBcmsFunction(async () => ({ config: { name: 'private-cre
         expect([isolate, res.status, res.headers['set-cookie'], res.headers.location]).toEqual(
           kept ? [isolate, 302, ['session=registry; Path=/'], 'https://sso.example/return'] : [isolate, 302, undefined, undefined],
         );
-        expect(modeLog.lines.filter((line) => String(line.msg).includes('whole origin')).map((line) => line.header).sort()).toEqual(kept ? [] : ['Location', 'Set-Cookie']);
+        expect(
+          modeLog.lines
+            .filter((line) => String(line.msg).includes('whole origin'))
+            .map((line) => line.header)
+            .sort(),
+        ).toEqual(kept ? [] : ['Location', 'Set-Cookie']);
       } finally {
         await registry.close();
       }
@@ -299,7 +339,13 @@ exports.default = createBcmsFunction(async () => ({ config: { name: 'private-cre
       deployer,
       'plugin',
       'asker',
-      pluginSource('asker', { asks: 'handler: async () => { const asks = []; for (let id = 1; id <= 300; id++) asks.push({ t: "ask", id: 1e9 + id, ask: { op: "token", call: 1 } }); writeAll(frame(JSON.stringify(asks))); return new Promise(() => {}); }' }, WRITE_RAW),
+      pluginSource(
+        'asker',
+        {
+          asks: 'handler: async () => { const asks = []; for (let id = 1; id <= 300; id++) asks.push({ t: "ask", id: 1e9 + id, ask: { op: "token", call: 1 } }); writeAll(frame(JSON.stringify(asks))); return new Promise(() => {}); }',
+        },
+        WRITE_RAW,
+      ),
     );
     const split = await request(app).get('/api/plugin/badheaders/main/newline');
     expect([split.status, split.headers['x-split'], split.headers['x-kept']]).toEqual([401, undefined, 'yes']);
@@ -322,11 +368,13 @@ exports.default = createBcmsFunction(async () => ({ config: { name: 'private-cre
         sent: 'handler: async ({ response }) => { response.type("text/plain"); for (let i = 0; i < 64; i++) response.write(Buffer.alloc(1024 * 1024, 120)); response.end(); }',
         json: 'handler: async () => ({ text: "x".repeat(17 * 1024 * 1024) })',
         // 14 MB of JSON, within the limit, but twice that escaped again as a string in a frame: it crosses as base64.
-        escaped: 'handler: async () => ({ text: \'"\'.repeat(7 * 1024 * 1024) })',
+        escaped: "handler: async () => ({ text: '\"'.repeat(7 * 1024 * 1024) })",
         small: 'handler: async () => ({ small: true })',
       }),
     );
-    const big = request(app).get('/api/plugin/huge/main/bytes').then((res) => res);
+    const big = request(app)
+      .get('/api/plugin/huge/main/bytes')
+      .then((res) => res);
     const meanwhile = await Promise.all([request(app).get('/api/plugin/host-plain/plain/ok'), request(app).get('/api/plugin/huge/main/small')]);
     expect(meanwhile.map((res) => res.status)).toEqual([200, 200]);
     const res = await big;
@@ -344,7 +392,10 @@ exports.default = createBcmsFunction(async () => ({ config: { name: 'private-cre
 
     await deploy(app, deployer, 'function', 'huge-result', functionSource('huge-result', 'async () => "x".repeat(20 * 1024 * 1024)'));
     const fn = await request(app).post('/api/function/huge-result').send({});
-    expect([fn.status, fn.body]).toEqual([502, { success: false, error: { code: 'EXTENSION_ANSWER_TOO_LARGE', message: "The extension's answer is larger than this service takes (extensionAnswerMb)." } }]);
+    expect([fn.status, fn.body]).toEqual([
+      502,
+      { success: false, error: { code: 'EXTENSION_ANSWER_TOO_LARGE', message: "The extension's answer is larger than this service takes (extensionAnswerMb)." } },
+    ]);
   }, 60_000);
 
   test('an isolate that writes on its channel past the rules is ended (500 EXTENSION_CRASHED), and the service lives; one that forges an answer past the limit is refused (502)', async () => {
@@ -366,7 +417,8 @@ exports.default = createBcmsFunction(async () => ({ config: { name: 'private-cre
             huge: 'handler: async () => { writeAll(Buffer.from([0x7f, 0xff, 0xff, 0xff, 1, 2, 3])); return new Promise(() => {}); }',
             garbage: 'handler: async () => { writeAll(frame("this is not JSON")); return new Promise(() => {}); }',
             // An answer for the calls it may be answering (the first calls of a new isolate), past 1 MB.
-            forged: 'handler: async () => { for (let id = 1; id <= 3; id++) writeAll(frame(JSON.stringify([{ t: "done", id, answer: { status: 200, headers: [], json: JSON.stringify("x".repeat(1536 * 1024)) } }]))); return new Promise(() => {}); }',
+            forged:
+              'handler: async () => { for (let id = 1; id <= 3; id++) writeAll(frame(JSON.stringify([{ t: "done", id, answer: { status: 200, headers: [], json: JSON.stringify("x".repeat(1536 * 1024)) } }]))); return new Promise(() => {}); }',
             // A log line whose fields are past the cap, sent past the isolate's own check.
             fields: 'handler: async () => { writeAll(frame(JSON.stringify([{ t: "log", level: "info", object: { big: "y".repeat(100000) }, message: "forged fields" }]))); return { ok: true }; }',
             // Which isolate answered: an id of its own (in the sandbox, every isolate is pid 2 of its namespace).
@@ -391,7 +443,20 @@ exports.default = createBcmsFunction(async () => ({ config: { name: 'private-cre
       ]);
 
       // A fresh isolate (the last one was ended by `garbage`, and replaced): its first calls are 1, 2, 3.
-      await deploy(smallApp, deployer, 'plugin', 'forger', pluginSource('forger', { forged: 'handler: async () => { for (let id = 1; id <= 3; id++) writeAll(frame(JSON.stringify([{ t: "done", id, answer: { status: 200, headers: [], json: JSON.stringify("x".repeat(1536 * 1024)) } }]))); return new Promise(() => {}); }' }, WRITE_RAW));
+      await deploy(
+        smallApp,
+        deployer,
+        'plugin',
+        'forger',
+        pluginSource(
+          'forger',
+          {
+            forged:
+              'handler: async () => { for (let id = 1; id <= 3; id++) writeAll(frame(JSON.stringify([{ t: "done", id, answer: { status: 200, headers: [], json: JSON.stringify("x".repeat(1536 * 1024)) } }]))); return new Promise(() => {}); }',
+          },
+          WRITE_RAW,
+        ),
+      );
       const forged = await request(smallApp).get('/api/plugin/forger/main/forged');
       expect([forged.status, forged.body]).toEqual([502, { message: "The extension's answer is larger than this service takes (extensionAnswerMb)." }]);
 
@@ -411,7 +476,10 @@ exports.default = createBcmsFunction(async () => ({ config: { name: 'private-cre
       deployer,
       'function',
       'chatty',
-      functionSource('chatty', 'async ({ logger }) => { for (let i = 0; i < 3000; i++) logger.info({ i }, "flood line"); for (let i = 0; i < 2000; i++) console.log("flood output " + i); logger.info({ big: "z".repeat(50000) }, "large fields"); return "said"; }'),
+      functionSource(
+        'chatty',
+        'async ({ logger }) => { for (let i = 0; i < 3000; i++) logger.info({ i }, "flood line"); for (let i = 0; i < 2000; i++) console.log("flood output " + i); logger.info({ big: "z".repeat(50000) }, "large fields"); return "said"; }',
+      ),
     );
     expect((await request(app).post('/api/function/chatty').send({})).body.result).toBe('said');
     const extension = 'function chatty@1.0.0';
@@ -438,7 +506,9 @@ exports.default = createBcmsFunction(async () => ({ config: { name: 'private-cre
     expect(String(report?.msg)).toMatch(/^bcms-extensions: \d+ log lines of function chatty@1\.0\.0 were dropped \(past 1000 a second\)$/);
     // A second later the extension logs again, its line with fields past the cap kept with a note.
     await new Promise((resolve) => setTimeout(resolve, 1100));
-    await deploy(app, deployer, 'function', 'chatty', functionSource('chatty', 'async ({ logger }) => { logger.info({ big: "z".repeat(50000) }, "large fields"); return "said"; }'), { version: '2.0.0' });
+    await deploy(app, deployer, 'function', 'chatty', functionSource('chatty', 'async ({ logger }) => { logger.info({ big: "z".repeat(50000) }, "large fields"); return "said"; }'), {
+      version: '2.0.0',
+    });
     expect((await request(app).post('/api/function/chatty').send({})).body.result).toBe('said');
     await until(() => log.lines.some((line) => line.extension === 'function chatty@2.0.0' && line.msg === 'large fields'));
     const large = log.lines.find((line) => line.extension === 'function chatty@2.0.0' && line.msg === 'large fields');

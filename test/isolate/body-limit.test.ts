@@ -35,11 +35,17 @@ describe('deployed code: its own bodyLimit', () => {
   test.each([
     ['a function', '/api/function/tiny', { success: false, error: { code: 'BODY_TOO_LARGE', message: 'Request body is larger than the limit of 1024 bytes.' } }],
     ['a plugin method', '/api/plugin/tiny/tiny', { message: 'Request body is larger than the limit of 1024 bytes.' }],
-  ])('%s: 413 past it, answered below it', async (_what, path, refused) => {
-    const big = await request(app).post(path).send({ text: 'x'.repeat(2048) });
-    expect(big.status).toBe(413);
-    expect(big.body).toEqual(refused);
-    const fits = await request(app).post(path).send({ text: 'fits' });
-    expect(fits.status).toBe(200);
-  }, 60_000);
+  ])(
+    '%s: 413 past it, answered below it',
+    async (_what, path, refused) => {
+      const big = await request(app)
+        .post(path)
+        .send({ text: 'x'.repeat(2048) });
+      expect(big.status).toBe(413);
+      expect(big.body).toEqual(refused);
+      const fits = await request(app).post(path).send({ text: 'fits' });
+      expect(fits.status).toBe(200);
+    },
+    60_000,
+  );
 });

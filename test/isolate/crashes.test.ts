@@ -50,7 +50,7 @@ describe.each(backends())('crashes and loads (%s)', (backend) => {
     fs.rmSync(filesDir, { recursive: true, force: true });
   });
 
-  test("a bundle that exits soon after loading is restarted with backoff, and listed as failing with why; callers meanwhile get 500 EXTENSION_CRASHED", async () => {
+  test('a bundle that exits soon after loading is restarted with backoff, and listed as failing with why; callers meanwhile get 500 EXTENSION_CRASHED', async () => {
     // Loads (the deploy check passes), then exits on its own a moment later, every time.
     await deploy(app, deployer, 'function', 'flaky', functionSource('flaky', 'async () => "served"', 'setTimeout(() => process.exit(3), 150);'));
     const ended = (): number => log.lines.filter((line) => typeof line.msg === 'string' && line.msg.includes('an isolate of function flaky@1.0.0 ended')).length;

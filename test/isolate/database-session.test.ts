@@ -110,7 +110,7 @@ const ownWrite = createBcmsFunction(async () => ({
 
 const errorsOf = (answers: { error?: string; code?: string | null }[]): (string | null | undefined)[] => answers.map((answer) => answer.code ?? (answer.error === undefined ? 'ok' : answer.error));
 
-describe.each(backends())('the database session is the service\'s alone (%s)', (backend: Backend) => {
+describe.each(backends())("the database session is the service's alone (%s)", (backend: Backend) => {
   let db: TestDatabase;
   let router: BcmsExtensionsRouter;
   let app: express.Express;
@@ -147,7 +147,7 @@ describe.each(backends())('the database session is the service\'s alone (%s)', (
     await db.close();
   });
 
-  test('ten transactions left open by extension code: the service\'s signed calls, deployments list and undeploy still answer', async () => {
+  test("ten transactions left open by extension code: the service's signed calls, deployments list and undeploy still answer", async () => {
     const most = backend === 'postgres' ? 4 : 1;
     const began = await request(app).post('/api/function/ten-open').send({ least: most });
     expect(began.status).toBe(200);
@@ -198,13 +198,8 @@ describe.each(backends())('the database session is the service\'s alone (%s)', (
     }, 120_000);
   }
 
-  test('set default_transaction_read_only = on, set statement_timeout = 0: the service\'s writes and the next extension call are unaffected', async () => {
-    const poison = [
-      'set default_transaction_read_only = on',
-      'set statement_timeout = 0',
-      "set search_path = 'pg_catalog'",
-      'set session characteristics as transaction read only',
-    ];
+  test("set default_transaction_read_only = on, set statement_timeout = 0: the service's writes and the next extension call are unaffected", async () => {
+    const poison = ['set default_transaction_read_only = on', 'set statement_timeout = 0', "set search_path = 'pg_catalog'", 'set session characteristics as transaction read only'];
     expect(errorsOf((await run({ steps: poison.map((sql) => ({ sql })) })).body.result)).toEqual(['ok', 'ok', 'ok', 'ok']);
     // Inside a transaction, left open, and in one text with a transaction left open.
     expect(errorsOf((await run({ steps: [{ sql: 'BEGIN' }, ...poison.map((sql) => ({ sql }))] })).body.result)).toEqual(['ok', 'ok', 'ok', 'ok', 'ok']);
@@ -223,7 +218,14 @@ describe.each(backends())('the database session is the service\'s alone (%s)', (
     }
     for (let i = 0; i < 20; i++) await serviceAnswers();
     await deploy(app, deployer, 'function', 'after-poison', functionSource('after-poison', 'async () => 2'));
-    const next = await run({ steps: [{ sql: 'show default_transaction_read_only' }, { sql: 'show statement_timeout' }, { sql: 'show transaction_read_only' }, { sql: "insert into bcms_documents (collection, id, doc) values ('after', '1', '{}')" }] });
+    const next = await run({
+      steps: [
+        { sql: 'show default_transaction_read_only' },
+        { sql: 'show statement_timeout' },
+        { sql: 'show transaction_read_only' },
+        { sql: "insert into bcms_documents (collection, id, doc) values ('after', '1', '{}')" },
+      ],
+    });
     const [readOnly, timeout, transactionReadOnly, write] = next.body.result as { rows?: Record<string, string>[]; error?: string }[];
     expect(readOnly?.rows).toEqual([{ default_transaction_read_only: 'off' }]);
     expect(transactionReadOnly?.rows).toEqual([{ transaction_read_only: 'off' }]);
@@ -249,7 +251,9 @@ describe.each(backends())('the database session is the service\'s alone (%s)', (
       const next = await run({ steps: [{ sql: 'show default_transaction_read_only' }, { sql: "insert into bcms_documents (collection, id, doc) values ('after-alter', '1', '{}')" }] });
       const [readOnly, write] = next.body.result as { rows?: Record<string, string>[]; error?: string }[];
       expect([readOnly?.rows, write?.error]).toEqual([[{ default_transaction_read_only: 'off' }], undefined]);
-      const settings = await db.knex.raw(`select coalesce(array_to_string(array(select unnest(setconfig) from pg_db_role_setting where setrole = (select oid from pg_roles where rolname = 'bcms_extension')), ','), '') as s`);
+      const settings = await db.knex.raw(
+        `select coalesce(array_to_string(array(select unnest(setconfig) from pg_db_role_setting where setrole = (select oid from pg_roles where rolname = 'bcms_extension')), ','), '') as s`,
+      );
       expect(settings.rows[0].s).not.toContain('default_transaction_read_only');
       expect(log.lines.some((line) => String(line.msg).startsWith("bcms-extensions: the extension role carried session defaults that were not the service's"))).toBe(true);
     }, 120_000);
@@ -293,7 +297,15 @@ describe.each(backends())('the database session is the service\'s alone (%s)', (
     }
     expect(made?.code ?? 'ok').toBe(backend === 'postgres' ? 'ok' : '42501');
     for (let round = 0; round < 5; round++) {
-      const raced = await run({ steps: [{ sql: 'BEGIN', conn: 7 }], together: [{ sql: 'ROLLBACK', conn: 7 }, { sql: 'select * from bcms_api_keys', conn: 7 }, { sql: 'reset role', conn: 7 }, { sql: 'select * from bcms_api_keys', conn: 7 }] });
+      const raced = await run({
+        steps: [{ sql: 'BEGIN', conn: 7 }],
+        together: [
+          { sql: 'ROLLBACK', conn: 7 },
+          { sql: 'select * from bcms_api_keys', conn: 7 },
+          { sql: 'reset role', conn: 7 },
+          { sql: 'select * from bcms_api_keys', conn: 7 },
+        ],
+      });
       const answers = raced.body.result as { rows?: unknown[] }[];
       expect(answers).toHaveLength(5);
       expect([answers[2]?.rows, answers[4]?.rows]).toEqual([undefined, undefined]);
@@ -315,7 +327,14 @@ describe.each(backends())('the database session is the service\'s alone (%s)', (
     if (backend === 'postgres') {
       // In a transaction whose statement time-out it lifted first: only the end of its call stops it.
       const sleeper = 'select pg_sleep(600)';
-      const left = await run({ leave: true, steps: [{ sql: 'BEGIN', conn: 4 }, { sql: 'set statement_timeout = 0', conn: 4 }, { sql: sleeper, conn: 4 }] });
+      const left = await run({
+        leave: true,
+        steps: [
+          { sql: 'BEGIN', conn: 4 },
+          { sql: 'set statement_timeout = 0', conn: 4 },
+          { sql: sleeper, conn: 4 },
+        ],
+      });
       expect(left.body.result).toBe('running');
       let sleeping = 1;
       for (let waited = 0; sleeping > 0 && waited < 30_000; waited += 200) {
@@ -343,7 +362,9 @@ describe('how extension code connects', () => {
     expect(() => bcmsExtensions({}, { database: { url: 'postgres://a@b/c', extensionUrl: 'mysql://x@y/z' } })).toThrow(
       'option database.extensionUrl must be a Postgres URL that connects as the role extension queries run as',
     );
-    expect(() => bcmsExtensions({}, { database: { extensionUrl: 'postgres://x@y/z' } as never })).toThrow('option database: give one of database.url (a Postgres URL) and database.knex (a Knex instance)');
+    expect(() => bcmsExtensions({}, { database: { extensionUrl: 'postgres://x@y/z' } as never })).toThrow(
+      'option database: give one of database.url (a Postgres URL) and database.knex (a Knex instance)',
+    );
     expect(() => bcmsExtensions({}, { database: { url: 'postgres://a@b/c', extensionURL: 'postgres://x@y/z' } as never })).toThrow('unknown option "database.extensionURL"');
   });
 
@@ -362,7 +383,7 @@ describe('how extension code connects', () => {
   });
 
   if (process.env.DATABASE_URL) {
-    test("a service whose user may not make roles, where there is no role: refused, saying what to do", async () => {
+    test('a service whose user may not make roles, where there is no role: refused, saying what to do', async () => {
       const { schema, admin, drop } = await serverSchema('bcms_norole');
       const user = `bcms_svc_${randomBytes(4).toString('hex')}`;
       await admin.raw(`create role "${user}" login nosuperuser nocreaterole`);
@@ -377,7 +398,9 @@ describe('how extension code connects', () => {
         expect(outcome).toEqual({
           ok: false,
           reason: expect.stringMatching(
-            new RegExp(`^there is no role "bcms_absent_\\w+" for extension queries, and the service's database user "${user}" may not make one\\. Give the option database\\.extensionUrl .*\\bbcms-ext db extension-role\\b`),
+            new RegExp(
+              `^there is no role "bcms_absent_\\w+" for extension queries, and the service's database user "${user}" may not make one\\. Give the option database\\.extensionUrl .*\\bbcms-ext db extension-role\\b`,
+            ),
           ),
         });
         const absent = await prepareExtensionRole(service, { embedded: false, timeoutMs: 1000, extensionUser: 'bcms_nobody_here' });
@@ -400,7 +423,9 @@ describe('how extension code connects', () => {
         await router.ready;
         const deployer = await hmacKey(service, [], { deploy: true });
         await deploy(app, deployer, 'function', 'where', functionSource('where', RUNNER, HOSTILE));
-        const res = await request(app).post('/api/function/where').send({ steps: [{ sql: 'select current_schema() as s' }, { sql: 'select count(*)::int as n from bcms_templates' }] });
+        const res = await request(app)
+          .post('/api/function/where')
+          .send({ steps: [{ sql: 'select current_schema() as s' }, { sql: 'select count(*)::int as n from bcms_templates' }] });
         const [where, templates] = res.body.result as { rows?: { s?: string; n?: number }[] }[];
         expect([where?.rows, templates?.rows]).toEqual([[{ s: schema }], [{ n: 0 }]]);
       } finally {
@@ -410,7 +435,7 @@ describe('how extension code connects', () => {
       }
     }, 60_000);
 
-    test('database.extensionUrl: a role made with the printed SQL is used; the service\'s own user is refused, with what to do', async () => {
+    test("database.extensionUrl: a role made with the printed SQL is used; the service's own user is refused, with what to do", async () => {
       const { url, admin, schema, drop } = await serverSchema('bcms_extrole');
       const role = `bcms_ext_${randomBytes(4).toString('hex')}`;
       const log = memoryLogger();
@@ -428,7 +453,9 @@ describe('how extension code connects', () => {
         await admin.raw(sql);
         const deployer = await hmacKey(service, [], { deploy: true });
         await deploy(app, deployer, 'function', 'hostile', functionSource('hostile', RUNNER, HOSTILE));
-        const res = await request(app).post('/api/function/hostile').send({ steps: [{ sql: 'select current_user as who' }, { sql: 'select count(*)::int as n from bcms_entries' }, { sql: 'select * from bcms_api_keys' }] });
+        const res = await request(app)
+          .post('/api/function/hostile')
+          .send({ steps: [{ sql: 'select current_user as who' }, { sql: 'select count(*)::int as n from bcms_entries' }, { sql: 'select * from bcms_api_keys' }] });
         const [who, entries, keys] = res.body.result as { rows?: { who?: string; n?: number }[]; code?: string }[];
         expect([who?.rows, entries?.rows, keys?.code]).toEqual([[{ who: role }], [{ n: 0 }], '42501']);
 
@@ -438,7 +465,9 @@ describe('how extension code connects', () => {
         const refusingApp = express().use(refusing);
         await refusing.ready;
         await deploy(refusingApp, deployer, 'function', 'hostile-again', functionSource('hostile-again', RUNNER, HOSTILE));
-        const refused = await request(refusingApp).post('/api/function/hostile-again').send({ steps: [{ sql: 'select 1' }] });
+        const refused = await request(refusingApp)
+          .post('/api/function/hostile-again')
+          .send({ steps: [{ sql: 'select 1' }] });
         expect((refused.body.result as { error?: string }[])[0]?.error).toMatch(/^Extension queries are refused: the role "postgres" is privileged/);
         expect(refusedLog.lines.some((line) => String(line.msg).startsWith('bcms-extensions: extension queries are refused (never run as the service)'))).toBe(true);
       } finally {
@@ -478,7 +507,15 @@ describe('how extension code connects', () => {
   });
 
   test('a result past 32 MB is refused as it arrives (TOO_LARGE) and the service lives; two statements in one text are refused', async () => {
-    const res = await request(app).post('/api/function/hostile').send({ steps: [{ sql: "select repeat('x', 1000000) as v from generate_series(1, 40)" }, { sql: "select repeat('x', 1000) as v from generate_series(1, 3)" }, { sql: 'set statement_timeout = 0; select 1' }] });
+    const res = await request(app)
+      .post('/api/function/hostile')
+      .send({
+        steps: [
+          { sql: "select repeat('x', 1000000) as v from generate_series(1, 40)" },
+          { sql: "select repeat('x', 1000) as v from generate_series(1, 3)" },
+          { sql: 'set statement_timeout = 0; select 1' },
+        ],
+      });
     expect(res.status).toBe(200);
     const [large, small, two] = res.body.result as { rows?: unknown[]; code?: string; error?: string }[];
     expect([large?.code, large?.error]).toEqual(['TOO_LARGE', expect.stringMatching(/larger than the 32 MB an extension may read at once/)]);
@@ -487,10 +524,18 @@ describe('how extension code connects', () => {
     // Rows of no text still cost the service an object each: counted, and refused past the cap alike.
     // (Each in a call of its own, within its 3 s: 700,000 rows are past the cap either way.)
     for (const sql of ['select from generate_series(1, 700000)', 'select null as n from generate_series(1, 700000)']) {
-      const empty = await request(app).post('/api/function/hostile').send({ steps: [{ sql }] });
+      const empty = await request(app)
+        .post('/api/function/hostile')
+        .send({ steps: [{ sql }] });
       expect([sql, empty.status, (empty.body.result as { code?: string }[] | undefined)?.[0]?.code]).toEqual([sql, 200, 'TOO_LARGE']);
     }
-    expect((await request(app).post('/api/function/hostile').send({ steps: [{ sql: 'select 1 as one' }] })).body.result).toEqual([{ rows: [{ one: 1 }] }]);
+    expect(
+      (
+        await request(app)
+          .post('/api/function/hostile')
+          .send({ steps: [{ sql: 'select 1 as one' }] })
+      ).body.result,
+    ).toEqual([{ rows: [{ one: 1 }] }]);
   }, 60_000);
 
   test("a cancel that goes out after its statement ended (the result's end arrived first) does not cancel the connection's next statement", async () => {
@@ -510,7 +555,9 @@ describe('how extension code connects', () => {
       expect(next.rows).toEqual([{ pg_sleep: '', one: 1 }]);
       expect((client as { __knex__disposed?: unknown }).__knex__disposed).toBeUndefined();
       // A cancel that never goes out (its session cannot connect): answered after a while all the same, the connection never used again.
-      await expect(runBounded(client, "select repeat('x', 100000) as v from generate_series(1, 10)", [], undefined, limits, () => new Promise<void>(() => {}))).rejects.toMatchObject({ code: 'TOO_LARGE' });
+      await expect(runBounded(client, "select repeat('x', 100000) as v from generate_series(1, 10)", [], undefined, limits, () => new Promise<void>(() => {}))).rejects.toMatchObject({
+        code: 'TOO_LARGE',
+      });
       expect((client as { __knex__disposed?: unknown }).__knex__disposed).toBe('a cancel of its statement did not go out');
     } finally {
       await Promise.all([client.end(), canceller.end()]);

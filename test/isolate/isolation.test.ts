@@ -87,7 +87,13 @@ describe.each(backends())('deployed code runs isolated (%s)', (backend) => {
   });
 
   test("the request's ip, protocol and hostname inside are Express's, with and without 'trust proxy'", async () => {
-    await deploy(app, deployer, 'function', 'address', functionSource('address', 'async ({ request: r }) => ({ ip: r.ip, protocol: r.protocol, hostname: r.hostname, secure: r.secure, path: r.path })'));
+    await deploy(
+      app,
+      deployer,
+      'function',
+      'address',
+      functionSource('address', 'async ({ request: r }) => ({ ip: r.ip, protocol: r.protocol, hostname: r.hostname, secure: r.secure, path: r.path })'),
+    );
     const forwarded = { 'X-Forwarded-For': '203.0.113.7', 'X-Forwarded-Proto': 'https', 'X-Forwarded-Host': 'cms.example.org:8443' };
     const compare = async (): Promise<unknown> => {
       const inside = (await request(app).post('/api/function/address?x=1').set(forwarded)).body.result;
@@ -144,7 +150,13 @@ describe.each(backends())('deployed code runs isolated (%s)', (backend) => {
     try {
       const leakApp = express().use(leaky);
       await leaky.ready;
-      await deploy(leakApp, deployer, 'function', 'leak', functionSource('leak', 'async ({ request }) => { if (request.body.leak) { const kept = []; for (;;) kept.push(new Array(1000000).fill(Math.random())); } return process.pid; }'));
+      await deploy(
+        leakApp,
+        deployer,
+        'function',
+        'leak',
+        functionSource('leak', 'async ({ request }) => { if (request.body.leak) { const kept = []; for (;;) kept.push(new Array(1000000).fill(Math.random())); } return process.pid; }'),
+      );
       const before = (await request(leakApp).post('/api/function/leak').send({})).body.result as number;
       const res = await request(leakApp).post('/api/function/leak').send({ leak: true });
       expect(res.status).toBe(500);
@@ -160,7 +172,16 @@ describe.each(backends())('deployed code runs isolated (%s)', (backend) => {
   }, 90_000);
 
   test('process.exit() and an uncaught exception in extension code: 500 EXTENSION_CRASHED (plugins: { message }), then served again', async () => {
-    await deploy(app, deployer, 'function', 'quits', functionSource('quits', 'async ({ request }) => { if (request.body.how === "exit") process.exit(7); if (request.body.how === "throw") { setTimeout(() => { throw new Error("boom"); }); return new Promise(() => {}); } return "fine"; }'));
+    await deploy(
+      app,
+      deployer,
+      'function',
+      'quits',
+      functionSource(
+        'quits',
+        'async ({ request }) => { if (request.body.how === "exit") process.exit(7); if (request.body.how === "throw") { setTimeout(() => { throw new Error("boom"); }); return new Promise(() => {}); } return "fine"; }',
+      ),
+    );
     for (const how of ['exit', 'throw']) {
       const res = await request(app).post('/api/function/quits').send({ how });
       expect([res.status, errorCode(res)]).toEqual([500, 'EXTENSION_CRASHED']);
@@ -220,10 +241,21 @@ module.exports = createBcmsPlugin({ name: 'inside', controllers: [createControll
 }) })] });`;
     await deploy(app, deployer, 'plugin', 'inside', code);
 
-    const content = await request(app).post('/api/plugin/inside/inside/content').send({ template: `inside-${backend}` });
+    const content = await request(app)
+      .post('/api/plugin/inside/inside/content')
+      .send({ template: `inside-${backend}` });
     expect(content.body).toEqual({ template: `inside-${backend}`, entries: 1, count: 1 });
     // Written through the service's pool: the host's database has it.
-    expect(Number(((await db.knex('bcms_templates').where({ name: `inside-${backend}` }).count({ n: '*' })) as { n: unknown }[])[0]?.n)).toBe(1);
+    expect(
+      Number(
+        (
+          (await db
+            .knex('bcms_templates')
+            .where({ name: `inside-${backend}` })
+            .count({ n: '*' })) as { n: unknown }[]
+        )[0]?.n,
+      ),
+    ).toBe(1);
 
     const teapot = await request(app).get('/api/plugin/inside/inside/teapot');
     expect([teapot.status, teapot.body]).toEqual([418, { message: 'I am a teapot.' }]);
@@ -250,7 +282,11 @@ module.exports = createBcmsPlugin({ name: 'inside', controllers: [createControll
   });
 
   test('undeploy: the extension is gone, and so is its isolate, with the processes it started', async () => {
-    const code = functionSource('leaving', `async () => ({ pid: process.pid, child: started.pid })`, `const started = require('node:child_process').spawn('/bin/sleep', ['600'], { stdio: 'ignore' });`);
+    const code = functionSource(
+      'leaving',
+      `async () => ({ pid: process.pid, child: started.pid })`,
+      `const started = require('node:child_process').spawn('/bin/sleep', ['600'], { stdio: 'ignore' });`,
+    );
     await deploy(app, deployer, 'function', 'leaving', code);
     const { pid, child } = (await request(app).post('/api/function/leaving')).body.result as { pid: number; child: number };
     expect([isRunning(pid), isRunning(child)]).toEqual([true, true]);
@@ -280,7 +316,13 @@ module.exports = createBcmsPlugin({ name: 'inside', controllers: [createControll
   test('rollback refuses a version that no longer loads, and the live one stays', async () => {
     const flag = path.join(os.tmpdir(), `bcms-broken-${process.pid}-${backend}`);
     fs.rmSync(flag, { force: true });
-    await deploy(app, deployer, 'function', 'fragile', functionSource('fragile', 'async () => "v1"', `if (require('node:fs').existsSync(${JSON.stringify(flag)})) throw new Error('v1 needs what is gone');`));
+    await deploy(
+      app,
+      deployer,
+      'function',
+      'fragile',
+      functionSource('fragile', 'async () => "v1"', `if (require('node:fs').existsSync(${JSON.stringify(flag)})) throw new Error('v1 needs what is gone');`),
+    );
     await deploy(app, deployer, 'function', 'fragile', functionSource('fragile', 'async () => "v2"'), { version: '2.0.0' });
     fs.writeFileSync(flag, '');
     try {

@@ -40,7 +40,10 @@ async function until(condition: () => boolean, ms = 5000): Promise<boolean> {
   return condition();
 }
 
-const call = async (app: express.Express, name: string, body: unknown = {}): Promise<request.Response> => request(app).post(`/api/function/${name}`).send(body as object);
+const call = async (app: express.Express, name: string, body: unknown = {}): Promise<request.Response> =>
+  request(app)
+    .post(`/api/function/${name}`)
+    .send(body as object);
 
 describeSandboxed.each(backends())('isolates in bubblewrap (%s)', (backend) => {
   let db: TestDatabase;
@@ -206,13 +209,16 @@ describeSandboxed.each(backends())('isolates in bubblewrap (%s)', (backend) => {
     expect(fs.readFileSync(path.join(own, 'note.txt'), 'utf8')).toBe('kept');
   });
 
-  test('a program it marks setuid in its folder loses the mark when its isolate ends; its folder is its owner\'s alone', async () => {
+  test("a program it marks setuid in its folder loses the mark when its isolate ends; its folder is its owner's alone", async () => {
     await deploy(
       app,
       deployer,
       'function',
       'setuid',
-      functionSource('setuid', `async () => { const fs = require('node:fs'); fs.copyFileSync('/bin/true', 'planted'); fs.chmodSync('planted', 0o4755); fs.mkdirSync('sub', { recursive: true }); fs.copyFileSync('/bin/true', 'sub/planted'); fs.chmodSync('sub/planted', 0o2755); return (fs.statSync('planted').mode & 0o7777).toString(8); }`),
+      functionSource(
+        'setuid',
+        `async () => { const fs = require('node:fs'); fs.copyFileSync('/bin/true', 'planted'); fs.chmodSync('planted', 0o4755); fs.mkdirSync('sub', { recursive: true }); fs.copyFileSync('/bin/true', 'sub/planted'); fs.chmodSync('sub/planted', 0o2755); return (fs.statSync('planted').mode & 0o7777).toString(8); }`,
+      ),
     );
     // Inside, the mark is made (and means nothing there: its mounts are nosuid).
     expect((await call(app, 'setuid')).body.result).toBe('4755');
@@ -245,7 +251,10 @@ describeSandboxed.each(backends())('isolates in bubblewrap (%s)', (backend) => {
       deployer,
       'function',
       'hang',
-      functionSource('hang', `async ({ request }) => { if (request.body.hang) { require('node:child_process').spawn('/bin/sleep', ['${marker}'], { detached: true, stdio: 'ignore' }).unref(); for (;;); } return 'fresh'; }`),
+      functionSource(
+        'hang',
+        `async ({ request }) => { if (request.body.hang) { require('node:child_process').spawn('/bin/sleep', ['${marker}'], { detached: true, stdio: 'ignore' }).unref(); for (;;); } return 'fresh'; }`,
+      ),
     );
     const late = await call(app, 'hang', { hang: true });
     expect([late.status, late.body.error?.code]).toEqual([504, 'FUNCTION_TIMEOUT']);
@@ -280,7 +289,10 @@ describeSandboxed.each(backends())('isolates in bubblewrap (%s)', (backend) => {
     expect((await call(app, 'nospawn')).body.result).toBe('ERR_ACCESS_DENIED');
 
     const touch = (name: string): string =>
-      functionSource(name, `async () => { const fs = require('node:fs'); const file = ${JSON.stringify(path.join(shared, 'readme.txt'))}; let read, write; try { read = fs.readFileSync(file, 'utf8'); } catch (error) { read = error.code; } try { fs.appendFileSync(file, '+'); write = 'ok'; } catch (error) { write = error.code; } return { read, write }; }`);
+      functionSource(
+        name,
+        `async () => { const fs = require('node:fs'); const file = ${JSON.stringify(path.join(shared, 'readme.txt'))}; let read, write; try { read = fs.readFileSync(file, 'utf8'); } catch (error) { read = error.code; } try { fs.appendFileSync(file, '+'); write = 'ok'; } catch (error) { write = error.code; } return { read, write }; }`,
+      );
     for (const name of ['reader', 'writer', 'stranger']) await deploy(app, deployer, 'function', name, touch(name));
     expect((await call(app, 'stranger')).body.result).toEqual({ read: 'ENOENT', write: 'ENOENT' });
     expect((await call(app, 'reader')).body.result).toEqual({ read: 'shared with reader', write: 'EROFS' });

@@ -41,7 +41,9 @@ describe.each(backends())('too large for the database, from an isolate (%s)', (b
   };
 
   test('a 1 MB label given to repo.template.add in an isolate: 400 naming label', async () => {
-    const res = await request(app).post('/api/function/repo-add').send({ name: 'big', label: 'x'.repeat(1_000_000) });
+    const res = await request(app)
+      .post('/api/function/repo-add')
+      .send({ name: 'big', label: 'x'.repeat(1_000_000) });
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ success: false, error: { code: 'TOO_LARGE', message: 'repo.template.add: label is longer than 200 characters (it has 1000000).' } });
     noOutageLogged();
@@ -49,7 +51,9 @@ describe.each(backends())('too large for the database, from an isolate (%s)', (b
 
   test("a name past the database's index row limit, refused by Postgres across the bridge: 400 naming name, without the query", async () => {
     // Random hex, which Postgres cannot compress into the index's 2,704 bytes.
-    const res = await request(app).post('/api/function/bcms-add').send({ name: randomBytes(1500).toString('hex') });
+    const res = await request(app)
+      .post('/api/function/bcms-add')
+      .send({ name: randomBytes(1500).toString('hex') });
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ success: false, error: { code: 'TOO_LARGE', message: 'Field "name" is too large for the database: make it shorter.' } });
     noOutageLogged();

@@ -19,13 +19,27 @@ test("'token': a bearer token of any role that holds READ; none, a bad one or on
   expect([none.status, none.headers['content-type']]).toEqual([401, 'application/json; charset=utf-8']);
   expect(none.body).toEqual({ message: 'Token is `undefined`.' });
   expect((await request(t.app).get(DOCUMENT).set('Authorization', 'Bearer nope')).status).toBe(401);
-  expect((await request(t.app).get(DOCUMENT).set('Authorization', `Bearer ${signToken([role('USER', 'WRITE')])}`)).status).toBe(403);
-  const reader = await request(t.app).get(DOCUMENT).set('Authorization', `Bearer ${signToken([role('USER', 'READ')])}`);
+  expect(
+    (
+      await request(t.app)
+        .get(DOCUMENT)
+        .set('Authorization', `Bearer ${signToken([role('USER', 'WRITE')])}`)
+    ).status,
+  ).toBe(403);
+  const reader = await request(t.app)
+    .get(DOCUMENT)
+    .set('Authorization', `Bearer ${signToken([role('USER', 'READ')])}`);
   expect(reader.status).toBe(200);
   // The document says so of itself: bearer, for any role with READ.
   expect(reader.body.paths[DOCUMENT].get.security).toEqual([{ bearer: [] }]);
   // A conditional request needs the token too: a 304 would say the document exists and is unchanged.
-  expect((await request(t.app).get(DOCUMENT).set('If-None-Match', reader.headers.etag as string)).status).toBe(401);
+  expect(
+    (
+      await request(t.app)
+        .get(DOCUMENT)
+        .set('If-None-Match', reader.headers.etag as string)
+    ).status,
+  ).toBe(401);
 });
 
 test("'off': not served (404), not in the document, and router.openapi() still builds it; another value is refused at start", async () => {

@@ -149,7 +149,10 @@ exports.default = createBcmsFunction(async () => ({ config: { name: 'shipped-fn'
     const caller = await hmacKey((await sharedTestDatabase()).knex, ['shipped-fn']);
     expect((await signedPost(t.app, '/api/function/shipped-fn', caller, { n: 'x' })).body.error.code).toBe('BODY_INVALID');
     expect((await signedPost(t.app, '/api/function/shipped-fn', caller, { n: 21 })).body).toEqual({ success: true, result: 42 });
-    for (const [kind, name] of [['plugin', 'shipped'], ['function', 'shipped-fn']]) {
+    for (const [kind, name] of [
+      ['plugin', 'shipped'],
+      ['function', 'shipped-fn'],
+    ]) {
       expect((await signed(t.app, 'DELETE', `/api/extensions/deployments/${kind}/${name}`, deployer)).status).toBe(200);
     }
     const gone = await request(t.app).get('/api/extensions/openapi.json');
@@ -195,7 +198,13 @@ exports.default = createBcmsFunction(async () => ({ config: { name: 'shipped-fn'
     // A weak ETag, as a compressing proxy sends it back, is current too.
     expect((await request(other.app).get('/api/extensions/openapi.json').set('If-None-Match', `W/${mounted.headers.etag}, "other"`)).status).toBe(200);
     const current = await request(other.app).get('/api/extensions/openapi.json');
-    expect((await request(other.app).get('/api/extensions/openapi.json').set('If-None-Match', `"other", ${String(current.headers.etag)}`)).status).toBe(304);
+    expect(
+      (
+        await request(other.app)
+          .get('/api/extensions/openapi.json')
+          .set('If-None-Match', `"other", ${String(current.headers.etag)}`)
+      ).status,
+    ).toBe(304);
   });
 
   test("what an isolate sends is not trusted: a deployed method's security is the guard the service enforces, unknown fields and foreign $refs are dropped", async () => {
@@ -233,7 +242,12 @@ Channel.prototype.encode = function (batch, ...rest) {
     expect({ ...t.router.openapi(), servers: [{ url: '/' }] }).toEqual(document);
     expect(Object.isFrozen(t.router.openapi())).toBe(true);
     // A reader's token is not needed: the paths are public, their guards answer for them.
-    expect((await request(t.app).get('/api/extensions/openapi.json').set('Authorization', `Bearer ${signToken([role('USER', 'READ')])}`)).status).toBe(200);
+    expect(
+      (
+        await request(t.app)
+          .get('/api/extensions/openapi.json')
+          .set('Authorization', `Bearer ${signToken([role('USER', 'READ')])}`)
+      ).status,
+    ).toBe(200);
   });
 });
-

@@ -41,24 +41,28 @@ describe('a JWT guard answers before the body is read', () => {
     ['no token', {}, 401, { message: 'Token is `undefined`.' }],
     ['a bad token', { Authorization: 'Bearer not.a.token' }, 401, { message: 'Invalid token.' }],
     ['a token without the permission', { Authorization: `Bearer ${signToken([role('ADMIN', 'READ')])}` }, 403, { message: 'Token is not authorized for this action.' }],
-  ])('%s, 10 bytes of a 1 MB body sent: the answer comes while the client still holds the rest', async (_what, headers, status, body) => {
-    const before = handled;
-    const client = rawClient(running.port);
-    client.write(postHead('/api/plugin/inbox/inbox', MB, headers) + '[[[[[[[[[[');
-    const answer = await client.next();
-    expect(answer.status).toBe(status);
-    expect(answer.body).toEqual(body);
-    expect(answer.headers['content-type']).toBe('application/json; charset=utf-8');
-    expect(handled).toBe(before);
-    // Too much left to drain: the answer closes the connection.
-    expect(answer.headers.connection).toBe('close');
-    await client.closed;
-  }, 30_000);
+  ])(
+    '%s, 10 bytes of a 1 MB body sent: the answer comes while the client still holds the rest',
+    async (_what, headers, status, body) => {
+      const before = handled;
+      const client = rawClient(running.port);
+      client.write(`${postHead('/api/plugin/inbox/inbox', MB, headers)}[[[[[[[[[[`);
+      const answer = await client.next();
+      expect(answer.status).toBe(status);
+      expect(answer.body).toEqual(body);
+      expect(answer.headers['content-type']).toBe('application/json; charset=utf-8');
+      expect(handled).toBe(before);
+      // Too much left to drain: the answer closes the connection.
+      expect(answer.headers.connection).toBe('close');
+      await client.closed;
+    },
+    30_000,
+  );
 
   test('a small rest is drained within bodyTimeoutMs: the connection stays open for it, then closes when it never comes', async () => {
     const client = rawClient(running.port);
     const started = Date.now();
-    client.write(postHead('/api/plugin/inbox/inbox', 1000) + '[[[[[[[[[[');
+    client.write(`${postHead('/api/plugin/inbox/inbox', 1000)}[[[[[[[[[[`);
     const answer = await client.next();
     expect(answer.status).toBe(401);
     expect(answer.headers.connection).not.toBe('close');
@@ -82,13 +86,19 @@ describe('a JWT guard answers before the body is read', () => {
   }, 30_000);
 
   test('with a good token the body is read and parsed for the handler', async () => {
-    const res = await request(running.t.app).post('/api/plugin/inbox/inbox').set('Authorization', `Bearer ${writer()}`).send({ a: [1, 2] });
+    const res = await request(running.t.app)
+      .post('/api/plugin/inbox/inbox')
+      .set('Authorization', `Bearer ${writer()}`)
+      .send({ a: [1, 2] });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ by: 'user-1', got: { a: [1, 2] } });
   }, 30_000);
 
   test('a 1 MB body without a token, sent whole through supertest: 401', async () => {
-    const res = await request(running.t.app).post('/api/plugin/inbox/inbox').set('Content-Type', 'application/json').send('['.repeat(MB / 2) + ']'.repeat(MB / 2));
+    const res = await request(running.t.app)
+      .post('/api/plugin/inbox/inbox')
+      .set('Content-Type', 'application/json')
+      .send('['.repeat(MB / 2) + ']'.repeat(MB / 2));
     expect(res.status).toBe(401);
     expect(res.body).toEqual({ message: 'Token is `undefined`.' });
   }, 30_000);
@@ -101,17 +111,21 @@ describe("a method's own bodyLimit", () => {
   }, 60_000);
   afterAll(() => t.router.close());
 
-  test('wins over the router\'s: 413 past 1 KB on its route, the default 100kb elsewhere', async () => {
+  test("wins over the router's: 413 past 1 KB on its route, the default 100kb elsewhere", async () => {
     const twoKb = { text: 'x'.repeat(2048) };
     const small = await request(t.app).post('/api/plugin/inbox/inbox/small').send(twoKb);
     expect(small.status).toBe(413);
     expect(small.body).toEqual({ message: 'Request body is larger than the limit of 1024 bytes.' });
     expect(small.headers.connection).toBe('close');
-    const fits = await request(t.app).post('/api/plugin/inbox/inbox/small').send({ text: 'x'.repeat(900) });
+    const fits = await request(t.app)
+      .post('/api/plugin/inbox/inbox/small')
+      .send({ text: 'x'.repeat(900) });
     expect(fits.status).toBe(200);
     const open = await request(t.app).post('/api/plugin/inbox/inbox/open').send(twoKb);
     expect(open.status).toBe(200);
-    const big = await request(t.app).post('/api/plugin/inbox/inbox/open').send({ text: 'x'.repeat(150 * 1024) });
+    const big = await request(t.app)
+      .post('/api/plugin/inbox/inbox/open')
+      .send({ text: 'x'.repeat(150 * 1024) });
     expect(big.status).toBe(413);
     expect(big.body).toEqual({ message: 'Request body is larger than the limit of 102400 bytes.' });
   }, 30_000);

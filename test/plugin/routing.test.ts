@@ -153,7 +153,12 @@ describe('JWT-guarded routes without a jwt.secret', () => {
         path: '/vault',
         methods: () => ({
           open: createControllerMethod({ type: 'get', handler: async () => ({ open: true }) }),
-          read: createControllerMethod({ path: '/read', type: 'get', preRequestHandler: createJwtProtectionPreRequestHandler([JWTRoleName.ADMIN], JWTPermissionName.READ), handler: async () => ({ read: true }) }),
+          read: createControllerMethod({
+            path: '/read',
+            type: 'get',
+            preRequestHandler: createJwtProtectionPreRequestHandler([JWTRoleName.ADMIN], JWTPermissionName.READ),
+            handler: async () => ({ read: true }),
+          }),
         }),
       }),
     ],

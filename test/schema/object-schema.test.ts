@@ -44,9 +44,7 @@ describe('compileObjectSchema', () => {
   });
 
   test('a field named __proto__ is refused where the schema is compiled (Ajv would not check it)', () => {
-    expect(() => compileObjectSchema(JSON.parse('{"__proto__": {"__type": "string", "__required": true}}') as ObjectSchema)).toThrow(
-      'schema: "__proto__" cannot be a field name',
-    );
+    expect(() => compileObjectSchema(JSON.parse('{"__proto__": {"__type": "string", "__required": true}}') as ObjectSchema)).toThrow('schema: "__proto__" cannot be a field name');
   });
 
   test('function fields check typeof function (documents in memory; JSON has none)', () => {

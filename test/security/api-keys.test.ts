@@ -24,8 +24,34 @@ describe.each(backends())('API keys (%s)', (backend) => {
 
     const keys = await listApiKeys(db.knex);
     expect(keys).toEqual([
-      { id: created.id, name: 'forms', algorithm: 'hmac-sha256', publicKey: null, blocked: false, functions: ['submit-form'], plugins: [], deploy: false, bcmsClient: false, expiresAt: null, createdAt: expect.any(Number), updatedAt: expect.any(Number) },
-      { id: signer.id, name: 'deployer', algorithm: 'ed25519', publicKey: pem(pair.publicKey, 'spki'), blocked: false, functions: [], plugins: [], deploy: true, bcmsClient: false, expiresAt: null, createdAt: expect.any(Number), updatedAt: expect.any(Number) },
+      {
+        id: created.id,
+        name: 'forms',
+        algorithm: 'hmac-sha256',
+        publicKey: null,
+        blocked: false,
+        functions: ['submit-form'],
+        plugins: [],
+        deploy: false,
+        bcmsClient: false,
+        expiresAt: null,
+        createdAt: expect.any(Number),
+        updatedAt: expect.any(Number),
+      },
+      {
+        id: signer.id,
+        name: 'deployer',
+        algorithm: 'ed25519',
+        publicKey: pem(pair.publicKey, 'spki'),
+        blocked: false,
+        functions: [],
+        plugins: [],
+        deploy: true,
+        bcmsClient: false,
+        expiresAt: null,
+        createdAt: expect.any(Number),
+        updatedAt: expect.any(Number),
+      },
     ]);
     expect(JSON.stringify(keys)).not.toContain(created.secret);
 
@@ -74,7 +100,11 @@ describe.each(backends())('API keys (%s)', (backend) => {
     ['an unknown algorithm', { name: 'k', functions: [], algorithm: 'hmac-md5' }, 'API key algorithm must be one of hmac-sha256, rsa-sha256, ed25519, got "hmac-md5"'],
     ['a public key for hmac', { name: 'k', functions: [], publicKey: 'x' }, 'an hmac-sha256 key takes no publicKey: the service issues its secret'],
     ['no public key for ed25519', { name: 'k', functions: [], algorithm: 'ed25519' }, 'an ed25519 key needs publicKey (PEM)'],
-    ['a private key given as the public one', { name: 'k', functions: [], algorithm: 'ed25519', publicKey: pem(ed25519().privateKey, 'pkcs8') }, 'publicKey is a private key: keep it with the caller and pass the public key'],
+    [
+      'a private key given as the public one',
+      { name: 'k', functions: [], algorithm: 'ed25519', publicKey: pem(ed25519().privateKey, 'pkcs8') },
+      'publicKey is a private key: keep it with the caller and pass the public key',
+    ],
     ['not a key', { name: 'k', functions: [], algorithm: 'rsa-sha256', publicKey: 'hello' }, 'publicKey is not a PEM public key (-----BEGIN PUBLIC KEY-----)'],
     ['an Ed25519 key for rsa-sha256', { name: 'k', functions: [], algorithm: 'rsa-sha256', publicKey: pem(ed25519().publicKey, 'spki') }, 'an rsa-sha256 key needs an RSA public key, got ed25519'],
     [
@@ -127,7 +157,10 @@ describe('/api/extensions/keys: key management for an ADMIN token', () => {
   });
 
   test('create (201, the secret once), list, block, delete; unknown ids 404 KEY_NOT_FOUND', async () => {
-    const created = await request(t.app).post('/api/extensions/keys').set('Authorization', admin).send({ name: 'over http', functions: ['f'] });
+    const created = await request(t.app)
+      .post('/api/extensions/keys')
+      .set('Authorization', admin)
+      .send({ name: 'over http', functions: ['f'] });
     expect(created.status).toBe(201);
     expect(created.body).toEqual({ id: expect.any(String), secret: expect.any(String) });
     expect(created.headers['access-control-allow-origin']).toBe('*');
@@ -153,7 +186,10 @@ describe('/api/extensions/keys: key management for an ADMIN token', () => {
   });
 
   test('bcmsClient over HTTP: kept and listed', async () => {
-    const created = await request(t.app).post('/api/extensions/keys').set('Authorization', admin).send({ name: 'bcms site', functions: ['f'], bcmsClient: true });
+    const created = await request(t.app)
+      .post('/api/extensions/keys')
+      .set('Authorization', admin)
+      .send({ name: 'bcms site', functions: ['f'], bcmsClient: true });
     expect(created.status).toBe(201);
     const list = await request(t.app).get('/api/extensions/keys').set('Authorization', admin);
     expect(list.body.keys).toContainEqual(expect.objectContaining({ id: created.body.id, bcmsClient: true }));
@@ -162,11 +198,17 @@ describe('/api/extensions/keys: key management for an ADMIN token', () => {
   });
 
   test('plugins over HTTP: kept and listed; a name that is not one is a 400', async () => {
-    const created = await request(t.app).post('/api/extensions/keys').set('Authorization', admin).send({ name: 'plugin site', functions: [], plugins: ['todo'] });
+    const created = await request(t.app)
+      .post('/api/extensions/keys')
+      .set('Authorization', admin)
+      .send({ name: 'plugin site', functions: [], plugins: ['todo'] });
     expect(created.status).toBe(201);
     const list = await request(t.app).get('/api/extensions/keys').set('Authorization', admin);
     expect(list.body.keys).toContainEqual(expect.objectContaining({ id: created.body.id, plugins: ['todo'] }));
-    const refused = await request(t.app).post('/api/extensions/keys').set('Authorization', admin).send({ name: 'x', functions: [], plugins: ['../todo'] });
+    const refused = await request(t.app)
+      .post('/api/extensions/keys')
+      .set('Authorization', admin)
+      .send({ name: 'x', functions: [], plugins: ['../todo'] });
     expect([refused.status, refused.body]).toEqual([400, { message: 'API key plugins: "../todo" is not a plugin name (URL-safe, as in /api/plugin/<name>/)' }]);
   });
 

@@ -1,14 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import request from 'supertest';
 import jwt from 'jsonwebtoken';
-import {
-  createBcmsPlugin,
-  createController,
-  createControllerMethod,
-  createJwtProtectionPreRequestHandler,
-  JWTPermissionName,
-  JWTRoleName,
-} from '../../lib';
+import { createBcmsPlugin, createController, createControllerMethod, createJwtProtectionPreRequestHandler, JWTPermissionName, JWTRoleName } from '../../lib';
 import { buildApp, JWT_SECRET, role, signToken, type TestApp } from '../support/app';
 
 const guarded = createBcmsPlugin({
@@ -53,7 +46,9 @@ describe('JWT guard on a plugin endpoint', () => {
   });
 
   test('valid token with a listed role holding the permission: 200 and accessToken in the handler', async () => {
-    const res = await request(t.app).get('/api/plugin/secure/me').set('Authorization', `Bearer ${signToken([role('USER', 'READ')])}`);
+    const res = await request(t.app)
+      .get('/api/plugin/secure/me')
+      .set('Authorization', `Bearer ${signToken([role('USER', 'READ')])}`);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ userId: 'user-1', alg: 'HS256' });
   });
@@ -91,7 +86,9 @@ describe('JWT guard on a plugin endpoint', () => {
     ['permission on an unlisted role', [role('EDITOR', 'READ')]],
     ['no roles', []],
   ])('%s: 403 Token is not authorized for this action.', async (_name, rls) => {
-    const res = await request(t.app).get('/api/plugin/secure/me').set('Authorization', `Bearer ${signToken(rls)}`);
+    const res = await request(t.app)
+      .get('/api/plugin/secure/me')
+      .set('Authorization', `Bearer ${signToken(rls)}`);
     expect(res.status).toBe(403);
     expect(res.body).toEqual({ message: 'Token is not authorized for this action.' });
     expect(res.headers['www-authenticate']).toBeUndefined();

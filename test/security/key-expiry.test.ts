@@ -29,7 +29,10 @@ describe.each(backends())('API keys past their expiry (%s)', (backend) => {
   test('a function call, HMAC or Ed25519: 200 before the expiry, 401 KEY_EXPIRED after, with the Signature challenge and when', async () => {
     const hmac = await hmacKey(db.knex, ['report'], { expiresAt: inAnHour() });
     const ed25519 = await publicKeyKey(db.knex, 'ed25519', ['report']);
-    await db.knex('bcms_api_keys').where({ id: ed25519.keyId }).update({ expires_at: new Date(inAnHour()) });
+    await db
+      .knex('bcms_api_keys')
+      .where({ id: ed25519.keyId })
+      .update({ expires_at: new Date(inAnHour()) });
     for (const key of [hmac, ed25519]) {
       const before = await signedPost(t.app, '/api/function/report', key, {});
       expect([before.status, before.body]).toEqual([200, { success: true, result: { ok: true } }]);
@@ -48,7 +51,10 @@ describe.each(backends())('API keys past their expiry (%s)', (backend) => {
 
   test("a key that expires while the service holds it in memory: refused by the database's clock", async () => {
     for (const key of [await hmacKey(db.knex, ['report'], { expiresAt: inAnHour() }), await publicKeyKey(db.knex, 'ed25519', ['report'])]) {
-      await db.knex('bcms_api_keys').where({ id: key.keyId }).update({ expires_at: new Date(inAnHour()) });
+      await db
+        .knex('bcms_api_keys')
+        .where({ id: key.keyId })
+        .update({ expires_at: new Date(inAnHour()) });
       expect((await signedPost(t.app, '/api/function/report', key, {})).status).toBe(200); // read, and kept in memory
       await expire(key.keyId);
       const res = await signedPost(t.app, '/api/function/report', key, {});

@@ -40,10 +40,7 @@ describe.each(backends())('the signature ledger (%s)', (backend) => {
     const blocked = (await createApiKey(db.knex, { name: 'blocked reader', functions: [], bcmsClient: true })).id;
     await blockApiKey(db.knex, blocked);
     const later = new Date(Date.now() + 60_000);
-    const outcomes = await Promise.all([
-      ledger.accept(reader, 'list-1', { keyAccess: true }, later),
-      ledger.accept(blocked, 'list-2', { keyAccess: true }, later),
-    ]);
+    const outcomes = await Promise.all([ledger.accept(reader, 'list-1', { keyAccess: true }, later), ledger.accept(blocked, 'list-2', { keyAccess: true }, later)]);
     expect(outcomes).toEqual(['accepted', 'blocked']);
     // One memory for every route: the same signature is a replay wherever it is sent next.
     expect(await ledger.accept(reader, 'list-1', { function: 'f' }, later)).toBe('not-permitted');
@@ -102,7 +99,10 @@ describe.each(backends())('the signature ledger (%s)', (backend) => {
     const both = (await createApiKey(db.knex, { name: 'expired and blocked', functions: ['submit-form'], expiresAt: Date.now() + 3_600_000 })).id;
     await blockApiKey(db.knex, both);
     // Time passes: createApiKey takes no expiry in the past.
-    await db.knex('bcms_api_keys').whereIn('id', [expired, both]).update({ expires_at: db.knex.raw("now() - interval '1 second'") });
+    await db
+      .knex('bcms_api_keys')
+      .whereIn('id', [expired, both])
+      .update({ expires_at: db.knex.raw("now() - interval '1 second'") });
     const outcomes = await Promise.all([ledger.accept(live, 'exp-1', fn, later), ledger.accept(expired, 'exp-2', fn, later), ledger.accept(both, 'exp-3', fn, later)]);
     expect(outcomes).toEqual(['accepted', 'expired', 'blocked']);
     expect(await db.knex('bcms_signature_replays').whereIn('key_id', [expired, both]).select('key_id')).toEqual([]);

@@ -121,7 +121,9 @@ describe.each(backends())('secrets at rest, over HTTP (%s)', (backend) => {
     const t = await start(KEY);
     const first = await createApiKey(t.router.db, { name: 'first', functions: ['echo'] });
     const second = await createApiKey(t.router.db, { name: 'second', functions: ['echo'] });
-    await knex(API_KEYS_TABLE).where({ id: second.id }).update({ secret: await storedSecret(first.id) });
+    await knex(API_KEYS_TABLE)
+      .where({ id: second.id })
+      .update({ secret: await storedSecret(first.id) });
     const res = await signedPost(t.app, '/api/function/echo', { keyId: second.id, secret: first.secret! }, {});
     expectUnusableKey(res);
     expect(JSON.stringify(res.body)).not.toContain('sealed');
@@ -135,12 +137,16 @@ describe.each(backends())('secrets at rest, over HTTP (%s)', (backend) => {
     const [kid, payload] = stored.slice('enc:v1:'.length).split(':') as [string, string];
     const bytes = Buffer.from(payload, 'base64url');
     bytes[14] = (bytes[14] as number) ^ 0x01; // inside the ciphertext: GCM's tag no longer matches
-    await knex(API_KEYS_TABLE).where({ id: made.id }).update({ secret: `enc:v1:${kid}:${bytes.toString('base64url')}` });
+    await knex(API_KEYS_TABLE)
+      .where({ id: made.id })
+      .update({ secret: `enc:v1:${kid}:${bytes.toString('base64url')}` });
     const altered = await signedPost(t.app, '/api/function/echo', { keyId: made.id, secret: made.secret! }, {});
     expectUnusableKey(altered);
     expect(loggedAsError(t, made.id, 'does not open with the key it names (altered, or moved from another key)')).toBe(true);
 
-    await knex(API_KEYS_TABLE).where({ id: made.id }).update({ secret: `enc:v1:00000000:${payload}` });
+    await knex(API_KEYS_TABLE)
+      .where({ id: made.id })
+      .update({ secret: `enc:v1:00000000:${payload}` });
     expectUnusableKey(await signedPost(t.app, '/api/function/echo', { keyId: made.id, secret: made.secret! }, {}));
     expect(loggedAsError(t, made.id, 'it was sealed under a key (00000000) the service was not given')).toBe(true);
     // Put back as it was, the key works again: nothing of the refusal was remembered.

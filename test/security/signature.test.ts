@@ -114,7 +114,13 @@ describe.each(backends())('signed calls to private functions (%s)', (backend) =>
       const contentType = 'application/json; charset=windows-1252';
       const headers = signRequest({ ...key, method: 'POST', url: PATH, body, contentType });
       expect(headers.Authorization).toContain('headers="(request-target) date digest x-bcms-nonce content-type"');
-      const send = (type: string) => request(t.app).post(PATH).set(headers).set('Content-Type', type).serialize((bytes) => bytes).send(body);
+      const send = (type: string) =>
+        request(t.app)
+          .post(PATH)
+          .set(headers)
+          .set('Content-Type', type)
+          .serialize((bytes) => bytes)
+          .send(body);
       // Signed, the charset cannot be changed: another one no longer verifies.
       const swapped = await send('application/json; charset=iso-8859-2');
       expect([swapped.status, swapped.body]).toEqual([401, failure('SIGNATURE_INVALID', 'The signature does not verify with this key.')]);
@@ -250,7 +256,11 @@ describe.each(backends())('signed calls to private functions (%s)', (backend) =>
     test('a date that is not an HTTP date: 401 SIGNATURE_INVALID', async () => {
       const headers = signRequest({ ...key, method: 'POST', url: PATH, body: '{}' });
       const authorization = headers.Authorization as string;
-      const res = await request(t.app).post(PATH).set({ ...headers, Date: 'yesterday', Authorization: authorization }).set('Content-Type', 'application/json').send('{}');
+      const res = await request(t.app)
+        .post(PATH)
+        .set({ ...headers, Date: 'yesterday', Authorization: authorization })
+        .set('Content-Type', 'application/json')
+        .send('{}');
       expect(res.body).toEqual(failure('SIGNATURE_INVALID', /^The Date header is not a date: send an HTTP date/));
     });
 
@@ -343,7 +353,11 @@ describe.each(backends())('signed calls to private functions (%s)', (backend) =>
     test('a replay with the signature spelled another way (padding, whitespace) is still a replay', async () => {
       const headers = signRequest({ ...key, method: 'POST', url: PATH, body: '{"spelling":1}' });
       const send = (authorization: string) =>
-        request(t.app).post(PATH).set({ ...headers, Authorization: authorization }).set('Content-Type', 'application/json').send('{"spelling":1}');
+        request(t.app)
+          .post(PATH)
+          .set({ ...headers, Authorization: authorization })
+          .set('Content-Type', 'application/json')
+          .send('{"spelling":1}');
       const original = headers.Authorization as string;
       expect((await send(original)).status).toBe(200);
       const signature = /signature="([^"]+)"/.exec(original)?.[1] as string;
@@ -356,7 +370,12 @@ describe.each(backends())('signed calls to private functions (%s)', (backend) =>
     test('an Ed25519 signature made non-canonical (S + the group order) is refused, not taken for a new request', async () => {
       const ed = await publicKeyKey(db.knex, 'ed25519', ['report']);
       const headers = signRequest({ ...ed, method: 'POST', url: PATH, body: '{}' });
-      const send = (authorization: string) => request(t.app).post(PATH).set({ ...headers, Authorization: authorization }).set('Content-Type', 'application/json').send('{}');
+      const send = (authorization: string) =>
+        request(t.app)
+          .post(PATH)
+          .set({ ...headers, Authorization: authorization })
+          .set('Content-Type', 'application/json')
+          .send('{}');
       const original = headers.Authorization as string;
       expect((await send(original)).status).toBe(200);
       const signature = /signature="([^"]+)"/.exec(original)?.[1] as string;
@@ -381,7 +400,11 @@ describe.each(backends())('signed calls to private functions (%s)', (backend) =>
     });
 
     test.each([
-      ['an unquoted signature', 'Signature keyId="k",signature=123,algorithm="hmac-sha256",headers="(request-target) date digest"', /^Malformed signature: keyId, algorithm, headers and signature must be quoted strings\.$/],
+      [
+        'an unquoted signature',
+        'Signature keyId="k",signature=123,algorithm="hmac-sha256",headers="(request-target) date digest"',
+        /^Malformed signature: keyId, algorithm, headers and signature must be quoted strings\.$/,
+      ],
       ['unquoted headers', 'Signature keyId="k",algorithm="hmac-sha256",headers=5,signature="abc"', /^Malformed signature\.$/],
     ])('%s: 401 SIGNATURE_INVALID, never a 500 or an internal message', async (_name, header, message) => {
       const res = await request(t.app).post(PATH).set('Authorization', header).set('Date', new Date().toUTCString()).set('Digest', digestHeader('{}')).send({});
@@ -487,7 +510,12 @@ describe('a host body parser mounted before the router', () => {
     const headers: Record<string, string> = {};
     const res = await signedPost(app, `${PATH}?access_token=query-secret&page=2`, key, { parsed: 'twice' }, { tamper: (signed) => Object.assign(headers, signed) });
     expect(res.status).toBe(500);
-    expect(res.body).toEqual(failure('BODY_ALREADY_PARSED', `A body parser ran before the router, so the signed body cannot be checked: mount the router first, or give the parser verify: keepRawBody. Request id: ${res.headers['x-request-id']}.`));
+    expect(res.body).toEqual(
+      failure(
+        'BODY_ALREADY_PARSED',
+        `A body parser ran before the router, so the signed body cannot be checked: mount the router first, or give the parser verify: keepRawBody. Request id: ${res.headers['x-request-id']}.`,
+      ),
+    );
     const logged = log.lines.find((line) => /Mount the router before express\.json\(\)/.test(String(line.msg)));
     expect(logged).toMatchObject({ level: 50, requestId: res.headers['x-request-id'], path: `${PATH}?access_token=[redacted]&page=2` });
     const signature = /signature="([^"]+)"/.exec(headers.Authorization as string)?.[1] as string;
@@ -529,7 +557,13 @@ describe('a host body parser mounted before the router', () => {
       const key = await hmacKey(first.db, ['report']);
       for (let round = 0; round < 30; round++) {
         const headers = signRequest({ ...key, method: 'POST', url: PATH, body: '{}' });
-        const sends = [0, 1, 0, 1].map((i) => request(apps[i] as express.Express).post(PATH).set(headers).set('Content-Type', 'application/json').send('{}'));
+        const sends = [0, 1, 0, 1].map((i) =>
+          request(apps[i] as express.Express)
+            .post(PATH)
+            .set(headers)
+            .set('Content-Type', 'application/json')
+            .send('{}'),
+        );
         const statuses = (await Promise.all(sends)).map((res) => res.status).sort();
         expect(statuses).toEqual([200, 401, 401, 401]);
       }

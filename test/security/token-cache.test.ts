@@ -1,13 +1,5 @@
 import request from 'supertest';
-import {
-  createBcmsPlugin,
-  createController,
-  createControllerMethod,
-  createJwtProtectionPreRequestHandler,
-  JWTPermissionName,
-  JWTRoleName,
-  type JWT,
-} from '../../lib';
+import { createBcmsPlugin, createController, createControllerMethod, createJwtProtectionPreRequestHandler, JWTPermissionName, JWTRoleName, type JWT } from '../../lib';
 import { bearerToken, VerifiedTokenCache } from '../../lib/security/token-cache';
 import { buildApp, JWT_SECRET, signToken } from '../support/app';
 
@@ -82,14 +74,17 @@ describe('verified-token cache', () => {
 
   test('with a secret callback nothing is remembered: the callback is asked every time', async () => {
     let asked = 0;
-    const t = await buildApp({ plugins: [plugin] }, {
-      jwt: {
-        secret: async () => {
-          asked++;
-          return JWT_SECRET;
+    const t = await buildApp(
+      { plugins: [plugin] },
+      {
+        jwt: {
+          secret: async () => {
+            asked++;
+            return JWT_SECRET;
+          },
         },
       },
-    });
+    );
     const token = signToken();
     for (let i = 0; i < 3; i++) await request(t.app).get('/api/plugin/cache/me').set('Authorization', `Bearer ${token}`).expect(200);
     expect(asked).toBe(3);

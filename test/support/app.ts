@@ -21,7 +21,11 @@ export function memoryLogger(): { logger: pino.Logger; lines: Record<string, unk
   return {
     logger,
     get lines() {
-      return raw.join('').split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
+      return raw
+        .join('')
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
     },
     text: () => raw.join(''),
   };
@@ -53,10 +57,7 @@ export async function buildApp(registry: BcmsRegistry, options: BcmsExtensionsOp
 type Role = { name: string; permissions: { name: string }[] };
 
 /** Signs a BCMS-shaped token (HS256 with the test secret unless told otherwise). */
-export function signToken(
-  rls: Role[] = [{ name: 'ADMIN', permissions: [{ name: 'READ' }] }],
-  options: jwt.SignOptions & { secret?: string; payload?: Record<string, unknown> } = {},
-): string {
+export function signToken(rls: Role[] = [{ name: 'ADMIN', permissions: [{ name: 'READ' }] }], options: jwt.SignOptions & { secret?: string; payload?: Record<string, unknown> } = {}): string {
   const { secret = JWT_SECRET, payload = {}, ...signOptions } = options;
   // A payload that sets `exp` itself (an expired token) must not also get `expiresIn`.
   const lifetime = 'exp' in payload ? {} : { expiresIn: '1h' as const };

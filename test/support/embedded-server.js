@@ -23,7 +23,9 @@ try {
 }
 router.ready.then(
   () => {
-    const server = express().use(router).listen(0, '127.0.0.1', () => process.stdout.write(`listening ${server.address().port}\n`));
+    const server = express()
+      .use(router)
+      .listen(0, '127.0.0.1', () => process.stdout.write(`listening ${server.address().port}\n`));
   },
   (error) => {
     process.stdout.write(`failed ${error.message}\n`);

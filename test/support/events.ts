@@ -45,7 +45,16 @@ export async function seedEventsAndJobs(knex: Knex): Promise<void> {
   await knex('bcms_job_runs').insert([
     { job: 'nightly', tick_at: day(20), status: 'succeeded', instance: 'a', started_at: day(20), finished_at: new Date(day(20).getTime() + 1500), duration_ms: 1500 },
     { job: 'nightly', tick_at: day(21), status: 'failed', instance: 'b', started_at: day(21), finished_at: new Date(day(21).getTime() + 20), duration_ms: 20, error: 'Error: no network' },
-    { job: 'nightly', tick_at: day(22), status: 'timed_out', instance: 'a', started_at: day(22), finished_at: new Date(day(22).getTime() + 300_000), duration_ms: 300_000, error: 'ran past jobTimeoutMs (300000 ms)' },
+    {
+      job: 'nightly',
+      tick_at: day(22),
+      status: 'timed_out',
+      instance: 'a',
+      started_at: day(22),
+      finished_at: new Date(day(22).getTime() + 300_000),
+      duration_ms: 300_000,
+      error: 'ran past jobTimeoutMs (300000 ms)',
+    },
     { job: 'nightly', tick_at: day(23), status: 'skipped', instance: 'b', started_at: day(23), finished_at: day(23), duration_ms: 0 },
     { job: 'nightly', tick_at: day(24), status: 'running', instance: 'a', started_at: day(24), lease_until: LATER },
   ]);

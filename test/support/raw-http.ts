@@ -64,6 +64,8 @@ export function rawClient(port: number): { write(bytes: string | Buffer): void; 
 
 /** The head of a JSON POST declaring `length` bytes of body. */
 export function postHead(path: string, length: number, headers: Record<string, string> = {}): string {
-  const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  const extra = Object.entries(headers)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
   return `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n${extra}\r\n`;
 }

@@ -39,6 +39,9 @@ export const inAnHour = (): number => Date.now() + 3_600_000;
 
 /** Makes key `id` expired a second ago, by the database's clock (which the service reads); answers when, as ISO text. */
 export async function expireKey(knex: Knex, id: string): Promise<string> {
-  const [row] = (await knex('bcms_api_keys').where({ id }).update({ expires_at: knex.raw("now() - interval '1 second'") }).returning('expires_at')) as { expires_at: Date }[];
+  const [row] = (await knex('bcms_api_keys')
+    .where({ id })
+    .update({ expires_at: knex.raw("now() - interval '1 second'") })
+    .returning('expires_at')) as { expires_at: Date }[];
   return new Date(row!.expires_at).toISOString();
 }

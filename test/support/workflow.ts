@@ -58,22 +58,25 @@ export async function waitFor(check: () => Promise<boolean>, what: string, ms = 
 
 /** Starts the service for the calling test file, and stops it after. */
 export function useWorkflowService(): void {
-beforeAll(async () => {
-  const port = await freePort();
-  await start(port, fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-workflow-data-')), { ADMIN_PASSWORD: PASSWORD });
-  service.base = `http://localhost:${port}`;
-  const login = await fetch(`${service.base}/api/auth/login`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ email: 'admin@example.com', password: PASSWORD }) });
-  service.token = ((await login.json()) as { accessToken: string }).accessToken;
-  // The admin is SUDO, and the example app makes deploy keys over HTTP: an ed25519 pair, its private key written here.
-  const keyDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-workflow-key-'));
-  const created = run(process.execPath, [BIN, 'keys', 'create', '--name', 'workflow deployer', '--deploy', '--env'], keyDir, { BCMS_URL: service.base, BCMS_TOKEN: service.token });
-  expect(created.status).toBe(0);
-  service.deployKey = Object.fromEntries([...created.stdout.matchAll(/^export (\w+)='([^']+)'$/gm)].map((m) => [m[1] as string, m[2] as string]));
-  expect(service.deployKey).toEqual({ BCMS_KEY_ID: expect.any(String), BCMS_PRIVATE_KEY_FILE: path.join(keyDir, 'bcms-deploy-key.pem') });
-}, 60_000);
-afterAll(stopStartedApps);
+  beforeAll(async () => {
+    const port = await freePort();
+    await start(port, fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-workflow-data-')), { ADMIN_PASSWORD: PASSWORD });
+    service.base = `http://localhost:${port}`;
+    const login = await fetch(`${service.base}/api/auth/login`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ email: 'admin@example.com', password: PASSWORD }),
+    });
+    service.token = ((await login.json()) as { accessToken: string }).accessToken;
+    // The admin is SUDO, and the example app makes deploy keys over HTTP: an ed25519 pair, its private key written here.
+    const keyDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-workflow-key-'));
+    const created = run(process.execPath, [BIN, 'keys', 'create', '--name', 'workflow deployer', '--deploy', '--env'], keyDir, { BCMS_URL: service.base, BCMS_TOKEN: service.token });
+    expect(created.status).toBe(0);
+    service.deployKey = Object.fromEntries([...created.stdout.matchAll(/^export (\w+)='([^']+)'$/gm)].map((m) => [m[1] as string, m[2] as string]));
+    expect(service.deployKey).toEqual({ BCMS_KEY_ID: expect.any(String), BCMS_PRIVATE_KEY_FILE: path.join(keyDir, 'bcms-deploy-key.pem') });
+  }, 60_000);
+  afterAll(stopStartedApps);
 }
-
 
 export async function send(method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: unknown }> {
   const response = await request(url, {
@@ -84,7 +87,6 @@ export async function send(method: string, url: string, body?: unknown, headers:
   const text = await response.text();
   return { status: response.status, body: text === '' ? undefined : JSON.parse(text) };
 }
-
 
 /** The .env a project gets: the service's URL and the deploy key (its private key's file). */
 export function writeEnv(dir: string): void {

@@ -19,7 +19,12 @@ const items = createBcmsPlugin({
       name: 'Items',
       path: '/items',
       methods: () => ({
-        all: createControllerMethod({ path: '/all', type: 'get', responseSchema: { items: { __type: 'array', __required: true, __child: { __type: 'string' } } }, handler: async () => ({ items: ['a', 2] }) }),
+        all: createControllerMethod({
+          path: '/all',
+          type: 'get',
+          responseSchema: { items: { __type: 'array', __required: true, __child: { __type: 'string' } } },
+          handler: async () => ({ items: ['a', 2] }),
+        }),
         one: createControllerMethod({ path: '/:id', type: 'get', responseSchema: z.object({ id: z.string() }), handler: async ({ request: req }) => ({ id: req.params.id }) }),
       }),
     }),
@@ -33,7 +38,7 @@ describe('answers checked against responseSchema, through the kit', () => {
   });
   afterAll(() => service.close());
 
-  test("signedCall: a result that fits passes; one that does not fails the test, naming the field", async () => {
+  test('signedCall: a result that fits passes; one that does not fails the test, naming the field', async () => {
     shape = { total: 3 };
     expect((await service.signedCall('sum')).body).toEqual({ success: true, result: { total: 3 } });
     shape = { total: 'three' };
@@ -42,9 +47,11 @@ describe('answers checked against responseSchema, through the kit', () => {
     expect((await service.signedCall('free')).body).toEqual({ success: true, result: 'anything' });
   });
 
-  test('checkAnswer: a plugin answer against its method\'s schema (ObjectSchema or zod), path parameters matched', async () => {
+  test("checkAnswer: a plugin answer against its method's schema (ObjectSchema or zod), path parameters matched", async () => {
     const all = await request(service.app).get('/api/plugin/items/items/all');
-    expect(() => service.checkAnswer('GET', '/api/plugin/items/items/all', all.body)).toThrow(/^checkAnswer: GET \/api\/plugin\/items\/items\/all: the answer's items\.1 is 2, and its responseSchema says it must be string$/);
+    expect(() => service.checkAnswer('GET', '/api/plugin/items/items/all', all.body)).toThrow(
+      /^checkAnswer: GET \/api\/plugin\/items\/items\/all: the answer's items\.1 is 2, and its responseSchema says it must be string$/,
+    );
     const one = await request(service.app).get('/api/plugin/items/items/42');
     expect(() => service.checkAnswer('GET', '/api/plugin/items/items/42', one.body)).not.toThrow();
     expect(() => service.checkAnswer('GET', '/api/plugin/items/items/42', { id: 42 })).toThrow(/the answer's id is 42, and its responseSchema says it must be string/);

@@ -3,15 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import request from 'supertest';
-import {
-  createBcmsFunction,
-  createBcmsPlugin,
-  createController,
-  createControllerMethod,
-  createJwtProtectionPreRequestHandler,
-  JWTPermissionName,
-  JWTRoleName,
-} from '../../lib';
+import { createBcmsFunction, createBcmsPlugin, createController, createControllerMethod, createJwtProtectionPreRequestHandler, JWTPermissionName, JWTRoleName } from '../../lib';
 import { createTestService, type TestService } from '../../lib/testing';
 import { backends, serverSchema } from '../support/database';
 import { bundle, functionSource } from '../support/deploy';
@@ -84,7 +76,10 @@ describe.each(backends())('createTestService on %s', (backend) => {
   });
 
   test('token({ roles }): a role name holds every permission; the detailed forms hold what they list', async () => {
-    const mine = (token?: string) => request(service.app).get('/api/plugin/notes/notes/mine').set(token === undefined ? {} : { Authorization: `Bearer ${token}` });
+    const mine = (token?: string) =>
+      request(service.app)
+        .get('/api/plugin/notes/notes/mine')
+        .set(token === undefined ? {} : { Authorization: `Bearer ${token}` });
     expect((await mine()).status).toBe(401);
     expect((await mine(service.token({ roles: ['ADMIN'] }))).body).toEqual({ userId: 'test-user', templates: expect.any(Array) });
     expect((await mine(service.token({ roles: [{ name: 'USER', permissions: ['READ'] }], userId: 'ada' }))).body).toMatchObject({ userId: 'ada' });
@@ -126,7 +121,9 @@ describe.each(backends())('createTestService on %s', (backend) => {
     expect(await service.signedCall('count-entries', { template: 'nothing' })).toMatchObject({ status: 404, body: { success: false, error: { code: 'HANDLER_ERROR', message: 'No such template.' } } });
     expect(await service.signedCall('no-such-function')).toMatchObject({ status: 404, body: { success: false, error: { code: 'FUNCTION_NOT_FOUND' } } });
     // What was seeded, the guarded plugin endpoint lists too.
-    const listed = await request(service.app).get('/api/plugin/notes/notes/mine').set('Authorization', `Bearer ${service.token({ roles: ['USER'] })}`);
+    const listed = await request(service.app)
+      .get('/api/plugin/notes/notes/mine')
+      .set('Authorization', `Bearer ${service.token({ roles: ['USER'] })}`);
     expect(listed.body.templates).toContain('blog_posts');
   });
 
@@ -167,7 +164,9 @@ describe.each(backends())('createTestService on %s', (backend) => {
     expect(token({})).toThrow("token({ roles }): roles must be an array, such as ['ADMIN'] or [{ name: 'USER', permissions: ['READ'] }]; got undefined");
     expect(token({ roles: ['ADMNI'] })).toThrow('token({ roles }): roles[0]: "ADMNI" is not a role name (one of SUDO, DEV, ADMIN, OWNER, MANAGER, SERVICE, EDITOR, SUPPORT, USER, GUEST)');
     expect(token({ roles: [{ name: 'USER' }] })).toThrow("token({ roles }): roles[0].permissions must be an array, such as ['READ', 'WRITE'] ([] for none); got undefined");
-    expect(token({ roles: [{ name: 'USER', permissions: ['READ', 'RUN'] }] })).toThrow('token({ roles }): roles[0].permissions[1]: "RUN" is not a permission name (one of READ, WRITE, DELETE, EXECUTE)');
+    expect(token({ roles: [{ name: 'USER', permissions: ['READ', 'RUN'] }] })).toThrow(
+      'token({ roles }): roles[0].permissions[1]: "RUN" is not a permission name (one of READ, WRITE, DELETE, EXECUTE)',
+    );
     expect(token({ roles: [{ name: 'USER', permissions: [], extra: 1 }] })).toThrow('token({ roles }): roles[0] has "extra": a role is { name, permissions }');
     expect(token({ roles: [42] })).toThrow('token({ roles }): roles[0] must be a role name or { name, permissions }; got 42');
     expect(token({ roles: [], role: 'ADMIN' })).toThrow('token(): unknown option "role" (known: roles, userId, props, expiresIn)');
@@ -191,8 +190,10 @@ describe.each(backends())('createTestService on %s', (backend) => {
     await expect(service.seed.entry('00000000-0000-4000-8000-000000000000')).rejects.toThrow('seed.entry(): no template with id "00000000-0000-4000-8000-000000000000"');
     const pages = (await service.router.repo.template.findByName('pages'))!;
     await expect(service.seed.entry(pages, { meta: [{ props: [] }] } as never)).rejects.toThrow("seed.entry(): meta[0].lng must be a language code such as 'en'; got undefined");
-    await expect(service.seed.entry(pages, { meta: [{ lng: 'en', props: [{ data: [] }] }] } as never)).rejects.toThrow('seed.entry(): meta[0].props[0] must be { id, data } with id a string; got {"data":[]}');
-    await expect(service.seed.entry(pages, { meta: { lng: 'en' } } as never)).rejects.toThrow("seed.entry(): meta must be [{ lng: 'en', props: [{ id, data }] }]; got {\"lng\":\"en\"}");
+    await expect(service.seed.entry(pages, { meta: [{ lng: 'en', props: [{ data: [] }] }] } as never)).rejects.toThrow(
+      'seed.entry(): meta[0].props[0] must be { id, data } with id a string; got {"data":[]}',
+    );
+    await expect(service.seed.entry(pages, { meta: { lng: 'en' } } as never)).rejects.toThrow('seed.entry(): meta must be [{ lng: \'en\', props: [{ id, data }] }]; got {"lng":"en"}');
     await expect(service.seed.entry(pages, { title: 'x' } as never)).rejects.toThrow('seed.entry(): unknown field "title" (known: meta, content, status, userId)');
   });
 });
@@ -244,7 +245,9 @@ describe('createTestService: its defaults and its own options', () => {
     }
     const callback = await createTestService({}, { jwt: { secret: () => 'from-a-callback' } });
     try {
-      expect(() => callback.token({ roles: ['ADMIN'] })).toThrow("token(): the kit signs tokens with a shared secret, and this service verifies them otherwise: give createTestService { jwt: { secret: '<a string>' } } with an HS256, HS384 or HS512 algorithm, or sign the tokens yourself");
+      expect(() => callback.token({ roles: ['ADMIN'] })).toThrow(
+        "token(): the kit signs tokens with a shared secret, and this service verifies them otherwise: give createTestService { jwt: { secret: '<a string>' } } with an HS256, HS384 or HS512 algorithm, or sign the tokens yourself",
+      );
     } finally {
       await callback.close();
     }
@@ -256,6 +259,8 @@ describe('createTestService: its defaults and its own options', () => {
     await expect(createTestService({}, 'memory' as never)).rejects.toThrow('createTestService(registry, options?): options must be the router\'s options object; got "memory"');
     await expect(createTestService({}, { databse: 'x' } as never)).rejects.toThrow('unknown option "databse"');
     // (Its own logger: the router logs why it could not start, which is this test's doing.)
-    await expect(createTestService({ functions: [countEntries, countEntries] }, { logger: pino({ level: 'silent' }) })).rejects.toThrow('duplicate function name "count-entries" in registry.functions');
+    await expect(createTestService({ functions: [countEntries, countEntries] }, { logger: pino({ level: 'silent' }) })).rejects.toThrow(
+      'duplicate function name "count-entries" in registry.functions',
+    );
   }, 60_000);
 });

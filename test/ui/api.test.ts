@@ -63,9 +63,7 @@ describe('the API view: its page and files over HTTP', () => {
     const res = await request(app).get('/cms/bcms/api');
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
-    expect(res.headers['content-security-policy']).toBe(
-      "default-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'self'; base-uri 'none'; form-action 'self'; object-src 'none'",
-    );
+    expect(res.headers['content-security-policy']).toBe("default-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'self'; base-uri 'none'; form-action 'self'; object-src 'none'");
     expect(res.headers['referrer-policy']).toBe('same-origin');
     expect(res.headers['x-content-type-options']).toBe('nosniff');
     expect(res.text).toBe((await request(app).get('/cms/bcms')).text);
@@ -95,7 +93,6 @@ describe('the API view: its page and files over HTTP', () => {
     expect((await request(app).get('/cms/api/extensions/swagger-ui.NOTICE.txt')).status).toBe(404);
   });
 });
-
 
 describeInChromium('the API view in Chromium, the router mounted under /cms', () => {
   let server: Server;
@@ -170,7 +167,7 @@ describeInChromium('the API view in Chromium, the router mounted under /cms', ()
     await expectAttribute(control, 'aria-expanded', 'false');
   }, 30_000);
 
-  test('Try it out sends the request under the mount path, with the shell\'s token; the function is listed with its verb', async () => {
+  test("Try it out sends the request under the mount path, with the shell's token; the function is listed with its verb", async () => {
     const control = operation('/api/plugin/stats/stats/counts');
     await control.click();
     await page.getByRole('button', { name: 'Try it out' }).first().click();
@@ -193,7 +190,9 @@ describeInChromium('the API view in Chromium, the router mounted under /cms', ()
     await page.getByRole('button', { name: 'Authorize', exact: true }).click();
     await page.getByRole('dialog').or(page.locator('.dialog-ux')).first().waitFor();
     await page.evaluate(fs.readFileSync(AXE, 'utf8'));
-    const violations = (await page.evaluate('axe.run(document).then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(" ") + " " + (n.any[0] ? n.any[0].message.slice(0, 110) : "")) })))')) as {
+    const violations = (await page.evaluate(
+      'axe.run(document).then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(" ") + " " + (n.any[0] ? n.any[0].message.slice(0, 110) : "")) })))',
+    )) as {
       id: string;
       impact: string;
       nodes: string[];
@@ -229,7 +228,10 @@ describeInChromium("the API view when the document is for signed-in users only (
   let browser: Browser;
   const running: { server: Server; router: BcmsRouter }[] = [];
   beforeAll(async () => {
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
   }, 60_000);
   afterAll(async () => {
     await browser?.close();

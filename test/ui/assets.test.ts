@@ -62,7 +62,9 @@ describe('plugin UIs, the SDK and the admin shell', () => {
     expect(first.headers.etag).toMatch(/^W\/"/);
     expect(first.headers['last-modified']).toEqual(expect.any(String));
     expect(first.headers['accept-ranges']).toBe('bytes');
-    const again = await request(t.app).get(url).set('If-None-Match', first.headers.etag as string);
+    const again = await request(t.app)
+      .get(url)
+      .set('If-None-Match', first.headers.etag as string);
     expect(again.status).toBe(304);
     expect(again.text).toBe('');
     expect(again.headers['x-request-id']).toEqual(expect.any(String));
@@ -83,7 +85,9 @@ describe('plugin UIs, the SDK and the admin shell', () => {
       const first = await request(t.app).get(url);
       expect(first.status).toBe(200);
       expect(first.headers.etag).toEqual(expect.any(String));
-      const again = await request(t.app).get(url).set('If-None-Match', first.headers.etag as string);
+      const again = await request(t.app)
+        .get(url)
+        .set('If-None-Match', first.headers.etag as string);
       expect(again.status).toBe(304);
       expect(again.headers['cache-control']).toBe('no-cache');
       const stale = await request(t.app).get(url).set('If-None-Match', '"something-else"');
@@ -118,7 +122,7 @@ describe('plugin UIs, the SDK and the admin shell', () => {
     expect(res.headers.allow).toBe('GET, HEAD');
   });
 
-  test('a plugin without a UI, or no plugin: the path is the host\'s', async () => {
+  test("a plugin without a UI, or no plugin: the path is the host's", async () => {
     expect((await request(t.app).get('/plugin/api-only/')).body).toEqual({ host404: true });
     expect((await request(t.app).get('/plugin/nothing/')).body).toEqual({ host404: true });
   });
@@ -168,7 +172,10 @@ describe('plugin UIs, the SDK and the admin shell', () => {
     expect((await request(t.app).get('/plugin/content-stats/').set('Sec-Fetch-Dest', 'iframe')).status).toBe(200);
     const mounted = await request(express().use('/cms', t.router)).get('/cms/plugin/content-stats/').set('Sec-Fetch-Dest', 'document');
     expect(mounted.headers.location).toBe('/cms/bcms/plugins/content-stats');
-    const none = bcmsExtensions({ plugins: [createBcmsPlugin({ name: 'alone', controllers: [], ui: { dir: builtUi() } })] }, { database: (await sharedTestDatabase()).knex, logger: memoryLogger().logger, admin: false });
+    const none = bcmsExtensions(
+      { plugins: [createBcmsPlugin({ name: 'alone', controllers: [], ui: { dir: builtUi() } })] },
+      { database: (await sharedTestDatabase()).knex, logger: memoryLogger().logger, admin: false },
+    );
     const alone = await request(express().use(none)).get('/plugin/alone/').set('Sec-Fetch-Dest', 'document');
     expect(alone.status).toBe(200);
     expect(alone.headers['content-security-policy']).toBe('sandbox allow-scripts allow-forms allow-popups allow-downloads');
@@ -284,7 +291,9 @@ describe("the SDK's data routes, for a token whose role holds READ", () => {
     const none = await request(t.app).get('/api/extensions/templates');
     expect(none.status).toBe(401);
     expect(none.body).toEqual({ message: 'Token is `undefined`.' });
-    const writer = await request(t.app).get('/api/extensions/plugins').set('Authorization', `Bearer ${signToken([role('EDITOR', 'WRITE')])}`);
+    const writer = await request(t.app)
+      .get('/api/extensions/plugins')
+      .set('Authorization', `Bearer ${signToken([role('EDITOR', 'WRITE')])}`);
     expect(writer.status).toBe(403);
   });
 });

@@ -12,7 +12,6 @@ import { CHROMIUM, describeInChromium } from '../support/browser';
 const SCREENSHOTS = path.resolve(__dirname, '..', '..', 'test-output', 'screenshots');
 const PASSWORD = 'browser-test-password';
 
-
 describeInChromium('the admin shell and a plugin UI, in Chromium', () => {
   let url: string;
   let browser: Browser;
@@ -101,7 +100,11 @@ describeInChromium('the admin shell and a plugin UI, in Chromium', () => {
     await plugin().getByLabel('Email').fill('ada@example.com');
     await plugin().getByLabel('Message').fill('Sent from the plugin UI');
     await plugin().getByRole('button', { name: 'Send' }).click();
-    await expectVisible(plugin().getByRole('status').filter({ hasText: /^Stored as [0-9a-f-]{36}\.$/ }));
+    await expectVisible(
+      plugin()
+        .getByRole('status')
+        .filter({ hasText: /^Stored as [0-9a-f-]{36}\.$/ }),
+    );
     const table = plugin().getByRole('table', { name: 'Recent form submissions' });
     await expectVisible(table.getByRole('cell', { name: 'Ada Lovelace' }));
     await expectVisible(table.getByRole('cell', { name: 'Sent from the plugin UI' }));
@@ -139,7 +142,7 @@ describeInChromium('the admin shell and a plugin UI, in Chromium', () => {
       expect(await frame.evaluate("window.bcms.sdk.send({ url: '/extensions/plugins', headers: { Authorization: '' } }).then((r) => r.plugins.length)")).toBe(1);
       // ...and only when asked: without it the service says 401, and the user stays signed in.
       expect(await frame.evaluate("window.bcms.sdk.send({ url: '/extensions/plugins' }).then(() => 'answered', (e) => [e.status, e.message])")).toEqual([401, 'Token is `undefined`.']);
-      expect(await frame.evaluate("window.bcms.sdk.isLoggedIn()")).toBe(true);
+      expect(await frame.evaluate('window.bcms.sdk.isLoggedIn()')).toBe(true);
     } finally {
       elsewhere.close();
     }
@@ -192,7 +195,9 @@ describeInChromium('the admin shell and a plugin UI, in Chromium', () => {
       // Nothing of the shell reaches past the screen's edge...
       expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(400);
       // ...nor of the example plugin: its chart fits, and its table scrolls in a box of its own.
-      const chart = (await plugin().getByRole('img', { name: /^Entries per template\./ }).boundingBox())!;
+      const chart = (await plugin()
+        .getByRole('img', { name: /^Entries per template\./ })
+        .boundingBox())!;
       expect(chart.x + chart.width).toBeLessThanOrEqual(400);
       const pluginPage = page.frames().find((candidate) => candidate.url().includes('/plugin/content-stats/'))!;
       expect(await pluginPage.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true);
@@ -242,7 +247,12 @@ describeInChromium('the admin shell and a plugin UI, in Chromium', () => {
     const notice = page.getByRole('status').filter({ hasText: 'You signed out.' });
     await expectVisible(notice);
     await page.screenshot({ path: path.join(SCREENSHOTS, '4-signed-out-by-choice.png') });
-    expect(await page.getByRole('alert').filter({ hasText: /signed out/ }).count()).toBe(0);
+    expect(
+      await page
+        .getByRole('alert')
+        .filter({ hasText: /signed out/ })
+        .count(),
+    ).toBe(0);
     // Not in the error's colour: the text keeps the page's own.
     // A string, as the file's other evaluations: the test's tsconfig has no DOM types.
     const colours = (await page.evaluate(`(() => {
@@ -258,7 +268,7 @@ describeInChromium('the admin shell and a plugin UI, in Chromium', () => {
     expect(await page.evaluate("window.bcms.sdk.template.getAll().then(() => 'answered', (e) => [e.status, e.message])")).toEqual([401, 'Not logged in.']);
   }, 30_000);
 
-  test('nothing the shell, the SDK or the plugin did was refused by the shell page\'s Content-Security-Policy', () => {
+  test("nothing the shell, the SDK or the plugin did was refused by the shell page's Content-Security-Policy", () => {
     expect(refusedByCsp).toEqual([]);
   });
 

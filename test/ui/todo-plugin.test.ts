@@ -5,16 +5,7 @@ import path from 'node:path';
 import express from 'express';
 import jwt from 'jsonwebtoken';
 import { chromium, type Browser, type Frame, type Locator, type Page } from 'playwright-core';
-import {
-  bcmsExtensions,
-  createBcmsPlugin,
-  createController,
-  createControllerMethod,
-  createJwtProtectionPreRequestHandler,
-  HTTPStatus,
-  JWTPermissionName,
-  JWTRoleName,
-} from '../../lib';
+import { bcmsExtensions, createBcmsPlugin, createController, createControllerMethod, createJwtProtectionPreRequestHandler, HTTPStatus, JWTPermissionName, JWTRoleName } from '../../lib';
 import { JWT_SECRET, memoryLogger } from '../support/app';
 import { sharedTestDatabase } from '../support/database';
 import { CHROMIUM, describeInChromium, waitUntil } from '../support/browser';
@@ -27,7 +18,6 @@ const SCREENSHOTS = path.resolve(__dirname, '..', '..', 'test-output', 'screensh
 const UI_DIR = path.resolve(__dirname, '..', 'fixtures-ui', 'todo-ui', 'dist');
 const EMAIL = 'ada@example.com';
 const PASSWORD = 'todo-test-password';
-
 
 interface Todo {
   _id: string;
@@ -108,10 +98,7 @@ describeInChromium('a BCMS-style plugin UI (todos) with window.bcms, in Chromium
 
   beforeAll(async () => {
     fs.mkdirSync(SCREENSHOTS, { recursive: true });
-    const router = bcmsExtensions(
-      { plugins: [todoPlugin(todos)] },
-      { database: (await sharedTestDatabase()).knex, jwt: { secret: JWT_SECRET }, logger: memoryLogger().logger },
-    );
+    const router = bcmsExtensions({ plugins: [todoPlugin(todos)] }, { database: (await sharedTestDatabase()).knex, jwt: { secret: JWT_SECRET }, logger: memoryLogger().logger });
     await router.ready;
     const app = express();
     app.use(router);
@@ -193,10 +180,7 @@ describeInChromium('a BCMS-style plugin UI (todos) with window.bcms, in Chromium
     expect(await frame.evaluate('window.bcms.sdk.isLoggedIn()')).toBe(true);
     // send puts /api in front of a BCMS-relative URL; without Authorization '' no token goes.
     expect(await frame.evaluate("window.bcms.sdk.send({ url: '/plugin/todos/todo/all', headers: { Authorization: '' } }).then((r) => r.items.length)")).toBe(0);
-    expect(await frame.evaluate("window.bcms.sdk.send({ url: '/plugin/todos/todo/all' }).then(() => 'answered', (e) => [e.status, e.message])")).toEqual([
-      401,
-      'Token is `undefined`.',
-    ]);
+    expect(await frame.evaluate("window.bcms.sdk.send({ url: '/plugin/todos/todo/all' }).then(() => 'answered', (e) => [e.status, e.message])")).toEqual([401, 'Token is `undefined`.']);
     expectedProblems(/status of 401/);
   }, 30_000);
 
@@ -204,7 +188,8 @@ describeInChromium('a BCMS-style plugin UI (todos) with window.bcms, in Chromium
     const frame = pluginFrame();
     // Everything the shell posts to the frame, from here on, and what the frame was named with.
     await frame.evaluate("window.__seen = [window.name]; addEventListener('message', (event) => window.__seen.push(JSON.stringify(event.data)))");
-    const refused = (expression: string) => frame.evaluate(`(() => { try { const value = ${expression}; return value === undefined ? 'undefined' : 'read: ' + String(value); } catch (error) { return error.name; } })()`);
+    const refused = (expression: string) =>
+      frame.evaluate(`(() => { try { const value = ${expression}; return value === undefined ? 'undefined' : 'read: ' + String(value); } catch (error) { return error.name; } })()`);
     expect(await refused("localStorage.getItem('bcms.accessToken')")).toBe('SecurityError');
     expect(await refused('sessionStorage.length')).toBe('SecurityError');
     expect(await refused('document.cookie')).toBe('SecurityError');
@@ -225,10 +210,11 @@ describeInChromium('a BCMS-style plugin UI (todos) with window.bcms, in Chromium
     // API keys would outlast the session: a frame never reaches their routes, however spelt.
     const keysBefore = await read<{ keys: unknown[] }>('/api/extensions/keys');
     for (const route of ['/extensions/keys', '/EXTENSIONS/Keys/', '/extensions//keys', '/extensions/x/../keys']) {
-      expect(await frame.evaluate(`window.bcms.sdk.send({ url: ${JSON.stringify(route)}, method: 'POST', data: { name: 'from-a-frame' }, headers: { Authorization: '' } }).then(() => 'made', (e) => [e.status, e.message])`)).toEqual([
-        403,
-        'A plugin UI may not manage API keys (they would outlast the session): use bcms-ext keys, or the service itself.',
-      ]);
+      expect(
+        await frame.evaluate(
+          `window.bcms.sdk.send({ url: ${JSON.stringify(route)}, method: 'POST', data: { name: 'from-a-frame' }, headers: { Authorization: '' } }).then(() => 'made', (e) => [e.status, e.message])`,
+        ),
+      ).toEqual([403, 'A plugin UI may not manage API keys (they would outlast the session): use bcms-ext keys, or the service itself.']);
     }
     expect(await read<{ keys: unknown[] }>('/api/extensions/keys')).toEqual(keysBefore);
     // Calls that carry the token, through the bridge: their answers come back, the token does not.
@@ -345,9 +331,11 @@ describeInChromium('a BCMS-style plugin UI (todos) with window.bcms, in Chromium
     const notes = templates.find((template) => template.name === 'notes');
     expect(notes?.label).toBe('Notes');
     const stored = async () =>
-      (await read<{ entries: { status: string; userId: string; meta: { props: { id: string; data: unknown[] }[] }[] }[] }>(`/api/extensions/templates/${notes?._id}/entries`)).entries.map(
-        (entry) => ({ status: entry.status, userId: entry.userId, text: entry.meta[0]?.props[0]?.data[0] }),
-      );
+      (await read<{ entries: { status: string; userId: string; meta: { props: { id: string; data: unknown[] }[] }[] }[] }>(`/api/extensions/templates/${notes?._id}/entries`)).entries.map((entry) => ({
+        status: entry.status,
+        userId: entry.userId,
+        text: entry.meta[0]?.props[0]?.data[0],
+      }));
     expect(await stored()).toEqual([{ status: 'active', userId: 'ada-1', text: 'Call the plumber' }]);
 
     await plugin().getByRole('button', { name: 'Archive Call the plumber' }).click();

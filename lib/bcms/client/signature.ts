@@ -59,7 +59,9 @@ export function clientSignatureQuery(url: string): string | undefined {
  * bcmsClientSignature({ secret, nonce: 'a1b2c3', timestamp: '1700000000000', key: id, body: '{"email":"a@example.com"}' });
  */
 export function bcmsClientSignature(input: { secret: string | Buffer; nonce: string; timestamp: string; key: string; body: string }): string {
-  return createHmac('sha256', input.secret).update(signedText(input.nonce, input.timestamp, input.key, payloadOf(input.body))).digest('hex');
+  return createHmac('sha256', input.secret)
+    .update(signedText(input.nonce, input.timestamp, input.key, payloadOf(input.body)))
+    .digest('hex');
 }
 
 /** base64(UTF-8(encodeURIComponent(text))), as the client encodes its payload. */
@@ -129,8 +131,7 @@ export function createClientSignatureVerifier(options: SignatureSettings): Verif
     if (!key.bcmsClient || key.secret === null) {
       throw refuse(
         'SIGNATURE_INVALID',
-        "This API key does not accept the BCMS client's signed calls. Create a key that does with bcmsClient: true " +
-          '(bcms-ext keys create --bcms-client), or sign with an HTTP Signature.',
+        "This API key does not accept the BCMS client's signed calls. Create a key that does with bcmsClient: true " + '(bcms-ext keys create --bcms-client), or sign with an HTTP Signature.',
       );
     }
 
@@ -157,7 +158,9 @@ export function createClientSignatureVerifier(options: SignatureSettings): Verif
         throw refuse('SIGNATURE_INVALID', 'The signature does not verify with this key.'); // a lone surrogate: nothing the client signs
       }
     }
-    const expected = createHmac('sha256', key.secret).update(signedText(params.nonce, params.timestamp, params.key, payload)).digest();
+    const expected = createHmac('sha256', key.secret)
+      .update(signedText(params.nonce, params.timestamp, params.key, payload))
+      .digest();
     const given = Buffer.from(params.signature, 'hex');
     if (!timingSafeEqual(given, expected)) throw refuse('SIGNATURE_INVALID', 'The signature does not verify with this key.');
     refuseIfExpired(key, refuse, now);

@@ -126,7 +126,13 @@ function renderOperator(path: string[], op: string, operand: unknown, where: str
     case '$in':
     case '$nin': {
       if (!Array.isArray(operand)) throw new TypeError(`${where}: ${op} on field ${JSON.stringify(field)} takes an array, got ${kind(operand)}`);
-      const any = operand.length === 0 ? { sql: 'false', bindings: [] } : join(operand.map((item) => equals(path, item, where)), ' or ');
+      const any =
+        operand.length === 0
+          ? { sql: 'false', bindings: [] }
+          : join(
+              operand.map((item) => equals(path, item, where)),
+              ' or ',
+            );
       return op === '$in' ? any : not(any);
     }
     case '$exists':
@@ -164,7 +170,15 @@ function equals(path: string[], value: unknown, where: string): SqlFragment {
     if (indexable) {
       // One jsonpath predicate: lax mode looks into arrays along the path and at its end, as
       // MongoDB does, and the GIN index serves `@@` with an equality.
-      return { sql: 'doc @@ ?::jsonpath', bindings: [`${path.map((segment) => `"${segment}"`).join('.').replace(/^/, '$.')} == ${literal}`] };
+      return {
+        sql: 'doc @@ ?::jsonpath',
+        bindings: [
+          `${path
+            .map((segment) => `"${segment}"`)
+            .join('.')
+            .replace(/^/, '$.')} == ${literal}`,
+        ],
+      };
     }
     return {
       sql: `(${pathSql(path)} = ?::jsonb or (jsonb_typeof(${pathSql(path)}) = 'array' and ${pathSql(path)} @> ?::jsonb))`,

@@ -113,7 +113,6 @@ export interface DocumentCore<Entity extends DocumentEntity> {
   where: string;
 }
 
-
 /**
  * The repository over one collection. `createFSDBRepository`, `createMongoDBCachedRepository` and
  * `createDocumentRepository` are thin fronts of this.
@@ -248,7 +247,12 @@ export function createDocumentCore<Entity extends DocumentEntity>(settings: Docu
     async findAllById(list) {
       const wanted = ids(list, `${where}.findAllById`);
       if (wanted.length === 0) return [];
-      const rows = (await run((db) => db(TABLE).select('doc').where('collection', collection).andWhereRaw(...inList('id', [...new Set(wanted)])))) as { doc: Entity }[];
+      const rows = (await run((db) =>
+        db(TABLE)
+          .select('doc')
+          .where('collection', collection)
+          .andWhereRaw(...inList('id', [...new Set(wanted)])),
+      )) as { doc: Entity }[];
       const byId = new Map(rows.map((row) => [row.doc._id, row.doc]));
       return seen(wanted.flatMap((id) => (byId.has(id) ? [byId.get(id) as Entity] : [])));
     },
@@ -319,28 +323,36 @@ export function createDocumentCore<Entity extends DocumentEntity>(settings: Docu
     async updateMany(first: DocumentQuery<Entity> | Entity[], change?: (entity: Entity) => Entity) {
       if (Array.isArray(first)) {
         const list = first;
-        return seen(await run((db) => db.transaction(async (trx) => {
-          const out: Entity[] = [];
-          for (const [i, entity] of list.entries()) out.push(await updateOne(entity, trx, `${where}.updateMany[${i}]`));
-          return out;
-        })));
+        return seen(
+          await run((db) =>
+            db.transaction(async (trx) => {
+              const out: Entity[] = [];
+              for (const [i, entity] of list.entries()) out.push(await updateOne(entity, trx, `${where}.updateMany[${i}]`));
+              return out;
+            }),
+          ),
+        );
       }
       if (typeof change !== 'function') throw new TypeError(`${where}.updateMany: takes (query, update function) or an array of documents`);
       const what = `${where}.updateMany`;
       // Checked before the transaction: a bad filter is a TypeError, never a database error.
       if (typeof first !== 'function') renderFilter(first, what);
-      return seen(await run((db) => db.transaction(async (trx) => {
-        const out: Entity[] = [];
-        for (const current of await matching(first, what, trx, true)) {
-          const original = { _id: current._id, createdAt: current.createdAt };
-          const next = change(current);
-          if (next === null || typeof next !== 'object') throw new TypeError(`${what}: the update function must return the document, got ${kind(next)}`);
-          // As FSDB: the id and creation time stay what they were.
-          const { doc } = prepare({ ...next, _id: original._id }, what, { createdAt: original.createdAt, updatedAt: Date.now() }, false);
-          out.push((await replace(doc, trx)) as Entity);
-        }
-        return out;
-      })));
+      return seen(
+        await run((db) =>
+          db.transaction(async (trx) => {
+            const out: Entity[] = [];
+            for (const current of await matching(first, what, trx, true)) {
+              const original = { _id: current._id, createdAt: current.createdAt };
+              const next = change(current);
+              if (next === null || typeof next !== 'object') throw new TypeError(`${what}: the update function must return the document, got ${kind(next)}`);
+              // As FSDB: the id and creation time stay what they were.
+              const { doc } = prepare({ ...next, _id: original._id }, what, { createdAt: original.createdAt, updatedAt: Date.now() }, false);
+              out.push((await replace(doc, trx)) as Entity);
+            }
+            return out;
+          }),
+        ),
+      );
     },
 
     async deleteById(id) {
@@ -352,7 +364,16 @@ export function createDocumentCore<Entity extends DocumentEntity>(settings: Docu
 
     async deleteAllById(list) {
       const wanted = [...new Set(ids(list, `${where}.deleteAllById`))];
-      const rows = wanted.length === 0 ? [] : await run((db) => db(TABLE).where('collection', collection).andWhereRaw(...inList('id', wanted)).delete().returning('id'));
+      const rows =
+        wanted.length === 0
+          ? []
+          : await run((db) =>
+              db(TABLE)
+                .where('collection', collection)
+                .andWhereRaw(...inList('id', wanted))
+                .delete()
+                .returning('id'),
+            );
       removed(wanted);
       // Every id named a document (asking for one twice is asking once).
       return rows.length === new Set(list as unknown[]).size;
@@ -375,7 +396,16 @@ export function createDocumentCore<Entity extends DocumentEntity>(settings: Docu
       let rows: { id: string }[];
       if (typeof query === 'function') {
         const found = (await matching(query, what)).map((entity) => entity._id);
-        rows = found.length === 0 ? [] : await run((db) => db(TABLE).where('collection', collection).andWhereRaw(...inList('id', found)).delete().returning('id'));
+        rows =
+          found.length === 0
+            ? []
+            : await run((db) =>
+                db(TABLE)
+                  .where('collection', collection)
+                  .andWhereRaw(...inList('id', found))
+                  .delete()
+                  .returning('id'),
+              );
       } else {
         const condition = renderFilter(query, what);
         rows = await run((db) => db(TABLE).where('collection', collection).andWhereRaw(condition.sql, condition.bindings).delete().returning('id'));

@@ -4,14 +4,7 @@ import { useLogger, type BcmsLogger } from '../use-logger';
 import { boundStore } from '../repo';
 import { isPlainObject, kind, UNSAFE_SEGMENTS } from '../../db/values';
 import { pathSql, renderFilter, type DocumentFilter, type SqlFragment } from './document-filter';
-import {
-  checkRepositorySettings,
-  createDocumentCore,
-  type DocumentCore,
-  type DocumentEntity,
-  type DocumentObserver,
-  type DocumentRepository,
-} from './documents';
+import { checkRepositorySettings, createDocumentCore, type DocumentCore, type DocumentEntity, type DocumentObserver, type DocumentRepository } from './documents';
 
 // BCMS plugins keep their own data in repositories made by purple-cheetah's FSDB and MongoDB
 // modules. Here both are fronts of one repository on the router's Postgres database
@@ -244,15 +237,10 @@ export function createMongoDBCachedRepository<Entity extends MongoDBEntity, Meth
   const core = createDocumentCore<Entity>({ name, collection, schema, observer, store: () => boundStore(`createMongoDBCachedRepository "${name}"`) });
   const mongoDBInterface = createMongoDBInterface(core, observer);
   const logger = useLogger({ name });
-  return withMethods(core.repo, () =>
-    config.methods?.({ cacheHandler, name, schema: config.schema, collection, repo: core.repo, mongoDBInterface, logger }),
-  );
+  return withMethods(core.repo, () => config.methods?.({ cacheHandler, name, schema: config.schema, collection, repo: core.repo, mongoDBInterface, logger }));
 }
 
-function createMemCacheHandler<Item, Methods>(
-  handlerName: string,
-  methods: MongoDBCachedRepositoryConfig<Item & MongoDBEntity, unknown, Methods>['cacheMethods'],
-): MemCacheHandler<Item, Methods> {
+function createMemCacheHandler<Item, Methods>(handlerName: string, methods: MongoDBCachedRepositoryConfig<Item & MongoDBEntity, unknown, Methods>['cacheMethods']): MemCacheHandler<Item, Methods> {
   const items = new Map<string, Item>();
   const subscribers = new Set<(type: 'add' | 'update' | 'remove', item: Item) => void | Promise<void>>();
   const emit = (type: 'add' | 'update' | 'remove', item: Item): void => {
@@ -322,13 +310,7 @@ function renderSort(spec: unknown, where: string): SqlFragment {
   return { sql: parts.length === 0 ? 'true' : parts.join(', '), bindings };
 }
 
-function createQuery<Result>(
-  core: DocumentCore<DocumentEntity>,
-  filter: unknown,
-  where: string,
-  shape: (rows: DocumentEntity[]) => Result,
-  one: boolean,
-): MongoDBQuery<Result> {
+function createQuery<Result>(core: DocumentCore<DocumentEntity>, filter: unknown, where: string, shape: (rows: DocumentEntity[]) => Result, one: boolean): MongoDBQuery<Result> {
   const state: { limit?: number; skip?: number; sort?: SqlFragment } = one ? { limit: 1 } : {};
   let running: Promise<Result> | undefined;
   const count = (value: unknown, what: string): number => {
@@ -404,9 +386,9 @@ function createMongoDBInterface<Entity extends MongoDBEntity>(core: DocumentCore
       execable(
         (async () => {
           const condition = renderFilter(filter, `${where}.deleteMany`);
-          const rows = (await core.run((db) =>
-            db('bcms_documents').where('collection', core.repo.collection).andWhereRaw(condition.sql, condition.bindings).delete().returning('id'),
-          )) as { id: string }[];
+          const rows = (await core.run((db) => db('bcms_documents').where('collection', core.repo.collection).andWhereRaw(condition.sql, condition.bindings).delete().returning('id'))) as {
+            id: string;
+          }[];
           observer.removed(rows.map((row) => row.id));
           return { acknowledged: true as const, deletedCount: rows.length };
         })(),

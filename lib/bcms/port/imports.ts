@@ -145,7 +145,12 @@ function collectExports(file: string, names: Set<string>, seen: Set<string>): vo
   const source = fs.readFileSync(file, 'utf8');
   for (const match of source.matchAll(/\bexport\s+(?:type\s+)?\{([^}]*)\}/g)) {
     for (const part of (match[1] as string).split(',')) {
-      const name = part.trim().replace(/^type\s+/, '').split(/\s+as\s+/).pop()?.trim();
+      const name = part
+        .trim()
+        .replace(/^type\s+/, '')
+        .split(/\s+as\s+/)
+        .pop()
+        ?.trim();
       if (name !== undefined && name !== '') names.add(name);
     }
   }

@@ -46,7 +46,12 @@ export interface PortResult {
  * character other than `a-z`, `0-9` and `-` dropped. `Reading List` → `reading-list`.
  */
 export function bcmsPluginSlug(name: string): string {
-  return name.toLowerCase().replace(/ /g, '-').replace(/_/g, '-').replace(/--/g, '-').replace(/[^a-z0-9-]/g, '');
+  return name
+    .toLowerCase()
+    .replace(/ /g, '-')
+    .replace(/_/g, '-')
+    .replace(/--/g, '-')
+    .replace(/[^a-z0-9-]/g, '');
 }
 
 function sourceFiles(root: string, dir = root): string[] {
@@ -146,7 +151,10 @@ function tsconfigFiles(root: string): string[] {
   const nested = [...BACKEND_DIRS, 'ui'].flatMap((dir) => {
     const folder = path.join(root, dir);
     if (!fs.existsSync(folder) || !fs.statSync(folder).isDirectory()) return [];
-    return fs.readdirSync(folder).filter((file) => /^tsconfig(\.[\w-]+)?\.json$/.test(file)).map((file) => `${dir}/${file}`);
+    return fs
+      .readdirSync(folder)
+      .filter((file) => /^tsconfig(\.[\w-]+)?\.json$/.test(file))
+      .map((file) => `${dir}/${file}`);
   });
   return [...rootConfigs.sort(), ...nested.sort()].map((file) => path.join(root, file));
 }
@@ -185,7 +193,9 @@ export function portProject(root: string, { write = true }: { write?: boolean } 
   const functions = functionsProjectLayout(root);
   const kind: PortResult['kind'] | undefined = fs.existsSync(configFile) ? 'plugin' : functions !== undefined ? 'functions' : undefined;
   if (kind === undefined) {
-    throw new UsageError(`${where}: neither bcms-plugin.config.json (a plugin) nor functions, events or jobs (src/functions/*.ts, src/events/*.ts, src/jobs/*.ts, or the same folders here). Run bcms-ext port in the project's folder, or give it: bcms-ext port DIR`);
+    throw new UsageError(
+      `${where}: neither bcms-plugin.config.json (a plugin) nor functions, events or jobs (src/functions/*.ts, src/events/*.ts, src/jobs/*.ts, or the same folders here). Run bcms-ext port in the project's folder, or give it: bcms-ext port DIR`,
+    );
   }
   const backend: BackendDir | undefined = kind === 'plugin' ? pluginBackendDir(root) : undefined;
   if (kind === 'plugin' && backend === undefined) {
@@ -248,11 +258,15 @@ export function portProject(root: string, { write = true }: { write?: boolean } 
       changes.push({ file: relative(file), what: `${replaced.length} import${replaced.length === 1 ? '' : 's'} of ${parts.join('; ')}` });
       for (const module of [PACKAGE, `${PACKAGE}/ui`]) {
         const missing = [...new Set(namedImports(namespaces.text, module).filter((name) => !exportedNames(module).has(name)))];
-        if (missing.length > 0) warnings.push(`${relative(file)}: ${module} does not export ${missing.join(', ')}; this file will not type-check or bundle until it no longer needs ${missing.length === 1 ? 'it' : 'them'}`);
+        if (missing.length > 0)
+          warnings.push(`${relative(file)}: ${module} does not export ${missing.join(', ')}; this file will not type-check or bundle until it no longer needs ${missing.length === 1 ? 'it' : 'them'}`);
       }
     }
     for (const binding of namespaces.changed) {
-      changes.push({ file: relative(file), what: `import * as ${binding} → import ${binding} (a namespace import cannot be called; the default import is the module itself, as TypeScript 4 compiled it)` });
+      changes.push({
+        file: relative(file),
+        what: `import * as ${binding} → import ${binding} (a namespace import cannot be called; the default import is the module itself, as TypeScript 4 compiled it)`,
+      });
     }
   }
 

@@ -6,7 +6,18 @@
 import path from 'node:path';
 
 /** Options TypeScript 7 no longer knows (TS5023) or has removed (TS5102): dropped. */
-const GONE = ['importsNotUsedAsValues', 'preserveValueImports', 'keyofStringsOnly', 'suppressImplicitAnyIndexErrors', 'suppressExcessPropertyErrors', 'noStrictGenericChecks', 'charset', 'out', 'noImplicitUseStrict', 'downlevelIteration'];
+const GONE = [
+  'importsNotUsedAsValues',
+  'preserveValueImports',
+  'keyofStringsOnly',
+  'suppressImplicitAnyIndexErrors',
+  'suppressExcessPropertyErrors',
+  'noStrictGenericChecks',
+  'charset',
+  'out',
+  'noImplicitUseStrict',
+  'downlevelIteration',
+];
 /** Values TypeScript 7 has removed (TS5108): the option is dropped, its default is what `false` used to turn off. */
 const GONE_FALSE = ['esModuleInterop', 'allowSyntheticDefaultImports', 'alwaysStrict'];
 /** Module resolutions TypeScript 7 has removed: `bundler` is what `bcms-ext bundle` (vite) does. */
@@ -102,13 +113,13 @@ export function portTsconfig(config: Json, file: string): string[] {
   if (options.skipLibCheck !== true) {
     // This package's declarations name express's types, which a BCMS project has no @types/express for (TS7016).
     options.skipLibCheck = true;
-    changes.push('skipLibCheck: true (the declarations in node_modules, bcms-extensions\' among them, are not type-checked: a BCMS project has no @types/express)');
+    changes.push("skipLibCheck: true (the declarations in node_modules, bcms-extensions' among them, are not type-checked: a BCMS project has no @types/express)");
   }
   portPaths(options, path.dirname(file), changes);
   if (Array.isArray(config.include)) {
     const kept = config.include.filter((entry) => !BCMS_SOURCES.test(String(entry)));
     if (kept.length !== config.include.length) {
-      changes.push('include: BCMS\'s own sources (node_modules/@becomes/...) removed');
+      changes.push("include: BCMS's own sources (node_modules/@becomes/...) removed");
       config.include = kept;
     }
   }
@@ -146,7 +157,7 @@ function portPaths(options: Json, dir: string, changes: string[]): void {
     if (baseUrl !== undefined && ported[alias]?.join() !== list.join()) moved = true;
   }
   if (dropped.length > 0) changes.push(`paths ${dropped.join(', ')} removed (BCMS's own sources; those imports now name bcms-extensions)`);
-  if (moved) changes.push('paths made relative to the tsconfig\'s folder (TypeScript 7 refuses non-relative ones)');
+  if (moved) changes.push("paths made relative to the tsconfig's folder (TypeScript 7 refuses non-relative ones)");
   if (Object.keys(ported).length === 0) delete options.paths;
   else options.paths = ported;
 }

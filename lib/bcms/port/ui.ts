@@ -89,7 +89,10 @@ export function portPluginUi(root: string, writes: Map<string, string>, changes:
   if (!fs.existsSync(configFile)) {
     const plugins = Object.entries(VITE_PLUGINS).filter(([name, plugin]) => declared(name) !== undefined && plugin.call !== undefined);
     writes.set(configFile, viteConfig(plugins.map(([name, plugin]) => ({ name, binding: plugin.binding as string, call: plugin.call as string }))));
-    changes.push({ file: 'ui/vite.config.mjs', what: `created: what bcms-ext bundle builds the UI with (${plugins.map(([name]) => name).join(', ') || 'no plugins'}; tsconfig paths, relative URLs, one copy of vue)` });
+    changes.push({
+      file: 'ui/vite.config.mjs',
+      what: `created: what bcms-ext bundle builds the UI with (${plugins.map(([name]) => name).join(', ') || 'no plugins'}; tsconfig paths, relative URLs, one copy of vue)`,
+    });
   }
   return what.length > 0 ? pkg : undefined;
 }

@@ -37,7 +37,10 @@ export function vueCliUi(root: string): { entry: string } | { unported: string }
   if (fs.existsSync(path.join(root, 'ui', 'index.html'))) return undefined; // ported already, or a ui/ of its own
   const entry = ['src/main.ts', 'src/main.js'].find((file) => fs.existsSync(path.join(root, file)));
   if (entry === undefined || !fs.existsSync(path.join(root, 'public', 'index.html'))) {
-    return { unported: 'vue.config.js: a Vue CLI UI without public/index.html and src/main.ts (or .js) is not ported; bcms-ext bundle builds a plugin\'s UI with Vite from ui/ (index.html and vite.config.mjs there)' };
+    return {
+      unported:
+        "vue.config.js: a Vue CLI UI without public/index.html and src/main.ts (or .js) is not ported; bcms-ext bundle builds a plugin's UI with Vite from ui/ (index.html and vite.config.mjs there)",
+    };
   }
   return { entry };
 }
@@ -65,7 +68,7 @@ export function portVueCliUi(
   const tailwind = ['tailwind.config.js', 'tailwind.config.cjs'].find((name) => fs.existsSync(path.join(root, name)));
   const configFile = path.join(root, 'ui', 'vite.config.mjs');
   if (fs.existsSync(configFile)) {
-    notes.push('ui/vite.config.mjs: left as it is; bcms-ext bundle builds the UI with it (port would have written one that builds the root\'s src/ with Vue, Vue JSX and Tailwind)');
+    notes.push("ui/vite.config.mjs: left as it is; bcms-ext bundle builds the UI with it (port would have written one that builds the root's src/ with Vue, Vue JSX and Tailwind)");
   } else {
     writes.set(configFile, viteConfig(tailwind));
     changes.push({
@@ -84,7 +87,10 @@ export function portVueCliUi(
     // Vite would read it from the root (its PostCSS 7 plugins, Tailwind with paths from ui/): ui/vite.config.mjs says what runs.
     removes.add(postcssFile);
     const others = postcssPlugins(fs.readFileSync(postcssFile, 'utf8')).filter((name) => name !== 'tailwindcss' && name !== 'autoprefixer');
-    changes.push({ file: 'postcss.config.js', what: `removed: the Vue CLI's (${tailwind === undefined ? 'ui/vite.config.mjs takes its place' : 'ui/vite.config.mjs runs Tailwind and Autoprefixer itself'})` });
+    changes.push({
+      file: 'postcss.config.js',
+      what: `removed: the Vue CLI's (${tailwind === undefined ? 'ui/vite.config.mjs takes its place' : 'ui/vite.config.mjs runs Tailwind and Autoprefixer itself'})`,
+    });
     if (others.length > 0) notes.push(`postcss.config.js: its other plugins (${others.join(', ')}) no longer run: add them to css.postcss.plugins in ui/vite.config.mjs`);
   }
 

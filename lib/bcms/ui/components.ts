@@ -29,7 +29,9 @@ export const BCMSButton = defineComponent({
           class: ['bcms-ui-button', `bcms-ui-button-${props.kind}`, props.size === undefined ? '' : `bcms-ui-button-${props.size}`, props.class ?? ''],
           style: props.style,
           'data-cy': props.cyTag,
-          ...(props.href === undefined ? { type: 'button', disabled: props.disabled } : { href: props.href, target: props.newTab ? '_blank' : undefined, rel: props.newTab ? 'noopener' : undefined, 'aria-disabled': props.disabled || undefined }),
+          ...(props.href === undefined
+            ? { type: 'button', disabled: props.disabled }
+            : { href: props.href, target: props.newTab ? '_blank' : undefined, rel: props.newTab ? 'noopener' : undefined, 'aria-disabled': props.disabled || undefined }),
           onClick: (event: MouseEvent) => {
             if (props.disabled) return event.preventDefault();
             emit('click', event);
@@ -84,9 +86,22 @@ export const BCMSIcon = defineComponent({
     return () => {
       const path = props.src.replace(/^\//, '').replace(/\.svg$/, '');
       const name = path in ICONS ? path : (path.split('/').pop() ?? '');
-      return h('svg', { class: 'bcms-ui-icon', viewBox: '0 0 24 24', fill: 'none', stroke: 'currentColor', 'stroke-width': 2, 'stroke-linecap': 'round', 'stroke-linejoin': 'round', 'aria-hidden': 'true', focusable: 'false', 'data-icon': name }, [
-        h('path', { d: ICONS[name] ?? 'M12 12h.5' }),
-      ]);
+      return h(
+        'svg',
+        {
+          class: 'bcms-ui-icon',
+          viewBox: '0 0 24 24',
+          fill: 'none',
+          stroke: 'currentColor',
+          'stroke-width': 2,
+          'stroke-linecap': 'round',
+          'stroke-linejoin': 'round',
+          'aria-hidden': 'true',
+          focusable: 'false',
+          'data-icon': name,
+        },
+        [h('path', { d: ICONS[name] ?? 'M12 12h.5' })],
+      );
     };
   },
 });
@@ -98,7 +113,10 @@ export const BCMSSpinner = defineComponent({
   setup(props) {
     return () =>
       props.show
-        ? h('div', { class: 'bcms-ui-spinner-overlay', role: 'status', 'aria-live': 'polite' }, [h('span', { class: 'bcms-ui-spinner', 'aria-hidden': 'true' }), h('span', { class: props.message ? 'bcms-ui-spinner-message' : 'bcms-ui-visually-hidden' }, props.message || 'Loading')])
+        ? h('div', { class: 'bcms-ui-spinner-overlay', role: 'status', 'aria-live': 'polite' }, [
+            h('span', { class: 'bcms-ui-spinner', 'aria-hidden': 'true' }),
+            h('span', { class: props.message ? 'bcms-ui-spinner-message' : 'bcms-ui-visually-hidden' }, props.message || 'Loading'),
+          ])
         : null;
   },
 });
@@ -206,8 +224,8 @@ export const BCMSModalWrapper = defineComponent({
         const items = [...dialog.value.querySelectorAll<HTMLElement>(FOCUSABLE)];
         const first = items[0];
         const last = items[items.length - 1];
-        if (event.shiftKey && document.activeElement === first) (event.preventDefault(), last?.focus());
-        else if (!event.shiftKey && document.activeElement === last) (event.preventDefault(), first?.focus());
+        if (event.shiftKey && document.activeElement === first) event.preventDefault(), last?.focus();
+        else if (!event.shiftKey && document.activeElement === last) event.preventDefault(), first?.focus();
       }
     };
     watch(
@@ -273,7 +291,11 @@ const TEXT_EMITS = { input: (value: string) => typeof value === 'string', enter:
 type TextEmit = ((event: 'input', value: string) => void) & ((event: 'update:modelValue', value: string) => void) & ((event: 'enter') => void);
 
 /** What a one-line text control has: its value, its state for screen readers, and `input`, `update:modelValue` and `enter` as the user types. */
-function typing(id: string, props: { value?: string; modelValue?: string; placeholder?: string; disabled: boolean; invalidText?: string; helperText?: string }, emit: TextEmit): Record<string, unknown> {
+function typing(
+  id: string,
+  props: { value?: string; modelValue?: string; placeholder?: string; disabled: boolean; invalidText?: string; helperText?: string },
+  emit: TextEmit,
+): Record<string, unknown> {
   return {
     id,
     class: 'bcms-ui-input',
@@ -300,15 +322,7 @@ export const BCMSTextInput = defineComponent({
     const id = props.id ?? `bcms-ui-input-${++inputCount}`;
     const input = ref<HTMLInputElement>();
     onMounted(() => props.focusOnLoad && input.value?.focus());
-    return () =>
-      field(
-        id,
-        props.label,
-        h('input', { ref: input, type: props.type, ...typing(id, props, emit) }),
-        props.invalidText,
-        props.helperText,
-        props.class,
-      );
+    return () => field(id, props.label, h('input', { ref: input, type: props.type, ...typing(id, props, emit) }), props.invalidText, props.helperText, props.class);
   },
 });
 
@@ -392,10 +406,20 @@ export const BCMSToggleInput = defineComponent({
       return field(
         id,
         props.label,
-        h('button', { id, type: 'button', role: 'switch', class: ['bcms-ui-toggle', on ? 'bcms-ui-on' : ''], 'aria-checked': String(on), disabled: props.disabled, 'aria-describedby': described(id, undefined, props.helperText), onClick: () => (emit('input', !on), emit('update:modelValue', !on)) }, [
-          h('span', { class: 'bcms-ui-toggle-knob', 'aria-hidden': 'true' }),
-          props.states ? h('span', { class: 'bcms-ui-toggle-state' }, on ? props.states[0] : props.states[1]) : null,
-        ]),
+        h(
+          'button',
+          {
+            id,
+            type: 'button',
+            role: 'switch',
+            class: ['bcms-ui-toggle', on ? 'bcms-ui-on' : ''],
+            'aria-checked': String(on),
+            disabled: props.disabled,
+            'aria-describedby': described(id, undefined, props.helperText),
+            onClick: () => (emit('input', !on), emit('update:modelValue', !on)),
+          },
+          [h('span', { class: 'bcms-ui-toggle-knob', 'aria-hidden': 'true' }), props.states ? h('span', { class: 'bcms-ui-toggle-state' }, on ? props.states[0] : props.states[1]) : null],
+        ),
         undefined,
         props.helperText,
       );

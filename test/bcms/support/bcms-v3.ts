@@ -56,16 +56,21 @@ export interface PortedBcmsV3Fixture {
  *   functions: functionFiles.map((file) => require(file).default),
  * }, { database: { pglite: 'memory://' }, jwt: { secret } });
  */
-export function portBcmsV3Fixture(
-  name: BcmsV3Fixture,
-  { placeholder = true, parent = PORTED_DIR }: { placeholder?: boolean; parent?: string } = {},
-): PortedBcmsV3Fixture {
+export function portBcmsV3Fixture(name: BcmsV3Fixture, { placeholder = true, parent = PORTED_DIR }: { placeholder?: boolean; parent?: string } = {}): PortedBcmsV3Fixture {
   fs.mkdirSync(parent, { recursive: true });
   const dir = copyBcmsV3Fixture(name, parent);
   const port = portProject(dir);
   if (port.kind === 'functions') {
     const functions = path.join(dir, functionsDir(dir) ?? 'functions');
-    return { dir, port, functionFiles: fs.readdirSync(functions).filter((file) => file.endsWith('.ts')).sort().map((file) => path.join(functions, file)) };
+    return {
+      dir,
+      port,
+      functionFiles: fs
+        .readdirSync(functions)
+        .filter((file) => file.endsWith('.ts'))
+        .sort()
+        .map((file) => path.join(functions, file)),
+    };
   }
   const { pluginName } = JSON.parse(fs.readFileSync(path.join(dir, 'bcms-plugin.config.json'), 'utf8')) as { pluginName: string };
   if (placeholder) {

@@ -104,13 +104,7 @@ export const App = defineComponent({
 
     const input = (field: 'name' | 'email' | 'message', label: string, type = 'text') => [
       <label for={`field-${field}`}>{label}</label>,
-      <input
-        id={`field-${field}`}
-        type={type}
-        required
-        value={form.value[field]}
-        onInput={(event: Event) => (form.value[field] = (event.target as HTMLInputElement).value)}
-      />,
+      <input id={`field-${field}`} type={type} required value={form.value[field]} onInput={(event: Event) => (form.value[field] = (event.target as HTMLInputElement).value)} />,
     ];
 
     return () => (

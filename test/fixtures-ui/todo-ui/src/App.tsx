@@ -65,7 +65,8 @@ export const App = defineComponent({
           const [me, templates] = await Promise.all([sdk.user.get(), sdk.template.getAll()]);
           user.value = me.username || me.email;
           // The plugin's template, made on first use (as the plugin-starter's todo-from-entry view does).
-          const template = templates.find((candidate) => candidate.name === 'notes') ?? (await sdk.template.create({ label: 'Notes', name: 'notes', desc: 'Notes of the todo plugin', singleEntry: false }));
+          const template =
+            templates.find((candidate) => candidate.name === 'notes') ?? (await sdk.template.create({ label: 'Notes', name: 'notes', desc: 'Notes of the todo plugin', singleEntry: false }));
           await loadNotes(template);
           return template;
         },
@@ -160,12 +161,25 @@ export const App = defineComponent({
         <p class="user">{user.value === '' ? '' : `Signed in as ${user.value}`}</p>
         <form onSubmit={addTodo} aria-label="New todo">
           <label for="todo-description">Description</label>
-          <input id="todo-description" ref={descriptionInput} type="text" required value={description.value} onInput={(event: Event) => (description.value = (event.target as HTMLInputElement).value)} />
+          <input
+            id="todo-description"
+            ref={descriptionInput}
+            type="text"
+            required
+            value={description.value}
+            onInput={(event: Event) => (description.value = (event.target as HTMLInputElement).value)}
+          />
           <button type="submit">Add</button>
         </form>
         <div class="columns">
-          {list('Todo', todos.value.filter((todo) => !todo.done))}
-          {list('Done', todos.value.filter((todo) => todo.done))}
+          {list(
+            'Todo',
+            todos.value.filter((todo) => !todo.done),
+          )}
+          {list(
+            'Done',
+            todos.value.filter((todo) => todo.done),
+          )}
         </div>
         <section aria-labelledby="notes-title">
           <h2 id="notes-title">{`Notes (${noteCount.value})`}</h2>
