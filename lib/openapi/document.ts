@@ -43,7 +43,9 @@ function newBuild(): Build {
   let count = 0;
   return {
     hoisted,
-    uniqueId(id) {
+    uniqueId(name) {
+      // URL-safe, as tools that put it in a URL or a file name want it (a controller's name may hold spaces).
+      const id = name.replace(/[^A-Za-z0-9_.~-]+/g, '_');
       let candidate = id;
       for (let n = 2; operationIds.has(candidate); n++) candidate = `${id}_${n}`;
       operationIds.add(candidate);
@@ -63,7 +65,10 @@ function newBuild(): Build {
       let recursive = false;
       const rewrite = (node: unknown): void => {
         if (node === null || typeof node !== 'object') return;
-        if (Array.isArray(node)) return node.forEach(rewrite);
+        if (Array.isArray(node)) {
+          node.forEach(rewrite);
+          return;
+        }
         const object = node as JsonSchema;
         const target = object.$ref;
         if (typeof target === 'string') {
@@ -121,6 +126,8 @@ export function buildOpenApiDocument(sources: OpenApiSources): JsonSchema {
       description:
         'Plugin endpoints, functions and the extension interface of this service (bcms-extensions). Plugin errors answer `{ "message" }`; functions and the `/api/extensions/` routes answer `{ "success": false, "error": { "code", "message" } }`.',
     },
+    // Where the paths are: the served document names the router's mount path here.
+    servers: [{ url: '/' }],
     paths,
     components: components(build.hoisted),
   };
@@ -149,7 +156,8 @@ function addPluginPath(paths: Record<string, PathItem>, path: PluginPath, family
         responses: { '200': { description: 'The answer.' } },
       };
     }
-    (paths[template] ??= {})[verb.toLowerCase()] = operation;
+    paths[template] ??= {};
+    paths[template][verb.toLowerCase()] = operation;
   }
 }
 
@@ -171,6 +179,8 @@ function pluginOperation(route: PluginRoute, described: OperationDescription, na
     operation.security = [];
   } else {
     notes.push("Guarded by a pre-request handler of the plugin's own.");
+    // What it asks for is its own: a bearer token, perhaps, or nothing.
+    operation.security = [{ bearer: [] }, {}];
   }
   const description = notes.filter(Boolean).join('\n\n');
   if (description !== '') operation.description = description;
@@ -204,6 +214,8 @@ function pluginOperation(route: PluginRoute, described: OperationDescription, na
     responses['401'] = answer('Unauthorized');
     responses['403'] = answer('Forbidden');
   }
+  // A handler may refuse with a 4xx of its own (errorHandler.occurred): whatever the guard is.
+  responses['4XX'] = answer('Refused');
   responses['500'] = answer('HandlerError');
   responses['503'] = answer('Unavailable');
   responses['504'] = answer('Timeout');
@@ -391,6 +403,7 @@ const PLUGIN_ERRORS = {
   BadRequest: 'The body is not valid JSON, or does not fit its schema (the message names the field).',
   Unauthorized: 'No token, or a token that is not valid (expired, badly signed).',
   Forbidden: "The token's roles do not allow this.",
+  Refused: 'The handler refused the request, with a 4xx status of its own and its message.',
   HandlerError: 'The handler failed; nothing of its error is answered.',
   Unavailable: 'The database is unavailable, or went away after a write was sent.',
   Timeout: 'The handler ran past its time-out.',

@@ -3,7 +3,7 @@ import request from 'supertest';
 import { z } from 'zod';
 import { createBcmsFunction, createBcmsPlugin, createController, createControllerMethod, createJwtProtectionPreRequestHandler, JWTPermissionName, JWTRoleName } from '../../lib';
 import { buildApp, role, signToken, type TestApp } from '../support/app';
-import { validateOpenApi } from '../support/openapi';
+import { lintOpenApi, validateOpenApi } from '../support/openapi';
 import { signedPost, hmacKey } from '../support/signature';
 import { sharedTestDatabase } from '../support/database';
 import { deploy, signed } from '../support/deploy';
@@ -48,7 +48,8 @@ const secret = createBcmsFunction(async () => ({ config: { name: 'secret' }, han
 
 describe('the OpenAPI document', () => {
   let t: TestApp;
-  let document: Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: the served JSON document, read deep in every assertion
+  let document: Record<string, any>;
   beforeAll(async () => {
     t = await buildApp({ plugins: [todos], functions: [add, secret] });
     const res = await request(t.app).get('/api/extensions/openapi.json');
@@ -61,6 +62,18 @@ describe('the OpenAPI document', () => {
     expect(validateOpenApi(document)).toEqual({ valid: true, version: '3.1', errors: [] });
     // The check can fail: a document without its paths' answers is refused.
     expect(validateOpenApi({ openapi: '3.1.0', info: { title: 'x', version: '1' }, paths: { '/x': { get: { responses: { '200': {} } } } } }).valid).toBe(false);
+  });
+
+  test("Redocly's recommended rules find no error (a guard of a plugin's own, a public route, functions public and private)", () => {
+    expect(lintOpenApi(document).errors).toEqual([]);
+    // The linter can fail: operation ids with spaces, and an operation with no security, are errors.
+    const broken = structuredClone(document);
+    broken.paths['/api/plugin/todos/todo/all'].get.operationId = 'Todo all';
+    delete broken.paths['/api/plugin/todos/todo/all'].get.security;
+    expect(lintOpenApi(broken).errors).toEqual([
+      'operation-operationId-url-safe at #/paths/~1api~1plugin~1todos~1todo~1all/get/operationId: Operation `operationId` should not have URL invalid characters.',
+      'security-defined at #/paths/~1api~1plugin~1todos~1todo~1all/get: Every operation should have security defined on it or on the root level.',
+    ]);
   });
 
   test('a plugin endpoint: its path with parameters, verb, doc, query parameter and answer schema (zod)', () => {
@@ -82,7 +95,7 @@ describe('the OpenAPI document', () => {
       properties: { description: { type: 'string' }, tags: { type: 'array', items: { type: 'string' } } },
       required: ['description'],
     });
-    expect(Object.keys(one.responses)).toEqual(['200', '401', '403', '500', '503', '504']);
+    expect(Object.keys(one.responses)).toEqual(['200', '401', '403', '500', '503', '504', '4XX']);
     // Another verb of the same path, with parameters named otherwise, is listed under the first one's names.
     expect(document.paths['/api/plugin/todos/todo/{id}'].delete.parameters[0].name).toBe('id');
   });
@@ -90,7 +103,8 @@ describe('the OpenAPI document', () => {
   test("doc.ignore leaves a method out; a guard of the plugin's own is said to be one", () => {
     expect(document.paths['/api/plugin/todos/todo/hidden']).toBeUndefined();
     const custom = document.paths['/api/plugin/todos/todo/custom'].post;
-    expect(custom.security).toBeUndefined();
+    // What it asks for is its own: a bearer token, perhaps, or nothing.
+    expect(custom.security).toEqual([{ bearer: [] }, {}]);
     expect(custom.description).toBe("Guarded by a pre-request handler of the plugin's own.");
   });
 
