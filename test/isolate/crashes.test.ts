@@ -74,7 +74,7 @@ describe.each(backends())('crashes and loads (%s)', (backend) => {
     await deploy(app, deployer, 'function', 'flaky', functionSource('flaky', 'async () => "fixed"'), { version: '2.0.0' });
     expect((await request(app).post('/api/function/flaky')).body.result).toBe('fixed');
     expect(await listed(app, deployer, 'flaky')).toMatchObject({ version: '2.0.0', state: 'running' });
-  }, 30_000);
+  }, 90_000);
 
   test('a handler that crashes on one request is restarted at once: working code is not a crash loop', async () => {
     await deploy(app, deployer, 'function', 'fragile', functionSource('fragile', 'async ({ request }) => { if (request.body.crash) process.exit(1); return "ok"; }'));
@@ -115,7 +115,7 @@ describe.each(backends())('crashes and loads (%s)', (backend) => {
       await other.close();
       fs.rmSync(otherFiles, { recursive: true, force: true });
     }
-  }, 30_000);
+  }, 90_000);
 });
 
 describe('what a load uses of the machine', () => {
