@@ -191,7 +191,7 @@ const builders = {
   'express-use-ceiling': async () => {
     const app = express();
     const body = JSON.stringify({ message: 'Hello' });
-    app.use((req, res) => {
+    app.use((_req, res) => {
       res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
       res.end(body);
     });
@@ -199,7 +199,7 @@ const builders = {
   },
   'baseline-get': async () => {
     const app = express();
-    app.get('/hello', (req, res) => res.json({ message: 'Hello' }));
+    app.get('/hello', (_req, res) => res.json({ message: 'Hello' }));
     return app;
   },
   'baseline-get-again': () => builders['baseline-get'](),

@@ -64,7 +64,13 @@ async function writesWithAndWithout(url, load) {
   await plain.ready;
   const [{ id: templateId }] = await plain.db('bcms_templates').insert({ name: 'writes' }).returning('id');
   let delivered = 0;
-  const noop = createBcmsEvent(async () => ({ name: 'bench-all-entries', config: { scope: 'ENTRY', method: 'ALL' }, handler: async () => void (delivered += 1) }));
+  const noop = createBcmsEvent(async () => ({
+    name: 'bench-all-entries',
+    config: { scope: 'ENTRY', method: 'ALL' },
+    handler: async () => {
+      delivered += 1;
+    },
+  }));
   const ratios = [];
   const lags = [];
   try {
@@ -195,7 +201,13 @@ async function main() {
   // 3. A backlog: events recorded while no instance serves the handler, then one starts.
   const urlB = await schemaUrl(base, 'bcms_bench_events_backlog');
   let handled = 0;
-  const counter = createBcmsEvent(async () => ({ name: 'bench-backlog', config: { scope: 'BENCH', method: 'ALL' }, handler: async () => void (handled += 1) }));
+  const counter = createBcmsEvent(async () => ({
+    name: 'bench-backlog',
+    config: { scope: 'BENCH', method: 'ALL' },
+    handler: async () => {
+      handled += 1;
+    },
+  }));
   const first = bcmsExtensions({}, { database: urlB, logger: quiet });
   await first.ready;
   await first.db('bcms_event_handlers').insert({ name: 'bench-backlog', scope: 'BENCH', method: 'ALL', source: 'registry' });

@@ -80,7 +80,15 @@ function framedChild() {
   const { Channel, MAX_FRAME_BYTES } = require('../dist/isolate/channel.js');
   const peer = spawn(process.execPath, [PEER, 'framed'], { stdio: ['ignore', 'inherit', 'inherit', 'pipe'] });
   const listeners = [];
-  const channel = new Channel(peer.stdio[3], { maxFrameBytes: MAX_FRAME_BYTES, receive: (message) => listeners.forEach((listener) => listener(message)), fault: () => peer.kill() });
+  const channel = new Channel(peer.stdio[3], {
+    maxFrameBytes: MAX_FRAME_BYTES,
+    receive: (message) => {
+      listeners.forEach((listener) => {
+        listener(message);
+      });
+    },
+    fault: () => peer.kill(),
+  });
   return {
     send: (message) => channel.send(message),
     on: (listener) => listeners.push(listener),

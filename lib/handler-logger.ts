@@ -28,11 +28,12 @@ export const LEVELS: readonly Level[] = ['info', 'warn', 'error', 'debug'];
 export function toBcmsLogger(base: Logger, component?: string): BcmsLogger {
   const wrapped = {} as Record<Level, (first: unknown, message?: unknown) => void>;
   for (const level of LEVELS) {
-    wrapped[level] = function log(first: unknown, message?: unknown): void {
+    wrapped[level] = function log(...args: [first: unknown, message?: unknown]): void {
+      const [first, message] = args;
       const named = component === undefined ? {} : { component };
       if (typeof first !== 'string') {
         base[level](component === undefined ? (first as object) : { ...named, ...(first as object) }, message as string | undefined);
-      } else if (arguments.length < 2) {
+      } else if (args.length < 2) {
         base[level](named, first);
       } else if (message instanceof Error) {
         base[level]({ ...named, place: first, err: message }, message.message);

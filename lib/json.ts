@@ -48,4 +48,5 @@ type Sent<V> = [Exclude<V, undefined>] extends [never] ? false : Exclude<V, unde
 export type JsonOrAbsent<T> = 0 extends 1 & T ? T : undefined extends T ? Jsonified<Exclude<T, undefined>> | undefined : Jsonified<T>;
 
 /** A plugin's answer: as JSON carries it, `null` where the handler answered nothing (the router writes null). */
+// biome-ignore lint/suspicious/noConfusingVoidType: a handler typed as returning void is told apart from one that returns a value
 export type JsonAnswer<T> = 0 extends 1 & T ? T : [T] extends [void] ? null : undefined extends T ? Jsonified<Exclude<T, undefined | void>> | null : Jsonified<T>;

@@ -14,5 +14,6 @@ let manifest: OwnManifest | undefined;
 
 /** This package's package.json, read once, when first asked for. */
 export function ownManifest(): OwnManifest {
-  return (manifest ??= JSON.parse(fs.readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as OwnManifest);
+  manifest ??= JSON.parse(fs.readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as OwnManifest;
+  return manifest;
 }

@@ -20,9 +20,7 @@ exports.up = async function up(knex) {
   await knex.raw('alter table bcms_entries alter column id set default gen_random_uuid()::text');
   // The index on (template_id, created_at, seq) is rebuilt by Postgres with the column's new type.
   await knex.raw('alter table bcms_entries alter column template_id type text using template_id::text');
-  await knex.raw(
-    'alter table bcms_entries add constraint bcms_entries_template_id_foreign foreign key (template_id) references bcms_templates (id) on delete cascade',
-  );
+  await knex.raw('alter table bcms_entries add constraint bcms_entries_template_id_foreign foreign key (template_id) references bcms_templates (id) on delete cascade');
   for (const [table, sequence] of Object.entries(CID)) {
     await knex.raw('create sequence ??', [sequence]);
     await knex.raw('alter table ?? add column cid text', [table]);
@@ -47,7 +45,5 @@ exports.down = async function down(knex) {
   await knex.raw('alter table bcms_entries alter column id set default gen_random_uuid()');
   await knex.raw('alter table bcms_templates alter column id drop default, alter column id type uuid using id::uuid');
   await knex.raw('alter table bcms_templates alter column id set default gen_random_uuid()');
-  await knex.raw(
-    'alter table bcms_entries add constraint bcms_entries_template_id_foreign foreign key (template_id) references bcms_templates (id) on delete cascade',
-  );
+  await knex.raw('alter table bcms_entries add constraint bcms_entries_template_id_foreign foreign key (template_id) references bcms_templates (id) on delete cascade');
 };

@@ -7,7 +7,6 @@ import { serverSchema } from './support/database';
 
 // The package as a user installs it: packed, installed from the tarball into a new app (CommonJS,
 // as most Express apps are), started in a process of its own. `npm test` builds dist/ first.
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const installed = require('./support/installed-app') as {
   pack(dir: string): string;
   installApp(dir: string, tarball: string, extra?: string[]): void;

@@ -101,7 +101,7 @@ describe('the default logger: a line for every answered request, none lost when 
     const counts = (): Record<string, number> => Object.fromEntries(events.map((event) => [event, process.listenerCount(event)]));
     const before = counts();
     const exitBefore = process.listeners('exit');
-    // eslint-disable-next-line @typescript-eslint/no-require-imports -- required here, after the count: what requiring it adds is counted too
+    // Required here, after the count: what requiring it adds is counted too.
     const { bcmsExtensions } = require('../lib') as typeof import('../lib/index.js');
     const { knex } = await sharedTestDatabase();
     const router = bcmsExtensions({}, { database: knex });
@@ -161,7 +161,11 @@ describe('the default logger: a line for every answered request, none lost when 
       let written = '';
       const reference = pino(
         { name: 'bcms-extensions', base: { pid: fields.pid, hostname: os.hostname() }, timestamp: () => `,"time":${fields.time}` },
-        { write: (text: string) => void (written += text) },
+        {
+          write: (text: string) => {
+            written += text;
+          },
+        },
       );
       reference.info(
         { requestId: fields.requestId, ...(fields.traceId === undefined ? {} : { traceId: fields.traceId }), method: fields.method, path: fields.path, status: fields.status, ms: fields.ms },

@@ -7,7 +7,6 @@ const { createBcmsFunction } = require('bcms-extensions');
 exports.default = createBcmsFunction(async () => ({
   config: { name: 'spin', public: true },
   handler: async () => {
-    // eslint-disable-next-line no-constant-condition, no-empty
     while (true) {}
   },
 }));

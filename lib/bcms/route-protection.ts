@@ -47,6 +47,7 @@ interface JwtGuardConfig {
  * BCMS's route guards (`@becomes/cms-backend`'s `BCMSRouteProtection`), on the router's `jwt`
  * options. Each may also be called from an author's own pre-request handler with its context.
  */
+// biome-ignore lint/complexity/noStaticOnlyClass: BCMS's own BCMSRouteProtection is a class of static guards; ported code calls it so
 export class BCMSRouteProtection {
   /**
    * The request's bearer token, verified, with a listed role that holds the permission: yields
@@ -77,7 +78,7 @@ export class BCMSRouteProtection {
   ): Guard<BCMSRouteProtectionJwtAndBodyCheckResult<StandardSchemaV1.InferOutput<Schema>> & SentBody<StandardSchemaV1.InferInput<Schema>>>;
   // An ObjectSchema says nothing TypeScript can read: `body` is BCMS's type argument
   // (`createControllerMethod<BCMSRouteProtectionJwtAndBodyCheckResult<Body>, ...>`), `any` without one.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: BCMS's default: the body is untyped without a type argument
   static createJwtAndBodyCheckPreRequestHandler<Body = any>(config: JwtGuardConfig & { bodySchema: ObjectSchema }): Guard<BCMSRouteProtectionJwtAndBodyCheckResult<Body>>;
   static createJwtAndBodyCheckPreRequestHandler(config: JwtGuardConfig & { bodySchema: ObjectSchema | StandardSchemaV1 }): Guard<BCMSRouteProtectionJwtAndBodyCheckResult<unknown>> {
     const where = 'BCMSRouteProtection.createJwtAndBodyCheckPreRequestHandler';

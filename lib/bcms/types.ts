@@ -2,8 +2,7 @@
 import type { BcmsController, BcmsPluginPolicy, PreRequestHandler } from '../plugin/types';
 
 /** purple-cheetah's `Controller`: what `createController` returns. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type Controller = BcmsController<any>;
+export type Controller = BcmsController<unknown>;
 /** purple-cheetah's `Middleware`: a plugin may list some; they are accepted but not mounted (the host owns its middleware). */
 export type Middleware = unknown;
 /** One setting of a plugin's policy (`createBcmsPlugin({ policy })`). */

@@ -24,14 +24,20 @@ export function useLogger(config: { name: string }): BcmsLogger {
     throw new TypeError('useLogger: argument config must be { name: string }');
   }
   // Resolved at each call, not now: the router may be built after this logger.
-  const resolve = (): Logger => (current ??= createDefaultLogger());
+  const resolve = (): Logger => {
+    current ??= createDefaultLogger();
+    return current;
+  };
   const wrappers = new WeakMap<Logger, BcmsLogger>();
   const named = {} as Record<Level, (first: unknown, message?: unknown) => void>;
   for (const level of LEVELS) {
     named[level] = function log(...args: [unknown, unknown?]): void {
       const base = resolve();
       let logger = wrappers.get(base);
-      if (logger === undefined) wrappers.set(base, (logger = toBcmsLogger(base, config.name)));
+      if (logger === undefined) {
+        logger = toBcmsLogger(base, config.name);
+        wrappers.set(base, logger);
+      }
       (logger[level] as (...a: unknown[]) => void)(...args);
     };
   }

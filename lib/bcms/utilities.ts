@@ -21,9 +21,13 @@ export const ObjectUtility = {
    * `undefined` when `object` fits `schema`; else an ObjectUtilityError naming the first field that
    * does not (`level` is the name of the object in the message: `body.title is required.`).
    */
+  // biome-ignore lint/suspicious/noConfusingVoidType: purple-cheetah's own signature, which BCMS code ported here is typed against
   compareWithSchema(object: unknown, schema: ObjectSchema, level = 'object'): void | ObjectUtilityError {
     let check = checks.get(schema);
-    if (check === undefined) checks.set(schema, (check = compileObjectSchema(schema)));
+    if (check === undefined) {
+      check = compileObjectSchema(schema);
+      checks.set(schema, check);
+    }
     const problem = check(object, level);
     return problem === null ? undefined : new ObjectUtilityError('e1', problem);
   },

@@ -280,7 +280,8 @@ export function connectToPage(pageWindow: Window): BcmsParts {
       const name = String(event);
       let set = listeners.get(name);
       if (set === undefined) {
-        listeners.set(name, (set = new Set()));
+        set = new Set();
+        listeners.set(name, set);
         postToPage({ channel: CHANNEL, type: 'subscribe', event: name });
       }
       set.add(callback);

@@ -236,8 +236,7 @@ async function readEvents(body: ReadableStream<Uint8Array>): Promise<void> {
     }
     if (chunk.done) return;
     buffer += decoder.decode(chunk.value, { stream: true });
-    let end: number;
-    while ((end = buffer.indexOf('\n\n')) !== -1) {
+    for (let end = buffer.indexOf('\n\n'); end !== -1; end = buffer.indexOf('\n\n')) {
       deliver(buffer.slice(0, end));
       buffer = buffer.slice(end + 2);
     }
@@ -267,7 +266,10 @@ const socket: BcmsSocket = {
   subscribe(event, callback) {
     const name = EVENT_ALIASES[event] ?? String(event);
     let set = subscribers.get(name);
-    if (set === undefined) subscribers.set(name, (set = new Set()));
+    if (set === undefined) {
+      set = new Set();
+      subscribers.set(name, set);
+    }
     set.add(callback);
     void openStream().catch((error: unknown) => console.warn('window.bcms.sdk.socket:', (error as Error).message));
     return () => {

@@ -36,7 +36,7 @@ export function parseArgs(args: readonly string[], spec: Readonly<Record<string,
       joined.push(arg);
     }
   }
-  let parsed;
+  let parsed: ReturnType<typeof parseArgsOf<{ args: string[]; options: typeof options; strict: true; allowPositionals: true }>>;
   try {
     parsed = parseArgsOf({ args: joined, options, strict: true, allowPositionals: true });
   } catch (error) {

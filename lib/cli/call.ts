@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { createFunctionClient, FunctionCallError, type SigningKey } from '../client';
+import { createFunctionClient, FunctionCallError, type FunctionClient, type SigningKey } from '../client';
 import { parseArgs, UsageError, type Io } from './_io';
 import { readDotEnv } from './dotenv';
 
@@ -44,7 +44,7 @@ export async function runCall(args: readonly string[], io: Io): Promise<number> 
   // A key's secret or private key file from one place: the environment's when it sets either (a
   // project's .env names its deploy key's file, which must not pair with a secret given here).
   const material = io.env.BCMS_KEY_SECRET || io.env.BCMS_PRIVATE_KEY_FILE ? io.env : dotEnv;
-  let client;
+  let client: FunctionClient;
   try {
     client = createFunctionClient({ url, key: signingKey({ ...env, BCMS_KEY_SECRET: material.BCMS_KEY_SECRET, BCMS_PRIVATE_KEY_FILE: material.BCMS_PRIVATE_KEY_FILE }) });
   } catch (error) {

@@ -309,8 +309,9 @@ function describeKeys(keys: ApiKey[], now = Date.now()): string {
     new Date(key.createdAt).toISOString(),
     key.expiresAt == null ? '-' : new Date(key.expiresAt).toISOString(), // a service older than expiry lists none
   ]);
-  const table = [['ID', 'NAME', 'ALGORITHM', 'STATE', 'FUNCTIONS', 'PLUGINS', 'DEPLOY', 'BCMS-CLIENT', 'CREATED', 'EXPIRES'], ...rows];
-  const widths = table[0]!.map((_, column) => Math.max(...table.map((row) => (row[column] as string).length)));
+  const heading = ['ID', 'NAME', 'ALGORITHM', 'STATE', 'FUNCTIONS', 'PLUGINS', 'DEPLOY', 'BCMS-CLIENT', 'CREATED', 'EXPIRES'];
+  const table = [heading, ...rows];
+  const widths = heading.map((_, column) => Math.max(...table.map((row) => (row[column] as string).length)));
   return `${table
     .map((row) =>
       row

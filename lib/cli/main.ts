@@ -1,4 +1,4 @@
-import { openDatabase, type DatabaseOption } from '../db/connection';
+import { openDatabase, type Database, type DatabaseOption } from '../db/connection';
 import { migrate, MIGRATIONS_TABLE, unlockMigrations } from '../db/migrate';
 import { isUnreachable } from '../db/store';
 import { ownManifest } from '../manifest';
@@ -112,7 +112,7 @@ export async function main(argv: readonly string[], io: Io = defaultIo()): Promi
 }
 
 async function runMigrate(args: string[], io: Io): Promise<number> {
-  let parsed;
+  let parsed: ReturnType<typeof parseArgs> | undefined;
   try {
     parsed = parseArgs(args, { database: 'string', pglite: 'string', unlock: 'boolean' });
   } catch (error) {
@@ -126,7 +126,7 @@ async function runMigrate(args: string[], io: Io): Promise<number> {
   }
   const unlock = parsed.flags.unlock === true;
   const option: DatabaseOption | undefined = typeof pglite === 'string' ? { pglite } : typeof url === 'string' ? url : undefined;
-  let database;
+  let database: Database;
   let env: NodeJS.ProcessEnv;
   let secrets: SecretsKeys | undefined;
   try {

@@ -77,7 +77,6 @@ async function fromProject(cwd: string, io: Io): Promise<unknown> {
   if (code !== 0) return undefined;
   io.err('bcms-ext openapi: loading the bundles in a test service (an in-memory database)...\n');
   // Loaded here only: the other commands do not need PGlite.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { createTestService } = require('../testing') as typeof import('../testing');
   const name = (JSON.parse(fs.readFileSync(path.join(cwd, 'package.json'), 'utf8')) as { name?: string }).name ?? path.basename(cwd);
   const service = await createTestService({}, { admin: { title: name } });

@@ -50,9 +50,11 @@ export type SignRequestOptions = SigningKey & {
  */
 export function signRequest(options: SignRequestOptions): Record<string, string> {
   const { method, url, body = '', digest = 'digest', date = new Date(), signHost = false, contentType } = options;
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses in a header value
   if (typeof options.keyId !== 'string' || !/^[^"\\\x00-\x1f\x7f]+$/.test(options.keyId)) {
     throw new TypeError('signRequest: keyId is required, without quotes, backslashes or control characters');
   }
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses in a header value
   if (contentType !== undefined && (typeof contentType !== 'string' || !/^[^\x00-\x1f\x7f]+$/.test(contentType))) {
     throw new TypeError('signRequest: contentType must be a header value, such as "application/json; charset=utf-16le"');
   }
@@ -237,12 +239,11 @@ export class BcmsClientError extends FunctionCallError {
 
 /** What a registry is to the client: its function modules (`typeof registry`, not annotated as BcmsRegistry, which erases them). */
 interface RegistryShape {
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: a module typed with its own body must fit (unknown would not: the handler takes the body, contravariant)
   functions?: readonly BcmsFunctionModule<any, any, any, any>[];
   plugins?: readonly unknown[];
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type ModuleOf<Registry> = Registry extends { functions?: readonly (infer Module)[] } ? Module : never;
 type TypesOf<Module> = Module extends { readonly '~types'?: infer Types } ? Exclude<Types, undefined> : never;
 
@@ -321,7 +322,7 @@ type RouteOptions<Path extends string, Body> = Omit<PluginRequestOptions, 'body'
   (unknown extends Body ? { body?: unknown } : undefined extends Body ? { body?: Body } : { body: Body }) &
   ([PathParams<Path>] extends [never] ? unknown : { params: Record<PathParams<Path>, string | number> });
 /** The options may be left out when nothing in them is required. */
-type RouteArguments<Path extends string, Body> = {} extends RouteOptions<Path, Body> ? [options?: RouteOptions<Path, Body>] : [options: RouteOptions<Path, Body>];
+type RouteArguments<Path extends string, Body> = Record<string, never> extends RouteOptions<Path, Body> ? [options?: RouteOptions<Path, Body>] : [options: RouteOptions<Path, Body>];
 
 /** Checks a path with the values in place; what it says shows in the compiler's error when one does not fit. */
 type ValuesInPlace<Registry, Verb extends HttpVerb, Path extends string> = Path extends `${string}/:${string}`

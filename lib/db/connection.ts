@@ -145,14 +145,11 @@ const EMBEDDED_PACKAGES = ['@electric-sql/pglite', 'knex-pglite'];
  */
 function requireEmbedded<T>(name: string): T {
   try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
     return require(name) as T;
   } catch (error) {
     const missing = EMBEDDED_PACKAGES.find((pkg) => String((error as Error).message).includes(`'${pkg}'`));
     if ((error as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND' || missing === undefined) throw error;
-    throw new Error(
-      `the embedded database needs ${missing}, which is not installed. Install it with \`${pgliteInstallCommand()}\`, or give a Postgres server (DATABASE_URL, or the database option)`,
-    );
+    throw new Error(`the embedded database needs ${missing}, which is not installed. Install it with \`${pgliteInstallCommand()}\`, or give a Postgres server (DATABASE_URL, or the database option)`);
   }
 }
 

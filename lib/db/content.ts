@@ -284,7 +284,9 @@ function createBase<Entity extends { _id: string }, New>(
       )) as Record<string, unknown>[];
       const stored = rows.map(table.toEntity);
       // Rows come back in the order of the insert's values.
-      stored.forEach((entity, i) => writeBack(entities[i], entity));
+      stored.forEach((entity, i) => {
+        writeBack(entities[i], entity);
+      });
       return stored;
     } catch (error) {
       // The row the error's detail names (`Key (id)=(...) already exists.`), else the first.

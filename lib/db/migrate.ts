@@ -86,8 +86,9 @@ async function removeDuplicateLockRows(knex: Knex): Promise<boolean> {
     .select('index', 'is_locked')
     .orderBy('index')
     .catch(() => [])) as { index: number; is_locked: number }[];
-  if (rows.length < 2 || rows.some((row) => row.is_locked !== 0)) return false;
-  await knex(lockTable).where('index', '>', rows[0]!.index).where('is_locked', 0).del();
+  const first = rows[0];
+  if (first === undefined || rows.length < 2 || rows.some((row) => row.is_locked !== 0)) return false;
+  await knex(lockTable).where('index', '>', first.index).where('is_locked', 0).del();
   return true;
 }
 

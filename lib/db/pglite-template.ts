@@ -85,8 +85,12 @@ async function unpackParts(packed: Buffer): Promise<Buffer> {
   }
   const sizes = header.sizes;
   let offset = newline + 1;
-  const slices = header.parts.map((length) => packed.subarray(offset, (offset += length)));
-  return Buffer.concat(await Promise.all(slices.map((slice, i) => promisify(zlib.brotliDecompress)(slice, { chunkSize: Math.max(sizes[i]!, 64 * 1024) }))));
+  const slices = header.parts.map((length) => {
+    const slice = packed.subarray(offset, offset + length);
+    offset += length;
+    return slice;
+  });
+  return Buffer.concat(await Promise.all(slices.map((slice, i) => promisify(zlib.brotliDecompress)(slice, { chunkSize: Math.max(sizes[i] ?? 0, 64 * 1024) }))));
 }
 
 /** Where a template is made at run time when none is shipped: this user's, never the package's folder. */
@@ -248,7 +252,7 @@ const [pglite, knexModule, knexPglite, dir, directory, tableName] = process.argv
 function isOurs(dir: string): boolean {
   if (typeof process.getuid !== 'function') return true;
   const stat = fs.lstatSync(dir, { throwIfNoEntry: false });
-  return stat !== undefined && stat.isDirectory() && stat.uid === process.getuid() && (stat.mode & 0o022) === 0;
+  return stat?.isDirectory() === true && stat.uid === process.getuid() && (stat.mode & 0o022) === 0;
 }
 
 /** Makes the template in the first of `candidates` that can be written (exported for the tests). */
@@ -413,20 +417,20 @@ export const COMPLETE_MARK = 'PG_VERSION';
  * another took 0.42 s here, most of it waiting on each system call; eight at once, 0.16 s.
  */
 export async function extractTemplate(entries: TarEntry[], dir: string): Promise<void> {
-  const last = entries.filter((entry) => entry.name === COMPLETE_MARK);
-  if (last.length !== 1) throw new Error(`the PGlite template has no ${COMPLETE_MARK}: it is not a data directory`);
+  const marks = entries.filter((entry) => entry.name === COMPLETE_MARK);
+  const mark = marks[0];
+  if (mark === undefined || marks.length !== 1) throw new Error(`the PGlite template has no ${COMPLETE_MARK}: it is not a data directory`);
   const target = (entry: TarEntry) => path.join(dir, ...entry.name.split('/'));
   for (const entry of entries) fs.mkdirSync(entry.directory ? target(entry) : path.dirname(target(entry)), { recursive: true, mode: 0o700 });
   const files = entries.filter((entry) => !entry.directory && entry.name !== COMPLETE_MARK);
   let next = 0;
   const writer = async (): Promise<void> => {
-    while (next < files.length) {
-      const entry = files[next++]!;
+    for (let entry = files[next++]; entry !== undefined; entry = files[next++]) {
       await writeSparse(target(entry), entry.data, entry.mode & 0o777 || 0o600);
     }
   };
   await Promise.all(Array.from({ length: 8 }, writer));
-  await writeSparse(target(last[0]!), last[0]!.data, last[0]!.mode & 0o777 || 0o600);
+  await writeSparse(target(mark), mark.data, mark.mode & 0o777 || 0o600);
 }
 
 /**
@@ -449,5 +453,5 @@ async function writeSparse(target: string, data: Buffer, mode: number): Promise<
 
 /** Top-level names a first start writes: a directory holding only these is one that did not finish. */
 export function topLevelNames(entries: TarEntry[]): Set<string> {
-  return new Set(entries.map((entry) => entry.name.split('/')[0]!));
+  return new Set(entries.map((entry) => entry.name.split('/', 1)[0] as string));
 }

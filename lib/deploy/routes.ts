@@ -16,7 +16,18 @@ import { ExtensionLoadError } from '../isolate/host';
 import type { RouterSandbox } from '../isolate/sandbox';
 import type { DeployedExtensions, RunningExtension } from './deployed';
 import { DEPLOYMENT_KINDS, type DeploymentKind } from './load';
-import { activateDeployment, activeVersion, listDeployments, previousDeployment, recordDeployment, recordLoadError, undeployDeployment, withdrawDeployment, type ActiveDeployment } from './store';
+import {
+  activateDeployment,
+  activeVersion,
+  listDeployments,
+  previousDeployment,
+  recordDeployment,
+  recordLoadError,
+  undeployDeployment,
+  withdrawDeployment,
+  type ActiveDeployment,
+  type Deployment,
+} from './store';
 import { assertTrusted, type BundleSignature, type TrustedKeys } from './signing';
 
 export const DEPLOYMENTS_PATH = '/api/extensions/deployments';
@@ -220,7 +231,7 @@ export function createDeployRoutes(deps: {
     } catch (error) {
       throw loadRefusal(error);
     }
-    let deployment;
+    let deployment: Deployment;
     try {
       deployment = await store.run(() =>
         recordDeployment(knex, {

@@ -45,13 +45,14 @@ export function keyFingerprint(key: KeyObject): string {
  * the code, and the SHA-256 of the UI's files (each path and its base64 contents, in path order).
  */
 export function signedText(content: SignedContent): string {
+  const files = content.ui;
   const ui =
-    content.ui == null
+    files == null
       ? '-'
       : sha256Hex(
-          Object.keys(content.ui)
+          Object.keys(files)
             .sort()
-            .map((file) => `${file}\u0000${content.ui![file]}\n`)
+            .map((file) => `${file}\u0000${files[file]}\n`)
             .join(''),
         );
   return ['bcms-bundle-signature-v1', content.kind, content.name, content.version, content.project ?? '', sha256Hex(content.code), ui].join('\n');

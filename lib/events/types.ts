@@ -53,7 +53,7 @@ export interface BCMSEventHandlerData<Payload = unknown> {
 }
 
 /** An event handler as `createBcmsEvent`'s factory returns it: its config and the function each matching event is delivered to. */
-export type BCMSEventHandler<Payload = unknown> = (data: BCMSEventHandlerData<Payload>) => Promise<void> | void
+export type BCMSEventHandler<Payload = unknown> = (data: BCMSEventHandlerData<Payload>) => Promise<void> | void;
 
 /** What an event factory returns. */
 export interface BCMSEvent {
@@ -79,7 +79,7 @@ export interface BCMSJobCron {
 }
 
 /** A job as `createBcmsJob`'s factory returns it: its cron fields and the function run once a tick, across every instance. */
-export type BCMSJobHandler = () => Promise<void> | void
+export type BCMSJobHandler = () => Promise<void> | void;
 
 /** What a job factory returns. */
 export interface BCMSJob {

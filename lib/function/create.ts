@@ -4,7 +4,7 @@ import type { BodySchema } from '../schema/body';
 import type { BcmsFunction, BcmsFunctionConfig, BcmsFunctionModule } from './types';
 
 /** The body a handler gets: a Standard Schema's output; `any` without one (as BCMS function files use it). */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: public type: BCMS function files read an unschema'd body without a cast
 type HandlerBody<Schema> = Schema extends StandardSchemaV1 ? StandardSchemaV1.InferOutput<Schema> : any;
 /** The body a caller sends: a Standard Schema's input; else what the handler takes. */
 type CallerBody<Schema, Body> = Schema extends StandardSchemaV1 ? StandardSchemaV1.InferInput<Schema> : Body;
@@ -40,7 +40,7 @@ export function createBcmsFunction<
   factory: () => FunctionDefinition<Name, Schema, Body, Result, Response> | Promise<FunctionDefinition<Name, Schema, Body, Result, Response>>,
   // The module's own `create` is typed loosely (only the router calls it): its handler's types, named,
   // would have to be named wherever the module is exported (a registry file); `~types` has them written out.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: public type: the module's create() is typed loosely on purpose (see above)
 ): BcmsFunctionModule<any, unknown, Name, JsonOrAbsent<CallerBody<Schema, Body>>, CallerResult<Response, Result>> {
   if (typeof factory !== 'function') {
     throw new TypeError('createBcmsFunction: argument factory must be a function returning { config, handler }');

@@ -109,7 +109,10 @@ export function createFunctionServer(deps: {
     const { config } = definition;
     if (config.bodyLimit !== undefined) {
       let limit = ownLimits.get(config);
-      if (limit === undefined) ownLimits.set(config, (limit = ownBodyLimit(config.bodyLimit, `function "${config.name}": config`) as number));
+      if (limit === undefined) {
+        limit = ownBodyLimit(config.bodyLimit, `function "${config.name}": config`) as number;
+        ownLimits.set(config, limit);
+      }
       // For every reader of this call's body: a signature's check reads it through identifyCaller.
       (req as { [ROUTE_BODY_LIMIT]?: number })[ROUTE_BODY_LIMIT] = limit;
     }
@@ -136,8 +139,14 @@ function notFound(name: string): never {
 
 /** Writes a function's result in its envelope, `{ "success": true, "result": ... }`. */
 export function writeFunctionResult(res: ServerResponse, result: unknown): void {
-  if (result instanceof IsolateAnswer) return result.writeResult(res);
-  if (result instanceof FunctionAnswer) return result.write(res);
+  if (result instanceof IsolateAnswer) {
+    result.writeResult(res);
+    return;
+  }
+  if (result instanceof FunctionAnswer) {
+    result.write(res);
+    return;
+  }
   writeJson(res, 200, `{"success":true,"result":${JSON.stringify(result) ?? 'null'}}`);
 }
 
@@ -150,8 +159,14 @@ function withTimeout(definition: BcmsFunction, context: BcmsFunctionContext, tim
     const settle = (): void => clearTimeout(timer);
     // Called inside the executor, a synchronous throw of the handler rejects this promise too.
     Promise.resolve(definition.handler(context)).then(
-      (value) => (settle(), resolve(value)),
-      (error: unknown) => (settle(), reject(error)),
+      (value) => {
+        settle();
+        resolve(value);
+      },
+      (error: unknown) => {
+        settle();
+        reject(error);
+      },
     );
   });
 }

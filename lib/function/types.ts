@@ -55,7 +55,7 @@ export type BcmsFunctionAuth = BcmsFunctionKeyAuth | ({ type: 'jwt'; accessToken
 
 /** What a function's handler gets: the request (its parsed body), the caller's verified auth, the content repo, a logger and the error handler. */
 // `any` by default, as Express types `req.body`: BCMS function files read it without a cast.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: public type: `request.body` is any by default, as Express and BCMS type it
 export interface BcmsFunctionContext<Body = any> {
   /** The Express request; `request.body` is the parsed JSON body (any JSON value; `{}` without a body, as in BCMS). */
   request: Omit<Request, 'body'> & { body: Body };
@@ -77,7 +77,7 @@ export interface BcmsFunctionContext<Body = any> {
 }
 
 /** A function as `createBcmsFunction`'s factory returns it: its config and its handler, called with `POST /api/function/<name>`. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: public type: a function's body is any by default, as BCMS function files use it
 export interface BcmsFunction<Body = any, Result = unknown> {
   config: BcmsFunctionConfig;
   /** Its return value is answered as `{ "success": true, "result": <value> }`. */
@@ -90,7 +90,7 @@ export interface BcmsFunction<Body = any, Result = unknown> {
  * result: a Standard Schema response schema's output, else the handler's) are for the typed
  * client (`createClient<typeof registry>`), which reads them from `~types`, a property for types only.
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: public type: a module's body is any by default, as BcmsFunction's is
 export interface BcmsFunctionModule<Body = any, Result = unknown, Name extends string = string, Input = Body, Output = Awaited<Result>> {
   readonly kind: 'bcms-function';
   /** Runs the factory; the router calls it once, before `ready` resolves. */

@@ -310,6 +310,6 @@ function charsetOf(header: string | undefined): string | undefined {
 export function isJsonType(contentType: string | undefined): boolean {
   if (contentType === undefined) return false;
   if (contentType === 'application/json') return true; // what nearly every client sends: no split, trim or case to undo
-  const type = contentType.split(';', 1)[0]!.trim().toLowerCase();
+  const type = (contentType.split(';', 1)[0] as string).trim().toLowerCase();
   return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
 }

@@ -6,8 +6,14 @@ export function withDeadline<T>(work: Promise<T>, ms: number, late: () => Error)
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(late()), ms);
     work.then(
-      (value) => (clearTimeout(timer), resolve(value)),
-      (error: unknown) => (clearTimeout(timer), reject(error)),
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
     );
   });
 }

@@ -14,6 +14,7 @@ import { type Family, writeError } from './respond';
  * What a part's answer leaves to do: nothing (it answered), or a promise: settled once it answered,
  * or of the value the exchange's writer turns into the answer (a handler's result, say).
  */
+// biome-ignore lint/suspicious/noConfusingVoidType: a part that answered returns nothing: handlers without a return statement must fit
 export type Work = Promise<unknown> | void;
 
 /** Answers a request the exchange took; `arg` is what dispatch found for it (its path, its matches). */
@@ -82,7 +83,8 @@ export function createExchange(options: { logger: Logger; pending: () => Promise
         try {
           write(res, value);
         } catch (error) {
-          return failed(error);
+          failed(error);
+          return;
         }
       }
       done();
@@ -115,7 +117,10 @@ function logRequest(
   admission?.done(res);
   const fullPath = req.baseUrl ? req.baseUrl + path : path;
   const ms = Math.round((performance.now() - started) * 1000) / 1000;
-  if (writeLine !== undefined) return writeLine(requestId, traceId, req.method, fullPath, res.statusCode, ms);
+  if (writeLine !== undefined) {
+    writeLine(requestId, traceId, req.method, fullPath, res.statusCode, ms);
+    return;
+  }
   logger.info({ requestId, ...(traceId === undefined ? {} : { traceId }), method: req.method, path: fullPath, status: res.statusCode, ms }, 'request');
 }
 

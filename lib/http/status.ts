@@ -11,6 +11,7 @@ export enum HTTPStatus {
   UNAUTHORIZED = 401,
   FORBIDDEN = 403,
   NOT_FOUNT = 404,
+  // biome-ignore lint/suspicious/noDuplicateEnumValues: BCMS's misspelt NOT_FOUNT and the right spelling are the same status
   NOT_FOUND = 404,
   UNPROCESSABLE_ENTITY = 422,
   INTERNAL_SERVER_ERROR = 500,

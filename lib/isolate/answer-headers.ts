@@ -73,7 +73,10 @@ export class AnswerHeaderCheck {
     const kind = refusal(String(name).toLowerCase(), value, req);
     if (kind === undefined) return true;
     let kinds = this.logged.get(extension);
-    if (kinds === undefined) this.logged.set(extension, (kinds = new Set()));
+    if (kinds === undefined) {
+      kinds = new Set();
+      this.logged.set(extension, kinds);
+    }
     if (!kinds.has(kind)) {
       kinds.add(kind);
       this.logger.warn(

@@ -57,9 +57,15 @@ export class IsolateAnswer {
       }
     }
     const json = this.json();
-    if (json !== undefined) return writeJson(res, status, json);
+    if (json !== undefined) {
+      writeJson(res, status, json);
+      return;
+    }
     const body = Buffer.from(typeof bytes === 'string' ? bytes : '', 'base64');
-    if (sent !== true) return writeBytes(res, status, body);
+    if (sent !== true) {
+      writeBytes(res, status, body);
+      return;
+    }
     res.writeHead(status, { 'Content-Length': body.length });
     res.end(body);
   }

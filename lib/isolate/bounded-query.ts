@@ -80,7 +80,9 @@ export function runBounded(connection: object, sql: string, values: unknown[], r
     let cancelling: Promise<void> | undefined;
     const cancelOnce = (): void => {
       // A cancel that does not go out within CANCEL_WAIT_MS: the connection is not used again.
-      const dispose = (): void => void ((connection as { __knex__disposed?: unknown }).__knex__disposed = 'a cancel of its statement did not go out');
+      const dispose = (): void => {
+        (connection as { __knex__disposed?: unknown }).__knex__disposed = 'a cancel of its statement did not go out';
+      };
       cancelling ??= Promise.race([
         cancel().then(
           () => true,
@@ -95,15 +97,23 @@ export function runBounded(connection: object, sql: string, values: unknown[], r
     }, limits.timeoutMs);
     timer.unref();
     const answer = (error: Error | null, result: pg.QueryResult): void => {
-      if (query.over)
-        return reject(
+      if (query.over) {
+        reject(
           new BcmsHttpError(
             'TOO_LARGE',
             `The query's result is larger than the ${Math.round(limits.maxBytes / 1024 / 1024)} MB an extension may read at once: select fewer rows or columns (a limit, a page).`,
           ),
         );
-      if (error !== null && timedOut) return reject(new Error(`The statement ran past its time-out of ${limits.timeoutMs} ms and was cancelled.`));
-      if (error !== null) return reject(error);
+        return;
+      }
+      if (error !== null && timedOut) {
+        reject(new Error(`The statement ran past its time-out of ${limits.timeoutMs} ms and was cancelled.`));
+        return;
+      }
+      if (error !== null) {
+        reject(error);
+        return;
+      }
       resolve(result);
     };
     const config: pg.QueryConfig & { queryMode: 'extended'; rowMode?: 'array' } = { text: sql, values, queryMode: 'extended', ...(rowMode === undefined ? {} : { rowMode }) };

@@ -25,11 +25,9 @@ interface QueryObject {
 
 /** A Knex on the service's database, through `ask`. Knex is loaded now, not with the isolate: most handlers never query. */
 export function createBridgeKnex(ask: AskService): Knex {
-  /* eslint-disable @typescript-eslint/no-require-imports */
   const knexFactory = require('knex') as (config: Knex.Config) => Knex;
   // Knex's Postgres dialect, extended below; Knex has no public class for it.
   const PostgresClient = require('knex/lib/dialects/postgres') as new (config: Knex.Config) => object;
-  /* eslint-enable @typescript-eslint/no-require-imports */
   let next = 0;
   class BridgeClient extends PostgresClient {
     // No driver in the isolate: nothing here connects to a database.

@@ -98,7 +98,8 @@ export class Channel<In, Out> {
     // What the other side has not taken of earlier writes (a large frame on its own is not a fault).
     const { maxBacklogBytes } = this.options;
     if (maxBacklogBytes !== undefined && this.stream.writableLength > maxBacklogBytes) {
-      return this.fail(`it left ${this.stream.writableLength} bytes unread, past the cap of ${maxBacklogBytes}`);
+      this.fail(`it left ${this.stream.writableLength} bytes unread, past the cap of ${maxBacklogBytes}`);
+      return;
     }
     this.stream.write(frame);
   }
@@ -124,7 +125,10 @@ export class Channel<In, Out> {
   /** Bytes read: whole frames are handed on as they complete, the start of the next is kept. */
   private readonly take = (chunk: Buffer): void => {
     if (this.faulted) return;
-    if (this.resumes !== undefined) return this.rest(chunk);
+    if (this.resumes !== undefined) {
+      this.rest(chunk);
+      return;
+    }
     let data = chunk;
     if (this.partBytes > 0) {
       if (this.frameBytes === -1) {
@@ -158,13 +162,25 @@ export class Channel<In, Out> {
     let offset = 0;
     while (offset < data.length) {
       const left = data.length - offset;
-      if (left < HEADER_BYTES) return this.keep(data.subarray(offset), -1);
+      if (left < HEADER_BYTES) {
+        this.keep(data.subarray(offset), -1);
+        return;
+      }
       const length = data.readUInt32BE(offset);
-      if (length > this.maxFrameBytes) return this.fail(`it sent a message of ${length} bytes, past the cap of ${this.maxFrameBytes}`);
-      if (left - HEADER_BYTES < length) return this.keep(data.subarray(offset), length);
+      if (length > this.maxFrameBytes) {
+        this.fail(`it sent a message of ${length} bytes, past the cap of ${this.maxFrameBytes}`);
+        return;
+      }
+      if (left - HEADER_BYTES < length) {
+        this.keep(data.subarray(offset), length);
+        return;
+      }
       if (!this.deliver(data, offset + HEADER_BYTES, offset + HEADER_BYTES + length)) return;
       offset += HEADER_BYTES + length;
-      if (this.spent() && offset < data.length) return this.rest(data.subarray(offset));
+      if (this.spent() && offset < data.length) {
+        this.rest(data.subarray(offset));
+        return;
+      }
     }
     this.spent();
   };

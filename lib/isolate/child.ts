@@ -193,7 +193,8 @@ function log(level: 'info' | 'warn' | 'error' | 'debug', object: object, message
 let bridged: Knex | undefined;
 const database = {
   get knex(): Knex {
-    return (bridged ??= createBridgeKnex(ask));
+    bridged ??= createBridgeKnex(ask);
+    return bridged;
   },
   description: "the service's database",
   close: async () => {},
@@ -203,7 +204,6 @@ const repo = createRepository(store);
 // The layers' parts in an isolate (lib/layer.ts), which the host names as this process's arguments.
 const layerServices: IsolateServices = { store, logger, emit: (name, data) => send({ t: 'event', name, data: toWire(data) }) };
 for (const file of process.argv.slice(2).filter((arg) => !arg.startsWith(CLOSE_FDS))) {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   (require(file) as { bindIsolate(services: IsolateServices): void }).bindIsolate(layerServices);
 }
 const bcmsLogger = toBcmsLogger(logger);
@@ -214,7 +214,6 @@ let methods: { key: string; method: BcmsControllerMethod<unknown, unknown> }[] =
 
 /** The export of a host module file that is the plugin, the function module, or the event or job factory (`isolate: 'all'`). */
 function moduleExport(file: string, key: string): unknown {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const exports = require(file) as Record<string, unknown>;
   return key === '' ? exports : exports[key];
 }

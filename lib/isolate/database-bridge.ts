@@ -92,7 +92,10 @@ export class DatabaseBridge {
         }
         held = { connection, began: now(), lastUsed: now(), running: 0 };
         let mine = this.held.get(owner);
-        if (mine === undefined) this.held.set(owner, (mine = new Map()));
+        if (mine === undefined) {
+          mine = new Map();
+          this.held.set(owner, mine);
+        }
         mine.set(conn, held);
         this.sweep();
       }

@@ -190,7 +190,10 @@ function pluginStandIn(pool: IsolatePool, extension: Extract<WireExtension, { ki
   extension.routes.forEach((route, index) => {
     const id = `${route.controller.name}\u0000${route.controller.path}`;
     let group = byController.get(id);
-    if (group === undefined) byController.set(id, (group = { controller: route.controller, methods: [] }));
+    if (group === undefined) {
+      group = { controller: route.controller, methods: [] };
+      byController.set(id, group);
+    }
     group.methods.push([String(route.key), methodStandIn(pool, route, index, settings)]);
   });
   for (const { controller, methods } of byController.values()) {

@@ -272,7 +272,10 @@ export class Isolate {
           this.loadedAt = performance.now();
           resolve(extension);
         },
-        reject: (error) => (clearTimeout(timer), reject(error)),
+        reject: (error) => {
+          clearTimeout(timer);
+          reject(error);
+        },
       };
       this.post({ t: 'load', kind, name, source, answerLimit: this.services.answerLimit });
     })
@@ -416,7 +419,10 @@ export class Isolate {
       }
       case 'ask':
         // A bounded number at once: each waits for a connection, or a verdict, on the service.
-        if (this.asking >= MAX_OUTSTANDING_ASKS) return this.broke(`it asked more than ${MAX_OUTSTANDING_ASKS} questions at once`);
+        if (this.asking >= MAX_OUTSTANDING_ASKS) {
+          this.broke(`it asked more than ${MAX_OUTSTANDING_ASKS} questions at once`);
+          return;
+        }
         this.asking++;
         void this.answer(message.id, message.ask).finally(() => this.asking--);
         return;
@@ -483,8 +489,12 @@ export class Isolate {
         const request = call?.request;
         if (call === undefined || request === undefined) return Promise.reject(new Error('no such request in this isolate'));
         // Its signature stays here (see unsignedToken).
-        if (ask.op === 'token') return (call.verdicts.token ??= verifyAccessToken(request).then((token) => toWire(unsignedToken(token))));
-        return (call.verdicts.key ??= verifyPluginKey(request, call.plugin as string).then((key) => toWire(key ?? null)));
+        if (ask.op === 'token') {
+          call.verdicts.token ??= verifyAccessToken(request).then((token) => toWire(unsignedToken(token)));
+          return call.verdicts.token;
+        }
+        call.verdicts.key ??= verifyPluginKey(request, call.plugin as string).then((key) => toWire(key ?? null));
+        return call.verdicts.key;
       }
       default:
         return Promise.reject(new Error('unknown capability'));

@@ -148,7 +148,10 @@ export class IsolatePool {
     this.services.metrics.isolateCrashed(this.kind);
     const young = isolate.loadedAt === undefined || performance.now() - isolate.loadedAt < CRASH_LOOP_MS;
     if (!young) this.failures = 0;
-    if (young && !isolate.diedAnswering) return this.failed(reason);
+    if (young && !isolate.diedAnswering) {
+      this.failed(reason);
+      return;
+    }
     this.lastError = reason;
     if (this.isolates.length === 0) this.spawn().catch(() => {});
   }

@@ -113,7 +113,10 @@ const probed = new Map<string, { bwrap: string } | { unavailable: string }>();
 export function probeBubblewrap(env: NodeJS.ProcessEnv = process.env): { bwrap: string } | { unavailable: string } {
   const searchPath = env.PATH ?? '';
   let found = probed.get(searchPath);
-  if (found === undefined) probed.set(searchPath, (found = probe(searchPath)));
+  if (found === undefined) {
+    found = probe(searchPath);
+    probed.set(searchPath, found);
+  }
   return found;
 }
 

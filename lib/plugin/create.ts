@@ -10,8 +10,7 @@ import type { BcmsController, BcmsControllerMethod, BcmsControllerMethods, BcmsP
  * @example
  * export default createBcmsPlugin({ name: 'hello', controllers: [HelloController] });
  */
-export function createBcmsPlugin<Name extends string = string, Controller extends BcmsController<any> = BcmsController<any>>(
-  // eslint-disable-line @typescript-eslint/no-explicit-any
+export function createBcmsPlugin<Name extends string = string, Controller extends BcmsController<unknown> = BcmsController<unknown>>(
   config: Omit<BcmsPlugin, 'name' | 'controllers'> & { name: Name; controllers?: Controller[] },
 ): BcmsPlugin & { readonly '~routes'?: PluginRoutes<Name, Controller> } {
   return config;

@@ -13,8 +13,7 @@ export interface PluginRoute {
   label: string;
   /** Its own names of the path's parameters, in order: `/:description` and `/:id` are one path, each with its names. */
   paramNames: readonly string[];
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  method: BcmsControllerMethod<any, any>;
+  method: BcmsControllerMethod<unknown, unknown>;
 }
 
 /** The routes of one path: by verb (upper case), with the `Allow` value they make. */
@@ -85,8 +84,7 @@ export class PluginRouteTable {
         const controllerPath = checkPath(controller.path, owner, false);
         const methods = methodsOf(controller, owner);
         if (methods === undefined) continue; // its setup runs before the router is ready
-        // eslint-disable-next-line @typescript-eslint/no-explicit-any
-        for (const [key, method] of Object.entries(methods) as [string, BcmsControllerMethod<any, any> | null][]) {
+        for (const [key, method] of Object.entries(methods) as [string, BcmsControllerMethod<unknown, unknown> | null][]) {
           const label = `${controller.name}.${key}`;
           const at = `plugin "${plugin.name}", method "${label}"`;
           if (method === null || typeof method !== 'object') throw new TypeError(`${at} is not a method (use createControllerMethod)`);
@@ -166,7 +164,9 @@ function matchSegments(segments: readonly string[], parts: readonly string[]): s
 /** `request.params` for a route: its own parameter names, the matched path's values. */
 export function paramsOf(route: PluginRoute, values: readonly string[]): Record<string, string> {
   const params: Record<string, string> = {};
-  route.paramNames.forEach((name, i) => (params[name] = values[i] as string));
+  route.paramNames.forEach((name, i) => {
+    params[name] = values[i] as string;
+  });
   return params;
 }
 

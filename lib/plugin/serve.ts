@@ -88,8 +88,14 @@ export function createPluginServer(deps: {
         const first = tokenFirstOf(route.method.preRequestHandler);
         if (first === undefined || (first.bearerOnly && !hasBearerToken(req))) return readThenRun(req, res, route, type);
         const known = verifyAccessToken.known?.(req);
-        if (known !== undefined) return (first.check(known), readThenRun(req, res, route, type, known));
-        return verifyAccessToken(req).then((accessToken) => (first.check(accessToken), readThenRun(req, res, route, type, accessToken)));
+        if (known !== undefined) {
+          first.check(known);
+          return readThenRun(req, res, route, type, known);
+        }
+        return verifyAccessToken(req).then((accessToken) => {
+          first.check(accessToken);
+          return readThenRun(req, res, route, type, accessToken);
+        });
       }
     }
     refuseDeepBody(req.body); // a host parser's, when one ran first: as deep as it came
@@ -111,7 +117,10 @@ export function createPluginServer(deps: {
   function limitOf(method: BcmsControllerMethod<unknown, unknown>): number {
     if (method.bodyLimit === undefined) return bodyLimit;
     let limit = ownLimits.get(method);
-    if (limit === undefined) ownLimits.set(method, (limit = ownBodyLimit(method.bodyLimit, 'a controller method') as number));
+    if (limit === undefined) {
+      limit = ownBodyLimit(method.bodyLimit, 'a controller method') as number;
+      ownLimits.set(method, limit);
+    }
     return limit;
   }
   const ownLimits = new WeakMap<object, number>();
@@ -137,8 +146,14 @@ const late = (): BcmsHttpError => new BcmsHttpError('PLUGIN_TIMEOUT');
 /** Writes what a handler returned (200 unless it chose another status), unless it answered through `response` itself. */
 export function writePluginAnswer(res: ServerResponse, value: unknown): void {
   if (res.headersSent) return;
-  if (value instanceof IsolateAnswer) return value.write(res);
-  if (Buffer.isBuffer(value)) return writeBytes(res, res.statusCode, value);
+  if (value instanceof IsolateAnswer) {
+    value.write(res);
+    return;
+  }
+  if (Buffer.isBuffer(value)) {
+    writeBytes(res, res.statusCode, value);
+    return;
+  }
   writeJson(res, res.statusCode, JSON.stringify(value) ?? 'null');
 }
 

@@ -55,6 +55,7 @@ export type PreRequestHandler<Result> = (context: PreRequestContext) => Result |
 export type Guard<Result> = PreRequestHandler<Result> & { readonly bcmsGuard?: true };
 
 /** `void` (no guard) adds nothing; an object result adds its members. */
+// biome-ignore lint/suspicious/noConfusingVoidType: a method without a guard has the result void (BcmsControllerMethod's default)
 type Spread<T> = [T] extends [void] ? unknown : [T] extends [object] ? T : unknown;
 
 /** A handler's context: the base context plus what its pre-request handler yielded. */
@@ -100,7 +101,7 @@ export interface BcmsControllerSetupConfig {
 }
 
 // `any`: one controller mixes methods with different guards and bodies.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: methods with different guards and bodies must fit (unknown would not: the handler's context is contravariant)
 export type BcmsControllerMethods = Record<string, BcmsControllerMethod<any, any>>;
 
 /** A controller of a plugin (`createController`): a path under the plugin's, its methods, and an optional `setup` run once at load. */
@@ -131,8 +132,7 @@ export interface BcmsPluginPolicy {
 export interface BcmsPlugin {
   /** Path segment of the plugin's endpoints: `/api/plugin/<name>/...`. URL-safe. */
   name: string;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  controllers?: BcmsController<any>[];
+  controllers?: BcmsController<unknown>[];
   /** The settings BCMS's admin would offer for the plugin (listed by `sdk.plugin.getAll()`). */
   policy?: () => BcmsPluginPolicy[] | Promise<BcmsPluginPolicy[]>;
   /**

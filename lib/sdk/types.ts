@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-explicit-any -- BCMS's prop types and data, loose on purpose (below) */
 import type { BcmsEntry as StoredEntry, BcmsTemplate as StoredTemplate } from '../db/shapes';
 
 /**
@@ -8,12 +7,15 @@ import type { BcmsEntry as StoredEntry, BcmsTemplate as StoredTemplate } from '.
  */
 export interface BcmsProp {
   id: string;
+  // biome-ignore lint/suspicious/noExplicitAny: as loose as cms-sdk's BCMSPropType, so that a cms-sdk BCMSTemplate fits (see above)
   type: any;
   required: boolean;
   name: string;
   label: string;
   array: boolean;
+  // biome-ignore lint/suspicious/noExplicitAny: BCMS's prop data, loose on purpose (see above)
   defaultData: any;
+  // biome-ignore lint/suspicious/noExplicitAny: BCMS's other prop fields, loose on purpose (see above)
   [key: string]: any;
 }
 
@@ -27,6 +29,7 @@ export interface BcmsTemplate extends Omit<StoredTemplate, 'props'> {
 /** One language of an entry's meta: `props[i].data` is an array in BCMS. */
 export interface BcmsEntryMeta {
   lng: string;
+  // biome-ignore lint/suspicious/noExplicitAny: BCMS's prop data, loose on purpose (see BcmsProp)
   props: { id: string; data: any }[];
 }
 
@@ -34,6 +37,7 @@ export interface BcmsEntryMeta {
 export interface BcmsEntry extends Omit<StoredEntry, 'meta' | 'content'> {
   cid: string;
   meta: BcmsEntryMeta[];
+  // biome-ignore lint/suspicious/noExplicitAny: BCMS's content nodes, loose on purpose (see BcmsProp)
   content: any[];
 }
 import type { JWT, JWTRole } from '../security/token';
@@ -144,7 +148,8 @@ export interface BcmsPropChange {
 }
 
 /** What a socket subscriber is called with: BCMS's event data (`ENTRY`: `{ e, tm, t }`, `TEMPLATE`: `{ tm, t }`), or a plugin's. */
-export type BcmsSocketCallback = (data: any) => unknown; // eslint-disable-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: a subscriber types the event data it expects: BCMS's callbacks take it as any
+export type BcmsSocketCallback = (data: any) => unknown;
 
 /** `window.bcms.sdk.socket`: the service's events, live (Server-Sent Events from `/api/extensions/events`). */
 export interface BcmsSocket {
@@ -175,7 +180,8 @@ export interface BcmsModalItem<Output = unknown, Input = unknown> {
 /** `window.bcms.modal`: `register({ name })` makes `custom[name]`, which the modal's component then fills. */
 export interface BcmsModal {
   register(config: { name: string }): void;
-  custom: Record<string, BcmsModalItem<any, any>>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: each modal has its own output and input types, as BCMS's ModalService types them
+  custom: Record<string, BcmsModalItem<any, any>>;
 }
 
 /** `window.bcms.vue.store`: the getters BCMS plugin UIs read. */
@@ -212,11 +218,11 @@ export type BcmsEntryLite = Omit<BcmsEntry, 'content'>;
  * `onError(error)`, or without one shows the error's message as an error notification (and
  * resolves to the error).
  */
-export type BcmsThrowable = 
-  <ThrowableResult, OnSuccessResult = void, OnErrorResult = void>(
-    fn: () => Promise<ThrowableResult>,
-    onSuccess?: (data: ThrowableResult) => Promise<OnSuccessResult> | OnSuccessResult,
-    onError?: (error: unknown) => Promise<OnErrorResult> | OnErrorResult,) => Promise<OnSuccessResult | OnErrorResult>
+export type BcmsThrowable = <ThrowableResult, OnSuccessResult = void, OnErrorResult = void>(
+  fn: () => Promise<ThrowableResult>,
+  onSuccess?: (data: ThrowableResult) => Promise<OnSuccessResult> | OnSuccessResult,
+  onError?: (error: unknown) => Promise<OnErrorResult> | OnErrorResult,
+) => Promise<OnSuccessResult | OnErrorResult>;
 
 /**
  * `window.bcms.sdk`, in every plugin UI and in the admin shell: BCMS's `@becomes/cms-sdk` 3.4.3

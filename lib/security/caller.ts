@@ -6,7 +6,7 @@ import { type Logger, redactUrl } from '../logger';
 import { type AccessTokenVerifier, hasBearerToken } from './jwt';
 import { tokenSubject } from './rate-limit';
 import { isSignedRequest, SIGNATURE_CHALLENGE, type SignatureAuth, type VerifySignedRequest } from './signature';
-import { JWTPermissionName, tokenAllows } from './token';
+import { type JWT, JWTPermissionName, tokenAllows } from './token';
 
 /**
  * An API-key signature scheme besides HTTP Signatures (a layer's: the BCMS client's query string).
@@ -47,7 +47,7 @@ export function createCallerCheck(
 
   return async function identifyCaller(req, name) {
     if (hasBearerToken(req)) {
-      let accessToken;
+      let accessToken: JWT;
       try {
         accessToken = await verifyAccessToken(req);
       } catch (error) {

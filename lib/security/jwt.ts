@@ -133,9 +133,7 @@ export function createAccessTokenVerifier(options: JwtOptions): AccessTokenVerif
   return Object.assign(verify, { known });
 }
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const expressJwt = (): typeof import('express-jwt') => require('express-jwt') as typeof import('express-jwt');
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const jsonWebToken = (): typeof import('jsonwebtoken') => require('jsonwebtoken') as typeof import('jsonwebtoken');
 
 /** How many verified tokens one router remembers: a few MB at most. */

@@ -170,8 +170,16 @@ export class SignatureLedger {
     const batch = this.pending.splice(0, BATCH_SIZE);
     if (this.pending.length > 0) setImmediate(() => this.flush());
     this.run(() => this.record(batch)).then(
-      (outcomes) => batch.forEach((candidate, i) => candidate.resolve(outcomes[i] as Acceptance)),
-      (error: unknown) => batch.forEach((candidate) => candidate.reject(error)),
+      (outcomes) => {
+        batch.forEach((candidate, i) => {
+          candidate.resolve(outcomes[i] as Acceptance);
+        });
+      },
+      (error: unknown) => {
+        batch.forEach((candidate) => {
+          candidate.reject(error);
+        });
+      },
     );
   }
 

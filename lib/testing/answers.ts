@@ -16,7 +16,6 @@ let ajv: import('ajv').default | undefined;
 /** JSON Schema 2020-12, OpenAPI 3.1's dialect; unknown formats and keywords pass, as the document's are descriptions. */
 function getAjv(): import('ajv').default {
   if (ajv !== undefined) return ajv;
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const Ajv2020 = (require('ajv/dist/2020') as { default: typeof import('ajv').default }).default;
   ajv = new Ajv2020({ strict: false, allErrors: false, validateFormats: false });
   return ajv;

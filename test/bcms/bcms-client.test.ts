@@ -69,7 +69,7 @@ async function listen(router: BcmsExtensionsRouter): Promise<{ origin: string; s
  */
 function clientSignedUrl(origin: string, path: string, key: Key, payload: unknown = {}, at?: number): string {
   const security = createBcmsClientSecurity({ apiKeyId: key.id, apiKeySecret: key.secret });
-  let signature;
+  let signature: ReturnType<typeof security.sign>;
   if (at === undefined) {
     signature = security.sign(payload);
   } else {
@@ -82,7 +82,7 @@ function clientSignedUrl(origin: string, path: string, key: Key, payload: unknow
 }
 
 /** POSTs `body` (text, sent as JSON) to a URL; resolves to the status, the parsed answer and its WWW-Authenticate. */
-async function post(url: string, body?: string, type = 'application/json'): Promise<{ status: number; body: any; challenge: string | null }> {
+async function post(url: string, body?: string, type = 'application/json'): Promise<{ status: number; body: unknown; challenge: string | null }> {
   const response = await fetch(url, { method: 'POST', body, headers: body === undefined ? {} : { 'Content-Type': type } });
   return { status: response.status, body: await response.json(), challenge: response.headers.get('www-authenticate') };
 }
@@ -340,7 +340,13 @@ describe.each(backends())('the BCMS client (@becomes/cms-client 3.4.1) against a
     test('the same signed request sent five times at once: one accepted', async () => {
       const url = clientSignedUrl(service.origin, '/api/function/echo', key, { race: 1 });
       const answers = await Promise.all(Array.from({ length: 5 }, () => post(url, '{"race":1}')));
-      expect(answers.map((res) => (res.status === 200 ? 'ok' : res.body.error.code)).sort()).toEqual(['SIGNATURE_REPLAYED', 'SIGNATURE_REPLAYED', 'SIGNATURE_REPLAYED', 'SIGNATURE_REPLAYED', 'ok']);
+      expect(answers.map((res) => (res.status === 200 ? 'ok' : (res.body as { error: { code: string } }).error.code)).sort()).toEqual([
+        'SIGNATURE_REPLAYED',
+        'SIGNATURE_REPLAYED',
+        'SIGNATURE_REPLAYED',
+        'SIGNATURE_REPLAYED',
+        'ok',
+      ]);
     });
 
     test('a tampered body: 401 SIGNATURE_INVALID, and the handler never runs', async () => {

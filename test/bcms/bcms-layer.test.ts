@@ -107,8 +107,8 @@ describe.each(backends())('files and socket events (%s)', (backend) => {
     expect(res.body).toEqual({ text: 'written' });
     expect(fs.readFileSync(path.join(filesDir, 'host-files', 'notes', 'a.txt'), 'utf8')).toBe('written');
     expect(events).toContainEqual({ scope: 'global', eventName: 'NOTE', eventData: { n: 1 } });
-    const escape = await request(app).get('/api/plugin/host-files/files/escape');
-    expect(escape.status).toBe(500);
+    const escaped = await request(app).get('/api/plugin/host-files/files/escape');
+    expect(escaped.status).toBe(500);
     expect(fs.existsSync(path.join(path.dirname(filesDir), 'outside.txt'))).toBe(false);
   });
 

@@ -308,7 +308,6 @@ describe.each(backends())('BCMSRepo as BCMS has it, on %s', (backend) => {
 describe('BCMSRepo', () => {
   test('used before any router was built, it says what to do', () => {
     jest.isolateModules(() => {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
       const fresh = require('../../lib') as typeof import('../../lib');
       expect(() => fresh.BCMSRepo.entry.methods.findAllByTemplateId('x')).toThrow(
         'BCMSRepo was used before any router was built: call bcmsExtensions(...) first, or use `repo` from the handler context',

@@ -17,10 +17,8 @@ const DIR = path.join(__dirname, '..', '..', 'test-output', 'plugin-bcms-v3');
 
 const readingListProject = portBcmsV3Fixture('reading-list', { parent: DIR });
 const functionsProject = portBcmsV3Fixture('blog-functions', { parent: DIR });
-/* eslint-disable @typescript-eslint/no-require-imports */
 const readingList = (require(readingListProject.backendMain as string) as { default: BcmsPlugin }).default;
 const functions = functionsProject.functionFiles.map((file) => (require(file) as { default: BcmsFunctionModule }).default);
-/* eslint-enable @typescript-eslint/no-require-imports */
 
 /**
  * `registry`: the ported code in the router's registry, in the service's process. `deployed`: the

@@ -14,7 +14,6 @@ const DIR = path.join(__dirname, '..', '..', 'test-output', 'db-bcms-v3');
 
 function portedReadingList(): BcmsPlugin {
   const { backendMain } = portBcmsV3Fixture('reading-list', { parent: DIR });
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   return (require(backendMain as string) as { default: BcmsPlugin }).default;
 }
 

@@ -85,7 +85,9 @@ const mongoTodos = (suffix: string): MongoDBCachedRepository<Todo, TodoMethods> 
             return cacheHandler.find((e) => e.done === done);
           }
           const items = await mongoDBInterface.find({ done });
-          items.forEach((e) => cacheHandler.set(e._id, e));
+          items.forEach((e) => {
+            cacheHandler.set(e._id, e);
+          });
           latches[latchKey] = true;
           return items;
         },
@@ -109,7 +111,6 @@ const newTodo = (description: string, more: Partial<Todo> = {}): Todo => ({ _id:
 describe('plugin repositories before any router', () => {
   test('made at load time; used before a router exists, they say what to do', async () => {
     await jest.isolateModulesAsync(async () => {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
       const fresh = require('../../lib') as typeof import('../../lib');
       const repo = fresh.createFSDBRepository<Todo, unknown>({ name: 'Early', collection: 'early', schema: TodoSchema });
       await expect(repo.findAll()).rejects.toThrow('createFSDBRepository "Early" was used before any router was built: call bcmsExtensions(...) first');

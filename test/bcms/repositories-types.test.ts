@@ -39,6 +39,7 @@ interface BookMethods {
 
 type BookRepo = FSDBRepository<Book, BookMethods> | MongoDBCachedRepository<Book, BookMethods>;
 
+// biome-ignore lint/complexity/noStaticOnlyClass: BCMS plugins' static Repo, whose typing this test checks
 class Repo {
   static book: BookRepo;
 }
@@ -79,7 +80,9 @@ describe('plugin repositories, typed', () => {
               },
               async findAllOnShelf(shelf) {
                 const items = await mongoDBInterface.find({ shelves: shelf }).limit(10).skip(0);
-                items.forEach((book) => cacheHandler.set(book._id, book));
+                items.forEach((book) => {
+                  cacheHandler.set(book._id, book);
+                });
                 return items;
               },
             };

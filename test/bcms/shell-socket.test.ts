@@ -4,6 +4,7 @@ import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { freePort } from '../support/app';
 import { start, stopStartedApps } from '../support/example';
+import type { BcmsGlobal } from '../../lib/sdk/types';
 import { CHROMIUM, describeInChromium, waitUntil } from '../support/browser';
 
 // window.bcms.sdk.socket in a real Chromium, against the example app: the events the BCMS layer
@@ -33,7 +34,7 @@ describeInChromium('sdk.socket in the shell, in Chromium', () => {
 
   test('entry events arrive live; the stream closes with its last subscriber', async () => {
     const result = await page.evaluate(async () => {
-      const bcms = (globalThis as unknown as { bcms: any }).bcms; // eslint-disable-line @typescript-eslint/no-explicit-any
+      const bcms = (globalThis as unknown as { bcms: BcmsGlobal }).bcms;
       const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
       const got: { e: string; tm: string; t: string }[] = [];
       const unsubscribe = bcms.sdk.socket.subscribe('entry', async (data: { e: string; tm: string; t: string }) => void got.push(data));
@@ -57,7 +58,7 @@ describeInChromium('sdk.socket in the shell, in Chromium', () => {
     const frame = page.frames().find((candidate) => candidate.url().includes('/plugin/'));
     if (frame === undefined) throw new Error('the plugin frame is not open');
     const result = await frame.evaluate(async () => {
-      const bcms = (globalThis as unknown as { bcms: any }).bcms; // eslint-disable-line @typescript-eslint/no-explicit-any
+      const bcms = (globalThis as unknown as { bcms: BcmsGlobal }).bcms;
       const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
       const got: { e: string; tm: string; t: string }[] = [];
       const unsubscribe = bcms.sdk.socket.subscribe('entry', (data: { e: string; tm: string; t: string }) => void got.push(data));

@@ -3,7 +3,6 @@ import { renderToString } from 'vue/server-renderer';
 
 // Browser code (DOM types), type-checked by lib/bcms/ui/tsconfig.json: required here, not imported,
 // so that the Node test project does not compile it without the DOM's types.
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const { BCMSIcon } = require('../../lib/bcms/ui/components') as { BCMSIcon: Component };
 
 // BCMSIcon draws the icons BCMS's UIs ask for by path: bngine's job details (/eye/show) and its

@@ -92,7 +92,7 @@ const registry = { functions: [add, greet, loose, when, sized, maybe, stated], p
 // The types: names, bodies (a schema's input: defaults may be left out) and results are inferred.
 // Checked by the type-checker (npm run typecheck, in CI), never run: these calls would go out. An
 // unused @ts-expect-error is itself an error, so each refusal below is proven.
-export function typedCalls(client: ReturnType<typeof createClient<typeof registry>>): void {
+function typedCalls(client: ReturnType<typeof createClient<typeof registry>>): void {
   // A failure's code: the service's codes and the client's own, named (a plugin's own code is a string still).
   expectTypeOf<BcmsClientError['code']>().toEqualTypeOf<ClientErrorCode>();
   expectTypeOf<'KEY_FORBIDDEN'>().toMatchTypeOf<ClientErrorCode>();
@@ -168,6 +168,8 @@ export function typedCalls(client: ReturnType<typeof createClient<typeof registr
   // @ts-expect-error: not a verb
   void client.plugin.send('fetch', '/api/plugin/todos/todo/all');
 }
+// Named, not called: the type-checker reads it all the same.
+void typedCalls;
 
 describe('createClient<typeof registry>', () => {
   let t: TestApp;
@@ -201,7 +203,13 @@ describe('createClient<typeof registry>', () => {
     expect(await client.plugin.put('/api/plugin/todos/todo/:id/tag/:tag', { params: { id: 7, tag: 'é/x' } })).toEqual({ id: '7', tag: 'é/x', at: '1970-01-01T00:00:00.000Z' });
     expect(await client.plugin.get('/api/plugin/todos/todo/stats/count', { query: { fresh: true, skip: undefined } })).toEqual({ count: 2 });
     const seen: string[] = [];
-    const spy = createClient<typeof registry>({ url, fetch: async (input, init) => (seen.push(String(input)), fetch(input, init)) });
+    const spy = createClient<typeof registry>({
+      url,
+      fetch: async (input, init) => {
+        seen.push(String(input));
+        return fetch(input, init);
+      },
+    });
     await spy.plugin.get('/api/plugin/todos/todo/stats/count', { query: { fresh: true, skip: undefined, q: 'a&b' } });
     expect(seen).toEqual([`${url}/api/plugin/todos/todo/stats/count?fresh=true&q=a%26b`]);
     await expect(spy.plugin.get('/api/plugin/todos/todo/:id', { params: {} as { id: string } })).rejects.toThrow('params.id is required by /api/plugin/todos/todo/:id');

@@ -5,7 +5,6 @@ import { memoryLogger } from '../support/app';
 import { backends, openTestDatabase, type TestDatabase } from '../support/database';
 
 // Loaded at run time: the fixture is type-checked on its own, as a user's project is (npm run typecheck).
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const getAllBlogsTitles = (require('../fixtures/functions/get-all-blogs-titles') as { default: BcmsFunctionModule }).default;
 
 const BLOG_TEMPLATE_ID = '6f1c0b7b-a5f9-4d5f-8a4e-7c52a1b2c3d4'; // the id the fixture hard-codes, as the docs do

@@ -45,7 +45,14 @@ describe.each(backends())('jobs (%s)', (backend) => {
     const slow: number[] = [];
     const counter = createBcmsJob(async () => ({ name: 'counter', cron: everyTwoSeconds, handler: async () => void counted.push(Date.now()) }));
     // Runs 5 s: the two ticks after its start find it still going.
-    const slowJob = createBcmsJob(async () => ({ name: 'slow', cron: everyTwoSeconds, handler: async () => void (slow.push(Date.now()), await sleep(5000)) }));
+    const slowJob = createBcmsJob(async () => ({
+      name: 'slow',
+      cron: everyTwoSeconds,
+      handler: async () => {
+        slow.push(Date.now());
+        await sleep(5000);
+      },
+    }));
     const hangs = createBcmsJob(async () => ({ name: 'hangs', cron: everyTwoSeconds, handler: () => new Promise<void>(() => {}) }));
     const failing = createBcmsJob(async () => ({
       name: 'failing',

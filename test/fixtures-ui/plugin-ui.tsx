@@ -100,7 +100,10 @@ export const Todos = defineComponent({
       <ul>
         {todos.value.map((todo) => (
           <li>
-            {todo.description} <button onClick={() => remove(todo)}>Delete</button>
+            {todo.description}{' '}
+            <button type="button" onClick={() => remove(todo)}>
+              Delete
+            </button>
           </li>
         ))}
         {titles.value.map((title) => (

@@ -148,13 +148,16 @@ describe.each(backends())('rate limits over HTTP (%s)', (backend) => {
     expect((await from(b, '203.0.113.7')).status).toBe(200);
     // A private function's refusal counts as well: the address spent a point on it.
     expect((await request(a.app).post('/api/function/echo').set('X-Forwarded-For', '203.0.113.7').send({})).status).toBe(401);
-    expect((await signedPost(b.app, '/api/function/echo', key, { n: 1 }, { tamper: (headers) => void (headers['X-Forwarded-For'] = '203.0.113.7') })).status).toBe(200);
+    const forwardedFrom = (headers: Record<string, string>): void => {
+      headers['X-Forwarded-For'] = '203.0.113.7';
+    };
+    expect((await signedPost(b.app, '/api/function/echo', key, { n: 1 }, { tamper: forwardedFrom })).status).toBe(200);
     const limited = await from(a, '203.0.113.7');
     expectLimited(limited, HOUR);
     expect(limited.body.error.message).toMatch(/^This address made more than 4 calls in 3600 s/);
     // Checked before the signature: a signed call from the address is refused, and recorded nowhere.
     const before = await ledgerRows(database.knex, key.keyId);
-    expectLimited(await signedPost(b.app, '/api/function/echo', key, { n: 2 }, { tamper: (headers) => void (headers['X-Forwarded-For'] = '203.0.113.7') }), HOUR);
+    expectLimited(await signedPost(b.app, '/api/function/echo', key, { n: 2 }, { tamper: forwardedFrom }), HOUR);
     expect(await ledgerRows(database.knex, key.keyId)).toBe(before);
     // Another address has points of its own.
     expect((await from(b, '203.0.113.8')).body).toEqual({ success: true, result: 'hello' });

@@ -266,13 +266,13 @@ describe.each(backends())("the database session is the service's alone (%s)", (b
       expect([table, errorsOf(res.body.result)]).toEqual([table, ['42501']]);
     }
     const escapes = ['reset role', 'set role postgres', 'set session authorization postgres', 'set session authorization default', 'reset session authorization'];
-    for (const escape of escapes) {
+    for (const statement of escapes) {
       // Each alone, then the select; and both in one transaction.
-      const apart = await run({ steps: [{ sql: escape }, { sql: 'select * from bcms_api_keys' }] });
-      expect([escape, (apart.body.result as { code?: string }[])[1]?.code]).toEqual([escape, '42501']);
-      const inOne = await run({ steps: [{ sql: 'BEGIN' }, { sql: escape }, { sql: 'select * from bcms_api_keys' }, { sql: 'ROLLBACK' }] });
+      const apart = await run({ steps: [{ sql: statement }, { sql: 'select * from bcms_api_keys' }] });
+      expect([statement, (apart.body.result as { code?: string }[])[1]?.code]).toEqual([statement, '42501']);
+      const inOne = await run({ steps: [{ sql: 'BEGIN' }, { sql: statement }, { sql: 'select * from bcms_api_keys' }, { sql: 'ROLLBACK' }] });
       // Refused, or not run at all (the escape itself was refused, and its transaction with it).
-      expect([escape, (inOne.body.result as { code?: string }[])[2]?.code]).toEqual([escape, expect.stringMatching(/^(42501|25P02)$/)]);
+      expect([statement, (inOne.body.result as { code?: string }[])[2]?.code]).toEqual([statement, expect.stringMatching(/^(42501|25P02)$/)]);
     }
     if (backend === 'postgres') {
       // A login role that is a member of nothing: there is no role to become.
@@ -370,7 +370,10 @@ describe('how extension code connects', () => {
 
   test('bcms-ext db extension-role prints the role, its limits, its grants and its password for the service', async () => {
     let out = '';
-    const io = { out: (text: string) => void (out += text), err: (text: string) => void (out += text), env: {} };
+    const add = (text: string): void => {
+      out += text;
+    };
+    const io = { out: add, err: add, env: {} };
     expect(await main(['db', 'extension-role', '--schema', 'tenant_a', '--timeout-ms', '15000'], io)).toBe(0);
     expect(out).toMatch(/^create role "bcms_extension" login nosuperuser nocreatedb nocreaterole noinherit nobypassrls password '[\w-]{32}';$/m);
     expect(out).toContain('alter role "bcms_extension" set statement_timeout = 15000;');
@@ -449,7 +452,13 @@ describe('how extension code connects', () => {
         const app = express().use(router);
         await router.ready;
         let sql = '';
-        await main(['db', 'extension-role', '--schema', schema, '--role', role], { out: (text) => void (sql += text), err: () => {}, env: {} });
+        await main(['db', 'extension-role', '--schema', schema, '--role', role], {
+          out: (text) => {
+            sql += text;
+          },
+          err: () => {},
+          env: {},
+        });
         await admin.raw(sql);
         const deployer = await hmacKey(service, [], { deploy: true });
         await deploy(app, deployer, 'function', 'hostile', functionSource('hostile', RUNNER, HOSTILE));

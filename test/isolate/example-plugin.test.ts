@@ -11,7 +11,6 @@ import { hmacKey } from '../support/signature';
 // bundles a back end and deployed, so that it runs isolated: it answers as the same plugin does
 // from the app's own registry, on the same database.
 const EXAMPLE = path.resolve(__dirname, '..', '..', 'example-app');
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const contentStats = require(path.join(EXAMPLE, 'plugins', 'content-stats.js')) as BcmsPlugin;
 
 describe.each(backends())("the example app's plugin, deployed (%s)", (backend) => {

@@ -117,7 +117,10 @@ describe.each(backends())('deployed code runs isolated (%s)', (backend) => {
     const spinning = request(app)
       .post('/api/function/spin')
       .send({ spin: true })
-      .then((res) => ((settled = true), res));
+      .then((res) => {
+        settled = true;
+        return res;
+      });
     await new Promise((resolve) => setTimeout(resolve, 200));
     // The service's thread is free: its own routes, and the same function in another isolate, answer.
     const ping = await request(app).get('/api/plugin/host-open/open');

@@ -9,7 +9,10 @@ export const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
  * plainly; in CI (or with BCMS_REQUIRE_BROWSER) a missing browser fails instead.
  */
 export function describeInChromium(name: string, body: () => void): void {
-  if (fs.existsSync(CHROMIUM)) return describe(name, body);
+  if (fs.existsSync(CHROMIUM)) {
+    describe(name, body);
+    return;
+  }
   process.stderr.write(`\nBrowser tests NOT RUN: no Chromium at ${CHROMIUM}. Install it (apt-get install chromium) or set CHROMIUM_PATH.\n\n`);
   if (process.env.CI || process.env.BCMS_REQUIRE_BROWSER) {
     test('Chromium is installed for the browser tests', () => {

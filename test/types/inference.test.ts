@@ -87,7 +87,7 @@ describe('inference from definitions', () => {
       },
     }));
     // What callers send and get; the module's own create() is typed loosely (only the router calls it).
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    // biome-ignore lint/suspicious/noExplicitAny: the exact public type, whose body is any (see createBcmsFunction)
     expectTypeOf(module).toEqualTypeOf<BcmsFunctionModule<any, unknown, 'sum', number[], number>>();
   });
 

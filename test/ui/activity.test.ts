@@ -104,19 +104,17 @@ describeInChromium('the Events and Jobs views in Chromium, the router mounted un
     await page.screenshot({ path: path.join(SCREENSHOTS, 'events-1-handlers.png'), fullPage: true });
 
     // Refresh reads them again: a delivery failed since the view opened is there.
-    await router
-      .db('bcms_event_deliveries')
-      .insert({
-        event_id: router.db.raw("nextval('bcms_event_ids')"),
-        handler: 'audit',
-        scope: 'ENTRY',
-        method: 'DELETE',
-        doc: 'ENTRY:new',
-        status: 'failed',
-        attempts: 5,
-        error: 'RangeError: just now\n    at handler (audit.js:1:1)',
-        duration_ms: 3,
-      });
+    await router.db('bcms_event_deliveries').insert({
+      event_id: router.db.raw("nextval('bcms_event_ids')"),
+      handler: 'audit',
+      scope: 'ENTRY',
+      method: 'DELETE',
+      doc: 'ENTRY:new',
+      status: 'failed',
+      attempts: 5,
+      error: 'RangeError: just now\n    at handler (audit.js:1:1)',
+      duration_ms: 3,
+    });
     await main.getByRole('button', { name: 'Refresh' }).click();
     const audit = main.getByRole('region', { name: 'audit', exact: true });
     await audit.getByText('0 pending, 0 running, 0 retrying, 0 delivered, 4 failed').waitFor();

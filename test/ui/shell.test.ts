@@ -5,6 +5,7 @@ import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { freePort } from '../support/app';
 import { start, stopStartedApps } from '../support/example';
+import type { BcmsGlobal } from '../../lib/sdk/types';
 import { CHROMIUM, describeInChromium } from '../support/browser';
 
 // The admin shell and the example plugin's Vue UI in a real Chromium, driven by playwright-core,
@@ -150,13 +151,13 @@ describeInChromium('the admin shell and a plugin UI, in Chromium', () => {
 
   test('window.bcms as BCMS plugin UIs use it: modals register, the store knows the user', async () => {
     const result = await page.evaluate(async () => {
-      const bcms = (globalThis as unknown as { bcms: any }).bcms; // eslint-disable-line @typescript-eslint/no-explicit-any
+      const bcms = (globalThis as unknown as { bcms: BcmsGlobal }).bcms;
       bcms.modal.register({ name: 'probe' });
       const users = await bcms.sdk.user.getAll();
       return {
-        modal: [typeof bcms.modal.custom.probe.show, typeof bcms.modal.custom.probe.hide],
-        user: bcms.vue.store.getters.user_findOne((user: { _id: string }) => user._id === users[0]._id)?._id === users[0]._id,
-        plugins: users[0].customPool.policy.plugins,
+        modal: [typeof bcms.modal.custom.probe!.show, typeof bcms.modal.custom.probe!.hide],
+        user: bcms.vue.store.getters.user_findOne((user: { _id: string }) => user._id === users[0]!._id)?._id === users[0]!._id,
+        plugins: users[0]!.customPool.policy.plugins,
       };
     });
     expect(result.modal).toEqual(['function', 'function']);

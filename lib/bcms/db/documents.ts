@@ -313,7 +313,13 @@ export function createDocumentCore<Entity extends DocumentEntity>(settings: Docu
         }),
       );
       const byId = new Map(stored.map((row) => [row.doc._id, row.doc]));
-      return seen(entities.map((entity, i) => answer(entity, byId.get(prepared[i]!.doc._id) as Entity)));
+      return seen(
+        entities.map((entity, i) => {
+          const item = prepared[i];
+          if (item === undefined) throw new Error(`${where}.addMany: document ${i} was not prepared`);
+          return answer(entity, byId.get(item.doc._id) as Entity);
+        }),
+      );
     },
 
     async update(entity) {

@@ -338,6 +338,7 @@ function createQuery<Result>(core: DocumentCore<DocumentEntity>, filter: unknown
     },
     lean: () => query,
     exec,
+    // biome-ignore lint/suspicious/noThenProperty: a thenable on purpose, as mongoose's Query is: `await Model.find()` runs it
     then: (onFulfilled, onRejected) => exec().then(onFulfilled, onRejected),
     catch: (onRejected) => exec().catch(onRejected),
   };
@@ -485,7 +486,11 @@ function fromMongoose(schema: MongooseSchemaLike): ObjectSchema {
     const segments = path.split('.');
     let target = out;
     for (const segment of segments.slice(0, -1)) {
-      const parent = (target[segment] ??= { __type: 'object', __required: false, __child: {} });
+      let parent = target[segment];
+      if (parent === undefined) {
+        parent = { __type: 'object', __required: false, __child: {} };
+        target[segment] = parent;
+      }
       target = parent.__child as ObjectSchema;
     }
     target[segments[segments.length - 1] as string] = prop;

@@ -116,7 +116,8 @@ function portPackageJson(pkg: PackageJson, kind: PortResult['kind'], root: strin
       changes.push(`${name} ${range} → ${version} (${oldest.why})`);
     }
   }
-  const scripts = (pkg.scripts ??= {});
+  pkg.scripts ??= {};
+  const scripts = pkg.scripts;
   const wanted: Record<string, string> = { bundle: 'bcms-ext bundle', deploy: 'bcms-ext deploy' };
   if (kind === 'plugin' && scripts.dev !== undefined) wanted.dev = 'bcms-ext dev';
   for (const [script, command] of Object.entries(wanted)) {

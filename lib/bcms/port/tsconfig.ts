@@ -80,7 +80,8 @@ export function bcmsPathAliases(config: unknown): { backend: string[]; ui: strin
  */
 export function portTsconfig(config: Json, file: string): string[] {
   const changes: string[] = [];
-  const options = (config.compilerOptions ??= {}) as Json;
+  config.compilerOptions ??= {};
+  const options = config.compilerOptions as Json;
   for (const name of GONE) {
     if (name in options) {
       delete options[name];

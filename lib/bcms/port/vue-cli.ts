@@ -120,7 +120,8 @@ export function portVueCliUi(
     pkg[section] = { ...pkg[section], [name]: version };
     pkgChanges.push(range === undefined ? `added ${name} ${version} (the UI's Vite build)` : `${name} ${range} → ${version} (builds under Vite ${VERSIONS.vite})`);
   }
-  const scripts = (pkg.scripts ??= {});
+  pkg.scripts ??= {};
+  const scripts = pkg.scripts;
   for (const [script, command] of Object.entries(scripts)) {
     if (!/\bvue-cli-service\b/.test(command)) continue;
     delete scripts[script];

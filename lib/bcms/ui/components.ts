@@ -224,8 +224,13 @@ export const BCMSModalWrapper = defineComponent({
         const items = [...dialog.value.querySelectorAll<HTMLElement>(FOCUSABLE)];
         const first = items[0];
         const last = items[items.length - 1];
-        if (event.shiftKey && document.activeElement === first) event.preventDefault(), last?.focus();
-        else if (!event.shiftKey && document.activeElement === last) event.preventDefault(), first?.focus();
+        if (event.shiftKey && document.activeElement === first) {
+          event.preventDefault();
+          last?.focus();
+        } else if (!event.shiftKey && document.activeElement === last) {
+          event.preventDefault();
+          first?.focus();
+        }
       }
     };
     watch(
@@ -416,7 +421,10 @@ export const BCMSToggleInput = defineComponent({
             'aria-checked': String(on),
             disabled: props.disabled,
             'aria-describedby': described(id, undefined, props.helperText),
-            onClick: () => (emit('input', !on), emit('update:modelValue', !on)),
+            onClick: () => {
+              emit('input', !on);
+              emit('update:modelValue', !on);
+            },
           },
           [h('span', { class: 'bcms-ui-toggle-knob', 'aria-hidden': 'true' }), props.states ? h('span', { class: 'bcms-ui-toggle-state' }, on ? props.states[0] : props.states[1]) : null],
         ),

@@ -123,7 +123,7 @@ export const App = defineComponent({
           </section>,
           <section>
             {/* Text too long for a phone still fits: the table scrolls sideways in its own box (by keyboard too), never the page. */}
-            <div class="table-scroll" role="region" aria-labelledby="submissions-caption" tabindex="0">
+            <section class="table-scroll" aria-labelledby="submissions-caption" tabindex="0">
               <table data-testid="submissions">
                 <caption id="submissions-caption">Recent form submissions</caption>
                 <thead>
@@ -151,7 +151,7 @@ export const App = defineComponent({
                   )}
                 </tbody>
               </table>
-            </div>
+            </section>
           </section>,
           <section aria-labelledby="send-title">
             <h2 id="send-title">Send a submission through the submit-form function</h2>
