@@ -101,6 +101,17 @@ describe('which lost connections leave a write unknown', () => {
   const storedKeys = async (): Promise<string[]> =>
     (await admin.withSchema(schema).from('bcms_entries').select('meta')).map((row: { meta: { props: { data: string[] }[] }[] }) => row.meta[0]!.props[0]!.data[0]!);
 
+  /**
+   * Waits for the cut statement to be committed: the server runs it once it read it, which may be a
+   * moment after the client was told its answer was lost (on a busy machine, after a first look).
+   */
+  const landed = async (key: string): Promise<void> => {
+    for (const end = Date.now() + 10_000; !(await storedKeys()).includes(key); ) {
+      if (Date.now() > end) throw new Error(`the row of ${key} never landed`);
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  };
+
   test('an insert whose answer is lost: 503 DATABASE_OUTCOME_UNKNOWN, and the row is in fact there', async () => {
     const key = randomUUID();
     const cut = proxy.cutAfter('insert into "bcms_entries"');
@@ -109,7 +120,7 @@ describe('which lost connections leave a write unknown', () => {
     expect(res.status).toBe(503);
     expect(res.body).toEqual({ success: false, error: { code: 'DATABASE_OUTCOME_UNKNOWN', message: expect.stringContaining('may or may not have been applied') } });
     expect(res.body.error.message).toContain('Idempotency-Key');
-    expect(await storedKeys()).toContain(key);
+    await landed(key);
     expect(log.lines.some((line) => /outcome is unknown/.test(String(line.msg)))).toBe(true);
     // The pool connects again: the next write is answered.
     expect((await request(app).post('/api/function/add-entry').send({ key: randomUUID() })).status).toBe(200);
@@ -154,6 +165,8 @@ describe('which lost connections leave a write unknown', () => {
     const first = await request(app).post('/api/function/add-once').set('Idempotency-Key', key).send({});
     await cut;
     expect([first.status, first.body.error?.code]).toEqual([503, 'DATABASE_OUTCOME_UNKNOWN']);
+    // The retry comes once the first write is in (had it not landed, the retry would write it).
+    await landed(key);
     const retry = await request(app).post('/api/function/add-once').set('Idempotency-Key', key).send({});
     expect([retry.status, retry.headers['idempotent-replayed']]).toEqual([200, undefined]);
     const again = await request(app).post('/api/function/add-once').set('Idempotency-Key', key).send({});
