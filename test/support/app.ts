@@ -31,6 +31,19 @@ export function memoryLogger(): { logger: pino.Logger; lines: Record<string, unk
   };
 }
 
+/** Routers buildApp made that are still open. */
+const built = new Set<BcmsExtensionsRouter>();
+
+/**
+ * Closes the routers buildApp made that their test file left open (test/support/setup.ts, after
+ * each file): a deployed extension's isolates and the pool would keep Jest's process alive.
+ */
+export async function closeBuiltApps(): Promise<void> {
+  const open = [...built];
+  built.clear();
+  await Promise.all(open.map((router) => router.close()));
+}
+
 export interface TestApp {
   app: Express;
   router: BcmsExtensionsRouter;
@@ -42,6 +55,14 @@ export async function buildApp(registry: BcmsRegistry, options: BcmsExtensionsOp
   const log = memoryLogger();
   const database = options.database ?? (await sharedTestDatabase()).knex;
   const router = bcmsExtensions(registry, { jwt: { secret: JWT_SECRET }, logger: log.logger, ...options, database });
+  built.add(router);
+  const close = router.close;
+  Object.assign(router, {
+    close: () => {
+      built.delete(router);
+      return close();
+    },
+  });
   const app = express();
   app.get('/host/health', (_req, res) => {
     res.json({ host: true });
