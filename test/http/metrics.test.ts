@@ -1,12 +1,9 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import express from 'express';
 import request from 'supertest';
 import { bcmsExtensions, createBcmsEvent, createBcmsFunction, createBcmsJob, type BcmsExtensionsRouter } from '../../lib';
 import { JWT_SECRET, memoryLogger, signToken } from '../support/app';
 import { backends, openTestDatabase, type TestDatabase } from '../support/database';
-import { deploy, functionSource, type DeployKey } from '../support/deploy';
+import { type Deployable, type DeployKey, deploy, functionSource, startDeployable } from '../support/deploy';
 import { until } from '../support/events';
 import { hmacKey, signedPost } from '../support/signature';
 
@@ -24,10 +21,10 @@ function sample(text: string, series: string): number | undefined {
 
 describe.each(backends())('metrics (%s)', (backend) => {
   let db: TestDatabase;
+  let service: Deployable;
   let router: BcmsExtensionsRouter;
   let app: express.Express;
   let deployer: DeployKey;
-  let filesDir: string;
   const handled: string[] = [];
 
   const scrape = async (): Promise<string> => {
@@ -38,23 +35,16 @@ describe.each(backends())('metrics (%s)', (backend) => {
 
   beforeAll(async () => {
     db = await openTestDatabase(backend);
-    filesDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-metrics-'));
     const hello = createBcmsFunction(async () => ({ config: { name: 'hello', public: true }, handler: async () => 'hi' }));
     const secret = createBcmsFunction(async () => ({ config: { name: 'secret', public: false }, handler: async () => 'signed' }));
     const seen = createBcmsEvent(async () => ({ name: 'seen', config: { scope: 'ENTRY', method: 'ALL' }, handler: async ({ method }) => void handled.push(method) }));
     const ticking = createBcmsJob(async () => ({ name: 'ticking', cron: { second: '*', minute: '*', hour: '*', dayOfMonth: '*', month: '*', dayOfWeek: '*' }, handler: async () => {} }));
-    router = bcmsExtensions(
-      { functions: [hello, secret], events: [seen], jobs: [ticking] },
-      { database: db.knex, logger: memoryLogger().logger, jwt: { secret: JWT_SECRET }, files: { dir: filesDir }, metrics: { token: TOKEN } },
-    );
-    app = express().use(router);
-    await router.ready;
-    deployer = await hmacKey(db.knex, [], { deploy: true, name: 'deployer' });
+    service = await startDeployable(db.knex, { functions: [hello, secret], events: [seen], jobs: [ticking] }, { jwt: { secret: JWT_SECRET }, metrics: { token: TOKEN } });
+    ({ router, app, deployer } = service);
   });
   afterAll(async () => {
-    await router.close();
+    await service.close();
     await db.close();
-    fs.rmSync(filesDir, { recursive: true, force: true });
   });
 
   test('read with the token or an ADMIN token; refused without, with another token, or to another role', async () => {

@@ -1,15 +1,10 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, NodeTracerProvider, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-node';
-import express from 'express';
+import type express from 'express';
 import request from 'supertest';
-import { bcmsExtensions, createBcmsFunction, type BcmsExtensionsRouter } from '../../lib';
-import { memoryLogger } from '../support/app';
+import { createBcmsFunction, type BcmsExtensionsRouter } from '../../lib';
 import { openTestDatabase, type TestDatabase } from '../support/database';
-import { deploy, functionSource, type DeployKey } from '../support/deploy';
-import { hmacKey } from '../support/signature';
+import { type Deployable, type DeployKey, deploy, functionSource, startDeployable } from '../support/deploy';
 
 // OpenTelemetry (issue 37, item 4): with an SDK registered by the app, a request the router owns is
 // a server span (the caller's child, from its traceparent), and its database calls and isolate
@@ -19,15 +14,14 @@ const exporter = new InMemorySpanExporter();
 const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
 
 let db: TestDatabase;
+let service: Deployable;
 let router: BcmsExtensionsRouter;
 let app: express.Express;
 let deployer: DeployKey;
-let filesDir: string;
 
 beforeAll(async () => {
   provider.register();
   db = await openTestDatabase('pglite');
-  filesDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-tracing-'));
   const count = createBcmsFunction(async () => ({ config: { name: 'count', public: true }, handler: async ({ repo }) => (await repo.template.findAll()).length }));
   const broken = createBcmsFunction(async () => ({
     config: { name: 'broken', public: true },
@@ -35,17 +29,14 @@ beforeAll(async () => {
       throw new Error('internal detail');
     },
   }));
-  router = bcmsExtensions({ functions: [count, broken] }, { database: db.knex, logger: memoryLogger().logger, files: { dir: filesDir } });
-  app = express().use(router);
-  await router.ready;
-  deployer = await hmacKey(db.knex, [], { deploy: true, name: 'deployer' });
+  service = await startDeployable(db.knex, { functions: [count, broken] });
+  ({ router, app, deployer } = service);
 });
 afterAll(async () => {
-  await router.close();
+  await service.close();
   await db.close();
   await provider.shutdown();
   trace.disable();
-  fs.rmSync(filesDir, { recursive: true, force: true });
 });
 beforeEach(() => exporter.reset());
 

@@ -1,11 +1,17 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import express from 'express';
+import type { Knex } from 'knex';
 import request from 'supertest';
 import type { App } from 'supertest/types';
 import { signRequest } from '../../lib/client';
 import type { DeploymentKind } from '../../lib/deploy/load';
+import { type BcmsExtensionsOptions, type BcmsExtensionsRouter, type BcmsRegistry, bcmsExtensions } from '../../lib';
+import { memoryLogger } from './app';
+import { hmacKey } from './signature';
 
 export type DeployKey = { keyId: string; secret: string };
 
@@ -70,4 +76,31 @@ export function linkProjectModules(dir: string): void {
   fs.symlinkSync(root, path.join(modules, 'bcms-extensions'), 'dir');
   for (const name of ['typescript', 'vite', '@types/node']) fs.symlinkSync(path.join(root, 'node_modules', name), path.join(modules, name), 'dir');
   fs.symlinkSync(path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), path.join(modules, '.bin', 'tsc'));
+}
+
+/** A router that takes deploys, as a test starts one: its app, a deploy key, and a files folder of its own. */
+export interface Deployable {
+  router: BcmsExtensionsRouter;
+  app: express.Express;
+  deployer: DeployKey;
+  /** Closes the router and removes its files folder. */
+  close(): Promise<void>;
+}
+
+/** A router on `knex` that takes deploys (a deploy key made for it, a files folder of its own); `options` add to the defaults. */
+export async function startDeployable(knex: Knex, registry: BcmsRegistry = {}, options: BcmsExtensionsOptions = {}): Promise<Deployable> {
+  const filesDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-deployable-'));
+  const router = bcmsExtensions(registry, { database: knex, logger: memoryLogger().logger, files: { dir: filesDir }, ...options });
+  const app = express().use(router);
+  await router.ready;
+  const deployer = await hmacKey(knex, [], { deploy: true, name: 'deployer' });
+  return {
+    router,
+    app,
+    deployer,
+    close: async () => {
+      await router.close();
+      fs.rmSync(filesDir, { recursive: true, force: true });
+    },
+  };
 }
