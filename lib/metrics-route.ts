@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Registry } from 'prom-client';
 import { createController, createControllerMethod } from './plugin/create';
-import { createJwtProtectionPreRequestHandler } from './plugin/guard';
+import { createJwtProtectionPreRequestHandler, documentGuard } from './plugin/guard';
 import type { BcmsController, PreRequestContext } from './plugin/types';
 import { JWTPermissionName, JWTRoleName } from './security/token';
 
@@ -15,12 +15,16 @@ const digest = (text: string): Buffer => createHash('sha256').update(text).diges
  */
 export function metricsController(registry: Registry, token: string | undefined): BcmsController {
   const expected = token === undefined ? undefined : digest(token);
-  const scraperOrAdmin = (context: PreRequestContext): unknown => {
-    const sent = /^Bearer (.+)$/.exec(context.request.headers.authorization ?? '')?.[1];
-    // Compared as digests: the same length whatever was sent, so the time taken says nothing of the token.
-    if (expected !== undefined && sent !== undefined && timingSafeEqual(digest(sent), expected)) return {};
-    return admin(context);
-  };
+  // Said to be the ADMIN guard in the OpenAPI document: a bearer token either way.
+  const scraperOrAdmin = documentGuard(
+    (context: PreRequestContext): unknown => {
+      const sent = /^Bearer (.+)$/.exec(context.request.headers.authorization ?? '')?.[1];
+      // Compared as digests: the same length whatever was sent, so the time taken says nothing of the token.
+      if (expected !== undefined && sent !== undefined && timingSafeEqual(digest(sent), expected)) return {};
+      return admin(context);
+    },
+    { rule: { roles: [JWTRoleName.ADMIN], permission: JWTPermissionName.READ } },
+  );
   return createController({
     name: 'Metrics',
     path: '/metrics',

@@ -54,7 +54,7 @@ const FUNCTION_PREFIX = '/api/function/';
 const PLUGIN_PREFIX = '/api/plugin/';
 const OWN_PREFIX = '/api/extensions/';
 
-/** The request families of `bcms_requests_total`: the package's own routes are `service`, pages and files `ui`. */
+/** The request families of `bcms_requests_total`: everything under `/api/extensions/` is `service` (the SDK's scripts too), the shell's pages and plugin UIs' files `ui`. */
 type Family = 'function' | 'plugin' | 'service' | 'ui';
 
 /**
@@ -92,7 +92,7 @@ export function createMetrics(known: (kind: ExtensionKind, name: string) => bool
 
   const metrics: Metrics = {
     request(path, status, seconds) {
-      const family: Family = path.startsWith(FUNCTION_PREFIX) ? 'function' : path.startsWith(PLUGIN_PREFIX) ? 'plugin' : path.startsWith(OWN_PREFIX) ? 'service' : 'ui';
+      const family: Family = path.startsWith(FUNCTION_PREFIX) || path === '/api/function' ? 'function' : path.startsWith(PLUGIN_PREFIX) ? 'plugin' : path.startsWith(OWN_PREFIX) ? 'service' : 'ui';
       requests.inc({ family, status: String(status) });
       requestSeconds.observe({ family }, seconds);
       if (family !== 'function' && family !== 'plugin') return;

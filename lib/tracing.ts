@@ -76,16 +76,34 @@ export function childSpan<T>(name: string, attributes: Attributes, work: () => P
   const parent = otelApi.context.active();
   if (otelApi.trace.getSpan(parent) === undefined) return work();
   const span: Span = tracing.startSpan(name, { kind: otelApi.SpanKind.INTERNAL, attributes }, parent);
-  return otelApi.context.with(otelApi.trace.setSpan(parent, span), work).then(
-    (value) => {
-      span.end();
-      return value;
-    },
-    (error: unknown) => {
-      span.recordException(error instanceof Error ? error : String(error));
+  const failed = (error: unknown): never => {
+    // Whatever the error is (an object without a prototype has no toString), the span ends and the error goes on as it was.
+    try {
+      span.recordException(error instanceof Error ? error : { message: Object.prototype.toString.call(error) });
       span.setStatus({ code: otelApi.SpanStatusCode.ERROR });
+    } finally {
       span.end();
-      throw error;
-    },
-  );
+    }
+    throw error;
+  };
+  let running: Promise<T>;
+  try {
+    running = otelApi.context.with(otelApi.trace.setSpan(parent, span), work);
+  } catch (error) {
+    return failed(error);
+  }
+  return Promise.resolve(running).then((value) => {
+    span.end();
+    return value;
+  }, failed);
+}
+
+/**
+ * Runs `start` outside any request's context: a process or socket made within a request would
+ * carry its context into every later callback (an isolate's database asks, long after the request
+ * that happened to start it, would be spans of that request).
+ */
+export function outsideRequests<T>(start: () => T): T {
+  const otelApi = otel();
+  return otelApi === null ? start() : otelApi.context.with(otelApi.ROOT_CONTEXT, start);
 }

@@ -86,7 +86,8 @@ export function signRequest(options: SignRequestOptions): Record<string, string>
 
 /** A key's own fields only: a key object spread into signRequest's options brings nothing else along. */
 function keyFields(key: SigningKey): SigningKey {
-  return key.privateKey !== undefined ? { keyId: key.keyId, privateKey: key.privateKey } : { keyId: key.keyId, secret: key.secret };
+  // All three, so that a key with both a secret and a private key is refused as signRequest refuses it.
+  return { keyId: key.keyId, secret: key.secret, privateKey: key.privateKey } as SigningKey;
 }
 
 function signingKey(options: SigningKey): { key: string | KeyObject; algorithm: SignatureAlgorithm } {

@@ -44,8 +44,6 @@ export interface ServedEvent {
 interface Claimed {
   id: string;
   handler: string;
-  /** Its tries, this one included. */
-  attempts: number;
   scope: string;
   method: string;
   doc: string | null;
@@ -54,8 +52,6 @@ interface Claimed {
 
 interface Outcome {
   id: string;
-  handler: string;
-  attempts: number;
   error: string | null;
   durationMs: number;
 }
@@ -209,7 +205,7 @@ export class EventDeliveries {
              lease_until = clock_timestamp() + ? * interval '1 millisecond', instance = ?
          from next
          where d.id = next.id
-         returning d.id, d.handler, d.attempts, d.scope, d.method, d.doc, d.payload`,
+         returning d.id, d.handler, d.scope, d.method, d.doc, d.payload`,
         [names, limit, this.options.timeoutMs + LEASE_MARGIN_MS, this.options.instance],
       )) as { rows: (Omit<Claimed, 'id'> & { id: string | number })[] };
       return rows.map((row) => ({ ...row, id: String(row.id) }));
@@ -245,7 +241,7 @@ export class EventDeliveries {
       error = thrown instanceof Error ? thrown.message : String(thrown);
       this.logger.warn({ handler: delivery.handler, delivery: delivery.id, err: thrown }, 'bcms-extensions: an event handler failed (tried again with backoff)');
     }
-    return { id: delivery.id, handler: delivery.handler, attempts: delivery.attempts, error, durationMs: Date.now() - began };
+    return { id: delivery.id, error, durationMs: Date.now() - began };
   }
 
   /** Outcomes are written together: one statement for those that finished meanwhile. */
@@ -256,7 +252,7 @@ export class EventDeliveries {
       while (this.finished.length > 0) {
         const outcomes = this.finished.splice(0);
         await this.bookkeeping((db) => this.record(db, outcomes)).then(
-          () => this.count(outcomes),
+          (recorded) => this.count(recorded),
           (error: unknown) => {
             // Left running: its lease runs out and it is delivered again (at least once).
             this.logger.error({ err: error, deliveries: outcomes.length }, 'bcms-extensions: could not record event deliveries; they will be delivered again');
@@ -271,24 +267,26 @@ export class EventDeliveries {
     });
   }
 
-  /** Outcomes recorded, for the metrics: as `record` decided them. */
-  private count(outcomes: readonly Outcome[]): void {
+  /** Outcomes recorded, for the metrics: as `record` decided them, those it recorded only (a claim taken back by another instance is that one's to count). */
+  private count(recorded: readonly { handler: string; status: string }[]): void {
     const metrics = this.options.metrics;
     if (metrics === undefined) return;
-    for (const { handler, attempts, error } of outcomes) metrics.delivery(handler, error === null ? 'delivered' : attempts >= MAX_ATTEMPTS ? 'failed' : 'retrying');
+    for (const { handler, status } of recorded) metrics.delivery(handler, status as 'delivered' | 'retrying' | 'failed');
   }
 
   /** `delivered`, or `retrying` after 1, 2, 4, 8 s, or `failed` at the fifth try; only while the claim is still this instance's. */
-  private async record(db: Knex.Transaction, outcomes: Outcome[]): Promise<void> {
-    await db.raw(
+  private async record(db: Knex.Transaction, outcomes: Outcome[]): Promise<{ handler: string; status: string }[]> {
+    const { rows } = (await db.raw(
       `update bcms_event_deliveries d
        set status = case when v.error is null then 'delivered' when d.attempts >= ? then 'failed' else 'retrying' end,
            run_at = case when v.error is null then d.run_at else clock_timestamp() + ? * power(2, d.attempts - 1) * interval '1 second' end,
            finished_at = clock_timestamp(), duration_ms = v.duration_ms, error = v.error, lease_until = null
        from (select unnest(?::bigint[]) as id, unnest(?::text[]) as error, unnest(?::int[]) as duration_ms) v
-       where d.id = v.id and d.status = 'running' and d.instance = ?`,
+       where d.id = v.id and d.status = 'running' and d.instance = ?
+       returning d.handler, d.status`,
       [MAX_ATTEMPTS, FIRST_BACKOFF_S, outcomes.map((o) => o.id), outcomes.map((o) => o.error) as string[], outcomes.map((o) => o.durationMs), this.options.instance],
-    );
+    )) as { rows: { handler: string; status: string }[] };
+    return rows;
   }
 
   /**

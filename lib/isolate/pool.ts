@@ -11,6 +11,7 @@ import { BcmsHttpError, isClosing } from '../http/errors';
 import type { IsolateAnswer } from './answer';
 import { crashed, ExtensionLoadError, Isolate, type IsolateServices, type NewCall } from './host';
 import type { ExtensionKind, ExtensionSource, WireExtension } from './protocol';
+import { outsideRequests } from '../tracing';
 
 /** An isolate that ends by itself this soon after loading is in a crash loop: its restarts back off. */
 export const CRASH_LOOP_MS = 10_000;
@@ -55,7 +56,8 @@ export class IsolatePool {
   /** Loads the extension in a first isolate; rejects with an ExtensionLoadError. */
   static async start(label: string, kind: ExtensionKind, name: string, source: ExtensionSource, services: IsolateServices): Promise<IsolatePool> {
     let pool: IsolatePool | undefined;
-    const first = new Isolate(label, services, { kind, name, source }, (isolate, reason) => pool?.lost(isolate, reason));
+    // Outside the request that may have asked for it: its pipes' callbacks would run in that request's context for its whole life.
+    const first = outsideRequests(() => new Isolate(label, services, { kind, name, source }, (isolate, reason) => pool?.lost(isolate, reason)));
     const extension = await first.load(kind, name, source);
     if (extension?.kind !== kind || (name !== '' && extension.name !== name)) {
       first.end();
@@ -91,7 +93,7 @@ export class IsolatePool {
   /** Another isolate, loaded; one at a time. */
   private spawn(): Promise<Isolate> {
     this.starting ??= (async () => {
-      const isolate = new Isolate(this.label, this.services, { kind: this.kind, name: this.name, source: this.source }, (gone, reason) => this.lost(gone, reason));
+      const isolate = outsideRequests(() => new Isolate(this.label, this.services, { kind: this.kind, name: this.name, source: this.source }, (gone, reason) => this.lost(gone, reason)));
       this.loading = isolate;
       try {
         await isolate.load(this.kind, this.name, this.source);

@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
@@ -110,6 +111,8 @@ describe('createFunctionClient', () => {
     expect(() => createFunctionClient({ url: baseUrl, key: { keyId: 'a', secret: 's' }, keyId: 'b', secret: 's' } as never)).toThrow(
       'createFunctionClient: give key: { keyId, secret }, not both key and keyId',
     );
+    const { privateKey } = generateKeyPairSync('ed25519');
+    expect(() => createFunctionClient({ url: baseUrl, key: { keyId: 'k', secret: 's', privateKey } as never })).toThrow('signRequest: pass secret or privateKey, not both');
   });
 
   test('the shape of earlier releases (baseUrl, and keyId and secret beside it) still signs and calls', async () => {

@@ -68,10 +68,14 @@ test('a 500 marks its span an error', async () => {
 });
 
 test("a deployed function's call crosses into its isolate: a span of its own, under the request's", async () => {
-  await deploy(app, deployer, 'function', 'traced', functionSource('traced', 'async () => "from the isolate"'));
+  // Its handler queries the database from the isolate, which the deploy request started.
+  await deploy(app, deployer, 'function', 'traced', functionSource('traced', 'async ({ repo }) => "from the isolate, " + (await repo.template.findAll()).length'));
   exporter.reset();
-  expect((await request(app).post('/api/function/traced')).body.result).toBe('from the isolate');
+  expect((await request(app).post('/api/function/traced')).body.result).toBe('from the isolate, 0');
   const spans = exporter.getFinishedSpans();
+  // The isolate's queries are not spans of the deploy request that started it (they would be, had its
+  // pipes been made in that request's context), nor yet of this one.
+  expect(spans.filter((span) => span.name === 'bcms db')).toEqual([]);
   const served = spans.find((span) => span.name === 'bcms function');
   const crossing = spans.find((span) => span.name === 'bcms isolate call');
   expect(crossing?.attributes['bcms.extension']).toBe('function traced@1.0.0');
