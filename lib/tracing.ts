@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import { performance } from 'node:perf_hooks';
 import type { Attributes, Span, Tracer, TracerProvider } from '@opentelemetry/api';
 import { ownManifest } from './manifest';
 
@@ -21,6 +22,8 @@ function otel(): Api | null {
 }
 
 let tracer: Tracer | undefined;
+/** When the API was last asked for an SDK that was not there: asked again a second later at most. */
+let lookedAt = -Infinity;
 
 /**
  * The tracer of the SDK the app registered, or undefined while it has none: then a request opens
@@ -29,10 +32,20 @@ let tracer: Tracer | undefined;
  */
 function sdkTracer(otelApi: Api): Tracer | undefined {
   if (tracer !== undefined) return tracer;
+  // Every request asks: without an SDK, the API's global lookup is made once a second, not each time.
+  const now = performance.now();
+  if (now - lookedAt < 1000) return undefined;
+  lookedAt = now;
   // The API's global provider is a proxy that hands out the registered SDK's tracers (its delegate's).
   const provider = otelApi.trace.getTracerProvider() as TracerProvider & { getDelegateTracer?(name: string, version?: string): Tracer | undefined };
   tracer = typeof provider.getDelegateTracer === 'function' ? provider.getDelegateTracer('bcms-extensions', ownManifest().version) : provider.getTracer('bcms-extensions', ownManifest().version);
   return tracer;
+}
+
+/** Whether the app registered an OpenTelemetry SDK: spans are made only then. */
+export function tracing(): boolean {
+  const otelApi = otel();
+  return otelApi !== null && sdkTracer(otelApi) !== undefined;
 }
 
 /** A request's span: the handler runs within it (its database calls and isolate crossings are its children). */

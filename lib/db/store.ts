@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../logger';
 import type { Metrics } from '../metrics';
-import { childSpan } from '../tracing';
+import { childSpan, tracing } from '../tracing';
 import { BcmsHttpError } from '../http/errors';
 import type { Database } from './connection';
 import { migrate } from './migrate';
@@ -130,7 +130,7 @@ export class ContentStore {
     await this.ready();
     try {
       // Within a traced request, a span of its own (lib/tracing.ts).
-      const result = await childSpan('bcms db', { 'db.system': 'postgresql' }, () => query(this.database.knex));
+      const result = await (tracing() ? childSpan('bcms db', { 'db.system': 'postgresql' }, () => query(this.database.knex)) : query(this.database.knex));
       this.options?.metrics?.database(true);
       return result;
     } catch (error) {

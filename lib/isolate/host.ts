@@ -27,7 +27,7 @@ import { isolateCommand, moduleRoot, packageReadables, permissionsFor, stripSetI
 import { treeUsage } from './cpu';
 import { Waiting } from './waiting';
 import { PACKAGE_ROOT } from '../manifest';
-import { childSpan } from '../tracing';
+import { childSpan, tracing } from '../tracing';
 import { answerBytes, answerOverLimit, fromWire, isolateFrameLimit, LOG_OBJECT_MAX_BYTES, logObjectNote, Outbox, toWire, errorToWire, unsignedToken, type WireError } from './wire';
 
 /** The compiled child (dist/isolate), from dist or lib alike: a child process runs JavaScript only. */
@@ -295,6 +295,7 @@ export class Isolate {
   call(message: NewCall, request: Request | undefined, plugin: string | undefined, timeoutMs: number, timeout: () => Error): Promise<IsolateAnswer> {
     if (!this.alive) return Promise.reject(crashed('The extension is not running.'));
     // A span of the request's, when it is traced (lib/tracing.ts).
+    if (!tracing()) return this.send(message, request, plugin, timeoutMs, timeout);
     return childSpan('bcms isolate call', { 'bcms.extension': this.label }, () => this.send(message, request, plugin, timeoutMs, timeout));
   }
 
