@@ -3,6 +3,7 @@ import type { Registry } from 'prom-client';
 import { createController, createControllerMethod } from './plugin/create';
 import { createJwtProtectionPreRequestHandler, documentGuard } from './plugin/guard';
 import type { BcmsController, PreRequestContext } from './plugin/types';
+import { bearerToken } from './security/token-cache';
 import { JWTPermissionName, JWTRoleName } from './security/token';
 
 const admin = createJwtProtectionPreRequestHandler([JWTRoleName.ADMIN], JWTPermissionName.READ);
@@ -18,7 +19,7 @@ export function metricsController(registry: Registry, token: string | undefined)
   // Said to be the ADMIN guard in the OpenAPI document: a bearer token either way.
   const scraperOrAdmin = documentGuard(
     (context: PreRequestContext): unknown => {
-      const sent = /^Bearer (.+)$/.exec(context.request.headers.authorization ?? '')?.[1];
+      const sent = bearerToken(context.request);
       // Compared as digests: the same length whatever was sent, so the time taken says nothing of the token.
       if (expected !== undefined && sent !== undefined && timingSafeEqual(digest(sent), expected)) return {};
       return admin(context);

@@ -28,7 +28,7 @@ let lookedAt = -Infinity;
 /**
  * The tracer of the SDK the app registered, or undefined while it has none: then a request opens
  * no span at all (the API's no-op spans would still cost every request a few objects). Once one is
- * registered, the first request after takes it up.
+ * registered, a request within a second takes it up.
  */
 function sdkTracer(otelApi: Api): Tracer | undefined {
   if (tracer !== undefined) return tracer;
