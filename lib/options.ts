@@ -8,6 +8,9 @@ import { resolveSecretsKeys, type SecretsKeys } from './security/secrets';
 import { resolveTrustedKeys, type TrustedKeys } from './deploy/signing';
 import type { AdminSettings } from './ui/assets';
 import { resolvePermissions, type ExtensionPermissionsOption, type ResolvedPermissionsOption, type SandboxOption } from './isolate/sandbox';
+import { createCors, type CorsOption, type RouterCors } from './http/cors';
+import type { ErrorHook } from './http/on-error';
+import { resolveOpenApi, type OpenApiInfo, type OpenApiOption } from './openapi/info';
 
 /** The second argument of `bcmsExtensions` (docs/options.md). */
 export interface BcmsExtensionsOptions {
@@ -106,9 +109,32 @@ export interface BcmsExtensionsOptions {
    * Who may read the OpenAPI document (`GET /api/extensions/openapi.json`, the admin shell's API
    * view): `'public'` (anyone), `'token'` (a bearer token with one of BCMS's roles, JWTRoleName,
    * holding READ, as the shell's users have), `'off'` (not served; `router.openapi()` still builds
-   * it). Default `'public'`.
+   * it). Default `'public'`. As `{ access?, info? }`, `info` gives the document's `title`,
+   * `version`, `description` and `license`.
+   *
+   * @example
+   * bcmsExtensions(registry, { openapi: { access: 'token', info: { title: 'Shop API', version: '2.1.0', license: { name: 'MIT', identifier: 'MIT' } } } });
    */
-  openapi?: 'public' | 'token' | 'off';
+  openapi?: OpenApiOption;
+  /**
+   * The CORS headers of the router's answers, through the `cors` package: `'*'` (any origin, no
+   * credentials), `false` (none: the app's own cors() before the router decides, and answers
+   * preflights), or the `cors` package's options (`origin`, `credentials`, `exposedHeaders`...).
+   * Default `'*'`.
+   *
+   * @example
+   * bcmsExtensions(registry, { cors: { origin: ['https://admin.example.com'], credentials: true } });
+   */
+  cors?: CorsOption;
+  /**
+   * Called with every error the router answers with a 5xx (a handler's throw, a time-out, a crashed
+   * isolate, the database gone), before the answer, and never waited for; what it throws or
+   * rejects with is logged. Its third argument holds the request id, status and code.
+   *
+   * @example
+   * bcmsExtensions(registry, { onError: (error, req) => Sentry.captureException(error) });
+   */
+  onError?: ErrorHook;
   /**
    * Function calls past a number of points in a window of seconds are answered 429 `RATE_LIMITED`
    * with `Retry-After`, counted in the database so that every instance shares the count: `key` per
@@ -150,6 +176,11 @@ export interface ResolvedOptions {
   readonly extensionPool: Readonly<{ max: number }>;
   readonly deployments: 'on' | 'off';
   readonly openapi: 'public' | 'token' | 'off';
+  /** `openapi.info`: the fields the app gave. */
+  readonly openapiInfo: Readonly<OpenApiInfo>;
+  /** The router's CORS; undefined for `cors: false`. */
+  readonly cors: RouterCors | undefined;
+  readonly onError: ErrorHook | undefined;
   /** `files.dir`, absolute. */
   readonly filesDir: string;
   readonly logger: Logger;
@@ -209,6 +240,8 @@ const KNOWN = new Set([
   'openapi',
   'rateLimit',
   'metrics',
+  'cors',
+  'onError',
 ]);
 
 /** A nested option is an object of known keys: a typo such as `jwt.secert` must not pass silently. */
@@ -269,8 +302,9 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined, env: 
   const extensionPermissions = resolvePermissions(options.extensionPermissions);
   const deployments = options.deployments ?? (env.BCMS_DEPLOYMENTS === 'off' ? 'off' : 'on');
   if (deployments !== 'on' && deployments !== 'off') throw new TypeError(`option deployments must be 'on' or 'off', got ${JSON.stringify(deployments)}`);
-  const openapi = options.openapi ?? 'public';
-  if (openapi !== 'public' && openapi !== 'token' && openapi !== 'off') throw new TypeError(`option openapi must be 'public', 'token' or 'off', got ${JSON.stringify(openapi)}`);
+  const { access: openapi, info: openapiInfo } = resolveOpenApi(options.openapi);
+  const cors = createCors(options.cors);
+  if (options.onError !== undefined && typeof options.onError !== 'function') throw new TypeError('option onError must be a function (error, req) => void');
   // pino writing to stdout once per turn of the event loop, and at once on exit and on signals.
   const logger = options.logger ?? createDefaultLogger();
   for (const level of ['info', 'warn', 'error', 'debug'] as const) {
@@ -296,6 +330,9 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined, env: 
     extensionPool: Object.freeze({ max: extensionPoolMax }),
     deployments,
     openapi,
+    openapiInfo,
+    cors,
+    onError: options.onError,
     filesDir: path.resolve(files.dir ?? path.join('.bcms', 'files')),
     logger,
     admin: admin === null ? null : Object.freeze({ ...admin, api: openapi !== 'off' }),

@@ -20,7 +20,8 @@ import { Isolation, registryModuleSources } from './isolate/runtime';
 import { sandboxFor } from './isolate/sandbox';
 import { bindLayers } from './layer';
 import { metricsFor } from './metrics';
-import { createOwnRoutes } from './openapi/route';
+import { createOwnRoutes, OPENAPI_PATH } from './openapi/route';
+import { createHealthController, HEALTH_PATH } from './extensions/health';
 import { type BcmsExtensionsOptions, resolveOptions } from './options';
 import { warnAboutMiddleware, warnWithoutSecret } from './plugin/routes';
 import { createPluginServer, writePluginAnswer } from './plugin/serve';
@@ -113,7 +114,9 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
 
   // The request path. Requests under way when close() begins are answered; later ones get 503 SERVICE_CLOSING.
   const admission = new Admission(logger, bodyTimeoutMs + Math.max(settings.functionTimeoutMs, settings.pluginTimeoutMs));
-  const exchange = createExchange({ logger, bodyTimeoutMs, admission, metrics, pending: () => (live.functions === undefined ? ready : undefined) });
+  // The health route answers while the start is under way (it says so); every other request waits for it.
+  const pending = (path: string) => (live.functions === undefined && path !== HEALTH_PATH ? ready : undefined);
+  const exchange = createExchange({ logger, bodyTimeoutMs, admission, metrics, pending, cors: settings.cors, onError: settings.onError });
   const servePlugin = createPluginServer({ bodyLimit, bodyTimeoutMs, timeoutMs: settings.pluginTimeoutMs, logger: bcmsLogger, errorHandler, repo, verifyAccessToken, verifyPluginKey });
   const identifyCaller = createCallerCheck({ ...keyVerifiers, verifyAccessToken, readBody, logger, limitKey });
   const idempotency = new IdempotencyLedger(store, logger, settings.functionTimeoutMs, verifyAccessToken);
@@ -138,6 +141,8 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     events,
     title: settings.admin?.title ?? 'BCMS',
     openapi: settings.openapi,
+    info: settings.openapiInfo,
+    controllers: [createHealthController({ store, ready, extensions: () => [...deployments.deployed.health().values(), ...isolation.health()] })],
     rateLimited: limits.on,
     metrics: metricsRegistry && { registry: metricsRegistry, token: settings.metrics?.token },
   });
@@ -168,6 +173,8 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     servePlugin,
     writePluginAnswer,
     writeFunctionResult,
+    preflights: settings.cors !== undefined, // cors: false leaves them to the app
+    enveloped: new Set([OPENAPI_PATH]),
   });
 
   const router = express.Router() as BcmsExtensionsRouter;

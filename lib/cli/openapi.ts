@@ -78,8 +78,11 @@ async function fromProject(cwd: string, io: Io): Promise<unknown> {
   io.err('bcms-ext openapi: loading the bundles in a test service (an in-memory database)...\n');
   // Loaded here only: the other commands do not need PGlite.
   const { createTestService } = require('../testing') as typeof import('../testing');
-  const name = (JSON.parse(fs.readFileSync(path.join(cwd, 'package.json'), 'utf8')) as { name?: string }).name ?? path.basename(cwd);
-  const service = await createTestService({}, { admin: { title: name } });
+  const project = JSON.parse(fs.readFileSync(path.join(cwd, 'package.json'), 'utf8')) as { name?: string; version?: string };
+  const name = project.name ?? path.basename(cwd);
+  // The document's info is the project's: its name, and its version when it has one.
+  const info = { title: name, ...(typeof project.version === 'string' && project.version !== '' ? { version: project.version } : {}) };
+  const service = await createTestService({}, { admin: { title: name }, openapi: { info } });
   try {
     await service.deploy(path.join(cwd, BUNDLE_DIR));
     return service.router.openapi();

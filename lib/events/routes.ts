@@ -55,7 +55,7 @@ export function createEventListRoutes(deps: {
 
   return async function serveEventLists(req, res, pathname) {
     const method = req.method as string;
-    if (method === 'OPTIONS') return writePreflight(res, ALLOW, req.headers['access-control-request-headers']);
+    if (method === 'OPTIONS') return writePreflight(res, ALLOW);
     if (method !== 'GET' && method !== 'HEAD') throw new BcmsHttpError('METHOD_NOT_ALLOWED', `${method} is not allowed here.`, { Allow: ALLOW });
     // The guard first, then the query, as every route checks the guard before what it is asked (docs/http.md).
     await authorise(req);

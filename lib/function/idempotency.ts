@@ -4,7 +4,7 @@ import type { Knex } from 'knex';
 import type { ContentStore } from '../db/store';
 import { RAW_BODY } from '../http/body';
 import { BcmsHttpError } from '../http/errors';
-import { errorBody, EXPOSED_HEADERS, writeJson } from '../http/respond';
+import { errorBody, writeJson } from '../http/respond';
 import type { Logger } from '../logger';
 import { type AccessTokenVerifier, hasBearerToken } from '../security/jwt';
 import type { JWT } from '../security/token';
@@ -56,11 +56,9 @@ export class FunctionAnswer {
   ) {}
 
   write(res: ServerResponse): void {
+    // Exposed to browser scripts by the router's CORS (lib/http/cors.ts), as its other headers are.
     const headers: Record<string, string> = {};
-    if (this.replayed) {
-      headers[REPLAYED_HEADER] = 'true';
-      headers['Access-Control-Expose-Headers'] = `${EXPOSED_HEADERS}, ${REPLAYED_HEADER}`;
-    } else if (this.status >= 400) headers['Access-Control-Expose-Headers'] = EXPOSED_HEADERS;
+    if (this.replayed) headers[REPLAYED_HEADER] = 'true';
     if (this.status === 401) headers['WWW-Authenticate'] = 'Bearer';
     writeJson(res, this.status, this.body, headers);
   }

@@ -104,7 +104,7 @@ export function createFunctionServer(deps: {
       if (loading !== undefined) return loading.then((): Work => (functions().has(name) ? serveFunction(req, res, path) : notFound(name)));
       notFound(name);
     }
-    if (req.method === 'OPTIONS') return writePreflight(res, FUNCTION_ALLOW, req.headers['access-control-request-headers']);
+    if (req.method === 'OPTIONS') return writePreflight(res, FUNCTION_ALLOW);
     if (req.method !== 'POST') throw new BcmsHttpError('METHOD_NOT_ALLOWED', `${req.method} is not allowed here; use POST.`, { Allow: FUNCTION_ALLOW });
     const { config } = definition;
     if (config.bodyLimit !== undefined) {

@@ -37,12 +37,19 @@ export function createDispatch(parts: {
   writePluginAnswer: Writer;
   /** Writes what a function's promise resolved to, in its envelope. */
   writeFunctionResult: Writer;
+  /** False with `cors: false`: an `OPTIONS` request goes on to the app (its own cors() answers preflights). */
+  preflights?: boolean;
+  /** Paths of the package's own that answer errors in the envelope `{ success: false, error }` (the OpenAPI document's). */
+  enveloped?: ReadonlySet<string>;
 }): Dispatch {
   const { exchange, ui, deploymentsPath, serveDeployments, serveFunction, layerRoutes, plugins, ownRoutes, servePlugin, writePluginAnswer, writeFunctionResult } = parts;
+  const preflights = parts.preflights !== false;
+  const enveloped = parts.enveloped ?? new Set<string>();
   const serveUi = (req: Request, res: Response, target: UiTarget): Work => ui.serve(req, res, target, req.baseUrl);
   const serveLayer = (req: Request, res: Response, route: LayerRoute): Work => route.serve(req, res);
 
   return function dispatch(req, res) {
+    if (!preflights && req.method === 'OPTIONS') return false;
     const url = req.url;
     const query = url.indexOf('?');
     let path = query === -1 ? url : url.slice(0, query);
@@ -78,7 +85,7 @@ export function createDispatch(parts: {
     }
     // A plugin's answer is its author's content on the service's origin: sandboxed, errors too.
     if (table !== ownRoutes) sandboxPluginAnswer(res);
-    exchange(req, res, 'plugin', path, servePlugin, matches, writePluginAnswer);
+    exchange(req, res, table === ownRoutes && enveloped.has(path) ? 'function' : 'plugin', path, servePlugin, matches, writePluginAnswer);
     return true;
   };
 }

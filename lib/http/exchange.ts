@@ -7,6 +7,8 @@ import { requestSpan } from '../tracing';
 import { dropUnreadBody } from './body';
 import { BcmsHttpError, type ErrorCode } from './errors';
 import type { Admission } from './closing';
+import { type PreflightResponse, ROUTER_CORS, type RouterCors } from './cors';
+import { type ErrorHook, reportError } from './on-error';
 import { createRequestIds, requestIdOf, traceIdOf } from './request-id';
 import { type Family, writeError } from './respond';
 
@@ -34,12 +36,22 @@ export type Exchange = <A>(req: Request, res: Response, family: Family, path: st
 const ANSWERED = Symbol('answered');
 
 /**
- * What every request the router owns gets (docs/http.md): an id, `Access-Control-Allow-Origin`
- * and `X-Request-Id` on every answer (a handler's own included), its errors as JSON bodies, and one
- * log line. `pending()` is the router's start while it is under way: requests wait for it.
+ * What every request the router owns gets (docs/http.md): an id, its CORS headers (the `cors`
+ * option) and `X-Request-Id` on every answer (a handler's own included), its errors as JSON bodies
+ * (5xx reported to `onError` first), and one log line. `pending(path)` is the router's start while
+ * it is under way: requests wait for it.
  */
-export function createExchange(options: { logger: Logger; pending: () => Promise<void> | undefined; bodyTimeoutMs: number; admission?: Admission; metrics?: Metrics }): Exchange {
-  const { logger, pending, bodyTimeoutMs, admission, metrics = NO_METRICS } = options;
+export function createExchange(options: {
+  logger: Logger;
+  pending: (path: string) => Promise<void> | undefined;
+  bodyTimeoutMs: number;
+  admission?: Admission;
+  metrics?: Metrics;
+  /** Undefined for `cors: false`: the app's own CORS headers are left as they are. */
+  cors?: RouterCors;
+  onError?: ErrorHook;
+}): Exchange {
+  const { logger, pending, bodyTimeoutMs, admission, metrics = NO_METRICS, cors, onError } = options;
   const nextRequestId = createRequestIds();
   const writeLine = (logger as { [REQUEST_LINE]?: RequestLineWriter })[REQUEST_LINE];
 
@@ -58,10 +70,9 @@ export function createExchange(options: { logger: Logger; pending: () => Promise
       span?.end(res.statusCode);
     };
     const hostHeaders = res.getHeaderNames();
-    res.setHeader('Access-Control-Allow-Origin', '*');
     res.setHeader('X-Request-Id', requestId);
     const failed = (error: unknown): void => {
-      const code = renderError(logger, req, res, error, family, requestId, hostHeaders);
+      const code = renderError(logger, req, res, error, family, requestId, hostHeaders, onError);
       if (code !== undefined) metrics.error(code);
       // Refused before its body was read (a guard's 401, say): the rest is dropped unparsed, within bodyTimeoutMs.
       if (res.getHeader('connection') !== 'close') dropUnreadBody(req, bodyTimeoutMs);
@@ -69,9 +80,14 @@ export function createExchange(options: { logger: Logger; pending: () => Promise
     };
     let work: Work;
     try {
+      // A preflight's CORS headers are its part's to set, with the path's verbs (writePreflight).
+      let corsSet: Promise<void> | undefined;
+      if (req.method === 'OPTIONS') (res as PreflightResponse)[ROUTER_CORS] = cors;
+      else if (cors !== undefined) corsSet = cors.answer(req, res);
       // Once the router is closing: 503 SERVICE_CLOSING (lib/http/closing.ts).
       admission?.admit(res);
-      const starting = pending();
+      // An `origin` function that calls back later is waited for, and then the router's start.
+      const starting = corsSet === undefined ? pending(path) : corsSet.then(() => pending(path));
       const run = (): Work => (span === undefined ? handle(req, res, arg) : span.run(() => handle(req, res, arg)));
       work = starting === undefined ? run() : starting.then(() => run() ?? ANSWERED);
     } catch (error) {
@@ -129,7 +145,16 @@ function logRequest(
  * error: only those the host set before the router, and the router's own, stay. A 500 names the
  * request id and nothing internal; the error itself goes to the log.
  */
-function renderError(logger: Logger, req: Request, res: ServerResponse, error: unknown, family: Family, requestId: string, hostHeaders: readonly string[]): ErrorCode | undefined {
+function renderError(
+  logger: Logger,
+  req: Request,
+  res: ServerResponse,
+  error: unknown,
+  family: Family,
+  requestId: string,
+  hostHeaders: readonly string[],
+  onError: ErrorHook | undefined,
+): ErrorCode | undefined {
   // The connection, not the request stream: a body read to its end destroys the stream too.
   if (req.socket?.destroyed === true && !res.headersSent) {
     // The client went away (mid-body, say): there is no one to answer, and nothing went wrong here.
@@ -144,13 +169,16 @@ function renderError(logger: Logger, req: Request, res: ServerResponse, error: u
     logger.error({ err: error, requestId }, 'bcms-extensions: unexpected error');
     answer = new BcmsHttpError('INTERNAL_ERROR');
   }
+  // Before the answer, never waited for: the app's error reporting (Sentry and the like).
+  if (onError !== undefined && answer.status >= 500) reportError(onError, logger, error, answer, req, requestId);
   if (res.headersSent) {
     // The handler started its own answer: nothing valid can follow, so end what is there.
     res.end();
     return answer.code;
   }
   for (const name of res.getHeaderNames()) {
-    if (!hostHeaders.includes(name) && name !== 'access-control-allow-origin' && name !== 'x-request-id') res.removeHeader(name);
+    // The host's, the request id and the CORS headers (the router's, or the app's own cors() before it) stay.
+    if (!hostHeaders.includes(name) && name !== 'x-request-id' && name !== 'vary' && !name.startsWith('access-control-')) res.removeHeader(name);
   }
   try {
     writeError(res, answer, family, requestId);

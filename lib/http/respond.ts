@@ -1,16 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { tooLargeToDrain } from './body';
+import { ROUTER_CORS, type PreflightResponse } from './cors';
 import type { BcmsHttpError } from './errors';
 
 /** Which body shape an error takes: `{ message }` (plugins) or `{ success: false, error }` (functions). */
 export type Family = 'plugin' | 'function';
 
-/** The headers an error lets a browser script read. */
-export const EXPOSED_HEADERS = 'X-Request-Id, WWW-Authenticate, Allow';
-
 /**
- * Writes a JSON answer. `Access-Control-Allow-Origin` and `X-Request-Id` were set when the request
- * was taken (so a handler's own answer has them too); this adds the content headers. The router
+ * Writes a JSON answer. The CORS headers and `X-Request-Id` were set when the request was taken (so a handler's own answer has them too); this adds the content headers. The router
  * writes its answers itself rather than through `res.json`: that skips Express's ETag and content
  * negotiation, which the API never uses.
  */
@@ -45,8 +42,6 @@ export function errorBody(error: BcmsHttpError, family: Family, requestId: strin
 
 export function writeError(res: ServerResponse, error: BcmsHttpError, family: Family, requestId: string): void {
   const headers: Record<string, string> = {
-    // Errors let a browser script read why (WWW-Authenticate, Allow) and which log line (X-Request-Id).
-    'Access-Control-Expose-Headers': EXPOSED_HEADERS,
     // Every 401 names its scheme (RFC 9110), a handler's errorHandler.occurred(401, ...) included.
     ...(error.status === 401 ? { 'WWW-Authenticate': 'Bearer' } : undefined),
     ...error.headers,
@@ -58,14 +53,16 @@ export function writeError(res: ServerResponse, error: BcmsHttpError, family: Fa
   writeJson(res, error.status, errorBody(error, family, requestId), headers);
 }
 
-/** CORS preflight: 204 with the verbs of the path. No credentials mode, so `*` is allowed. */
-export function writePreflight(res: ServerResponse, allow: string, requestedHeaders: string | undefined): void {
-  res.writeHead(204, {
-    'Access-Control-Allow-Methods': allow,
-    'Access-Control-Allow-Headers': requestedHeaders ?? 'Authorization, Content-Type, Date, Digest, Content-Digest, X-Bcms-Nonce, Idempotency-Key',
-    'Access-Control-Expose-Headers': EXPOSED_HEADERS,
-    'Access-Control-Max-Age': '600',
-    Allow: allow,
-  });
+/**
+ * Answers an `OPTIONS` request on a path the router serves, whose verbs are `allow`: a CORS
+ * preflight, 204 with the headers the `cors` option gives (lib/http/cors.ts), and `Allow`.
+ */
+export function writePreflight(res: ServerResponse, allow: string): Promise<void> | undefined {
+  const cors = (res as PreflightResponse)[ROUTER_CORS];
+  const req = (res as { req?: IncomingMessage }).req;
+  if (cors !== undefined && req !== undefined) return cors.preflight(req, res, allow);
+  // No CORS of the router's (`cors: false` leaves preflights to the app): a plain OPTIONS answer.
+  res.writeHead(204, { Allow: allow });
   res.end();
+  return undefined;
 }

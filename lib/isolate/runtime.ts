@@ -2,7 +2,7 @@ import { setMaxListeners, type EventEmitter } from 'node:events';
 import { Module } from 'node:module';
 import type { ContentStore } from '../db/store';
 import { type Metrics, NO_METRICS } from '../metrics';
-import type { RunningExtension } from '../deploy/deployed';
+import type { ExtensionHealth, RunningExtension } from '../deploy/deployed';
 import type { LiveExtensions } from '../deploy/live';
 import { addedLayers } from '../layer';
 import { bundleFilename, type DeploymentKind } from '../deploy/load';
@@ -175,6 +175,11 @@ export class Isolation {
   /** `isolate: 'all'`: how the registry's events and jobs are loaded, for lib/events/engine.ts. */
   registryEventsAndJobs(sources: RegistrySources): { events(): Promise<BCMSEvent[]>; jobs(): Promise<BCMSJob[]> } {
     return { events: () => this.loadRegistryEvents(sources.events), jobs: () => this.loadRegistryJobs(sources.jobs) };
+  }
+
+  /** How the registry's extensions in isolates fare (`isolate: 'all'`), for the health route. */
+  health(): ExtensionHealth[] {
+    return this.registry.map((extension) => extension.health?.() ?? { state: 'running' });
   }
 
   /** Ends the isolates still loading (the service is closing): their loads fail at once, recorded nowhere. */

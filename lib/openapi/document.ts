@@ -3,6 +3,7 @@ import { EVENT_DELIVERIES_PATH, JOBS_PATH } from '../events/routes';
 import type { BcmsFunction } from '../function/types';
 import { errorCodes, type ErrorCode } from '../http/errors';
 import type { PluginPath, PluginRoute, PluginRouteTable } from '../plugin/routes';
+import { DATABASE_CHECK_MS, HEALTH_PATH } from '../extensions/health';
 import { describeFunction, describeMethod, type JsonSchema, type OperationDescription } from './describe';
 
 /**
@@ -19,6 +20,9 @@ export interface OpenApiSources {
   ownRoutes: PluginRouteTable;
   title: string;
   version: string;
+  /** The app's own (`openapi.info.description`), in place of the router's paragraph on error bodies. */
+  description?: string;
+  license?: { name: string; identifier?: string; url?: string };
   /** With the `rateLimit` option: function calls may be answered 429 RATE_LIMITED. */
   rateLimited?: boolean;
 }
@@ -117,14 +121,16 @@ export function buildOpenApiDocument(sources: OpenApiSources): JsonSchema {
     }
     paths[`/api/function/${name}`] = { post: operation };
   }
-  Object.assign(paths, deploymentPaths(build.uniqueId), eventListPaths(build.uniqueId));
+  Object.assign(paths, deploymentPaths(build.uniqueId), eventListPaths(build.uniqueId), healthPaths(build.uniqueId));
   return {
     openapi: '3.1.0',
     info: {
       title: sources.title,
       version: sources.version,
       description:
+        sources.description ??
         'Plugin endpoints, functions and the extension interface of this service (bcms-extensions). Plugin errors answer `{ "message" }`; functions and the `/api/extensions/` routes answer `{ "success": false, "error": { "code", "message" } }`.',
+      ...(sources.license === undefined ? {} : { license: { ...sources.license } }),
     },
     // Where the paths are: the served document names the router's mount path here.
     servers: [{ url: '/' }],
@@ -396,6 +402,27 @@ function eventListPaths(uniqueId: (id: string) => string): Record<string, PathIt
 }
 
 // ---------------------------------------------------------------------------------------------
+// Health (lib/extensions/health.ts): its 503 answers the same body as its 200, not an error's
+
+function healthPaths(uniqueId: (id: string) => string): Record<string, PathItem> {
+  return {
+    [HEALTH_PATH]: {
+      get: {
+        operationId: uniqueId('extensions.health'),
+        tags: ['extensions'],
+        summary: 'Health of this instance',
+        description: `For load balancers and orchestrators; no credentials. 503 while the router's start is under way, when the database does not answer \`select 1\` within ${DATABASE_CHECK_MS} ms, or when the start failed. Extensions that fail in their isolates are counted, never a 503.`,
+        security: [],
+        responses: {
+          '200': { description: 'Up: the database answers.', content: json(ref('schemas', 'Health')) },
+          '503': { description: 'Starting, or down: what is down is in the body.', content: json(ref('schemas', 'Health')) },
+        },
+      },
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
 // Components
 
 /** The error answers of plugin endpoints (and, as `Own...`, of the package's own). */
@@ -436,6 +463,20 @@ function components(hoisted: Record<string, JsonSchema>): JsonSchema {
     schemas: {
       ...hoisted,
       Message: { type: 'object', properties: { message: { type: 'string' } }, required: ['message'] },
+      Health: {
+        type: 'object',
+        properties: {
+          status: { enum: ['ok', 'starting', 'down'] },
+          database: { enum: ['ok', 'down'] },
+          isolates: {
+            type: 'object',
+            description: 'Extensions of this instance in isolates, by state.',
+            properties: { running: { type: 'integer' }, failing: { type: 'integer' }, failed: { type: 'integer' } },
+            required: ['running', 'failing', 'failed'],
+          },
+        },
+        required: ['status', 'database', 'isolates'],
+      },
       ErrorEnvelope: {
         type: 'object',
         properties: {

@@ -14,6 +14,10 @@ import type { BcmsController } from '../plugin/types';
 import { ownManifest } from '../manifest';
 import { metricsController } from '../metrics-route';
 import { buildOpenApiDocument, type OpenApiSources } from './document';
+import { appVersion, type OpenApiInfo } from './info';
+
+/** The document's path: its errors answer the envelope `{ success: false, error }`, as it says of the package's own routes. */
+export const OPENAPI_PATH = '/api/extensions/openapi.json';
 
 /** The functions before the router's start loaded them: one table, so that the document made meanwhile is kept. */
 const NO_FUNCTIONS: ReadonlyMap<string, BcmsFunction> = new Map();
@@ -40,6 +44,10 @@ export function createOwnRoutes(options: {
   title: string;
   /** Who may read the document over HTTP (the `openapi` option); `'off'`: it is not served. */
   openapi: 'public' | 'token' | 'off';
+  /** `openapi.info`: what the app gave of the document's title, version, description and license. */
+  info?: OpenApiInfo;
+  /** More controllers of the package's own (the health route). */
+  controllers?: BcmsController[];
   /** The `rateLimit` option is set: function calls may be answered 429. */
   rateLimited?: boolean;
   /** The `metrics` option is on: its registry, and the scraper's token if one was given. */
@@ -48,10 +56,12 @@ export function createOwnRoutes(options: {
   table: PluginRouteTable;
   document: () => Record<string, unknown>;
 } {
-  const { store, live, title } = options;
+  const { store, live, info = {} } = options;
   const functions = () => live.functions ?? NO_FUNCTIONS;
   const sdk = createSdkController({ plugins: () => live.allPlugins, hasUi: options.hasUi, functions, content: bcmsContentRepoOf(store), events: options.events });
-  const sources = (): OpenApiSources => ({ plugins: live.plugins, functions: functions(), ownRoutes: table, title, version: ownManifest().version, rateLimited: options.rateLimited === true });
+  // The app's version when it gave none, read once: the document describes the app's API.
+  const described = { title: info.title ?? options.title, version: info.version ?? appVersion(ownManifest().version), description: info.description, license: info.license };
+  const sources = (): OpenApiSources => ({ plugins: live.plugins, functions: functions(), ownRoutes: table, ...described, rateLimited: options.rateLimited === true });
   let served: Served | undefined;
   /** A deployment change replaces the live tables whole: the same tables, the same document. */
   const current = (): Served => {
@@ -73,7 +83,7 @@ export function createOwnRoutes(options: {
     }
     return made;
   };
-  const controllers = [createKeysController(store, options.keys), sdk];
+  const controllers = [createKeysController(store, options.keys), sdk, ...(options.controllers ?? [])];
   if (options.openapi !== 'off') controllers.push(openApiController(textFor, options.openapi === 'token'));
   if (options.metrics !== undefined) controllers.push(metricsController(options.metrics.registry, options.metrics.token));
   const table = new PluginRouteTable([createBcmsPlugin({ name: 'extensions', controllers })], '/api');

@@ -128,7 +128,7 @@ export function createPluginServer(deps: {
   return function servePlugin(req, res, matches) {
     if (matches === undefined) throw new BcmsHttpError('INVALID_URL');
     const method = req.method === 'HEAD' ? 'GET' : req.method;
-    if (method === 'OPTIONS') return writePreflight(res, allowOf(matches), req.headers['access-control-request-headers']);
+    if (method === 'OPTIONS') return writePreflight(res, allowOf(matches));
     // The first matching path that serves this verb, as Express would pick its route.
     for (const match of matches) {
       const route = match.path.verbs.get(method);

@@ -3,7 +3,6 @@ import type { Request } from 'express';
 import type { Knex } from 'knex';
 import type { ContentStore } from '../db/store';
 import { BcmsHttpError } from '../http/errors';
-import { EXPOSED_HEADERS } from '../http/respond';
 import type { Logger } from '../logger';
 import type { JWT } from './token';
 
@@ -134,7 +133,6 @@ function limited(kind: RateLimitKind, limit: RateLimit, remainingMs: number): Bc
   const who = kind === 'key' ? 'This caller' : 'This address';
   return new BcmsHttpError('RATE_LIMITED', `${who} made more than ${limit.points} calls in ${limit.seconds} s: retry in ${seconds} s.`, {
     'Retry-After': String(seconds),
-    'Access-Control-Expose-Headers': `${EXPOSED_HEADERS}, Retry-After`,
   });
 }
 

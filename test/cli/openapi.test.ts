@@ -81,7 +81,7 @@ test('in a functions project: its own document, from its bundles, valid OpenAPI 
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-openapi-project-'));
   made.push(dir);
   fs.mkdirSync(path.join(dir, 'src', 'functions'), { recursive: true });
-  fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'my-functions', version: '1.0.0', private: true }));
+  fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'my-functions', version: '1.4.2', private: true }));
   fs.writeFileSync(
     path.join(dir, 'tsconfig.json'),
     JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'esnext', moduleResolution: 'bundler', strict: true, noEmit: true, skipLibCheck: true, types: [] }, include: ['src'] }),
@@ -104,7 +104,7 @@ export default createBcmsFunction(async () => ({
   expect(result.stderr).toMatch(/bcms-ext openapi: wrote openapi\.json \(\d+ operations\)/);
   expect(result.status).toBe(0);
   const document = JSON.parse(fs.readFileSync(path.join(dir, 'openapi.json'), 'utf8'));
-  expect(document.info.title).toBe('my-functions');
+  expect([document.info.title, document.info.version]).toEqual(['my-functions', '1.4.2']);
   const call = document.paths['/api/function/double'].post;
   expect(call.requestBody.content['application/json'].schema).toEqual({ type: 'object', properties: { n: { type: 'number' } }, required: ['n'] });
   expect(call.responses['200'].content['application/json'].schema.properties.result).toEqual({ type: 'object', properties: { n: { type: 'number' } }, required: ['n'] });

@@ -45,7 +45,7 @@ function expectLimited(res: request.Response, most: number): number {
   const retryAfter = res.headers['retry-after'] as string;
   expect(retryAfter).toMatch(/^[1-9]\d*$/);
   expect(Number(retryAfter)).toBeLessThanOrEqual(most);
-  expect(res.headers['access-control-expose-headers']).toContain('Retry-After');
+  expect(res.headers['access-control-expose-headers']).toContain('Retry-After'); // the router's CORS exposes it on every answer
   expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
   return Number(retryAfter);
 }

@@ -16,22 +16,25 @@ test("'public' (the default): anyone reads it", async () => {
 test("'token': a bearer token of any role that holds READ; none, a bad one or one without READ is refused as by the JWT guard", async () => {
   const t = await buildApp({ functions: [hello] }, { openapi: 'token' });
   const none = await request(t.app).get(DOCUMENT);
-  expect([none.status, none.headers['content-type']]).toEqual([401, 'application/json; charset=utf-8']);
-  expect(none.body).toEqual({ message: 'Token is `undefined`.' });
-  expect((await request(t.app).get(DOCUMENT).set('Authorization', 'Bearer nope')).status).toBe(401);
-  expect(
-    (
-      await request(t.app)
-        .get(DOCUMENT)
-        .set('Authorization', `Bearer ${signToken([role('USER', 'WRITE')])}`)
-    ).status,
-  ).toBe(403);
+  expect([none.status, none.headers['content-type'], none.headers['www-authenticate']]).toEqual([401, 'application/json; charset=utf-8', 'Bearer']);
+  // The envelope the document says the package's own routes answer (its OwnUnauthorized answer).
+  expect(none.body).toEqual({ success: false, error: { code: 'TOKEN_MISSING', message: 'Token is `undefined`.' } });
+  const bad = await request(t.app).get(DOCUMENT).set('Authorization', 'Bearer nope');
+  expect([bad.status, bad.body.error?.code]).toEqual([401, 'TOKEN_INVALID']);
+  const forbidden = await request(t.app)
+    .get(DOCUMENT)
+    .set('Authorization', `Bearer ${signToken([role('USER', 'WRITE')])}`);
+  expect([forbidden.status, forbidden.body]).toEqual([403, { success: false, error: { code: 'TOKEN_FORBIDDEN', message: 'Token is not authorized for this action.' } }]);
   const reader = await request(t.app)
     .get(DOCUMENT)
     .set('Authorization', `Bearer ${signToken([role('USER', 'READ')])}`);
   expect(reader.status).toBe(200);
-  // The document says so of itself: bearer, for any role with READ.
+  // The document says so of itself: bearer, for any role with READ; its 401 and 403 are the envelope.
   expect(reader.body.paths[DOCUMENT].get.security).toEqual([{ bearer: [] }]);
+  const { responses } = reader.body.paths[DOCUMENT].get;
+  expect([responses['401'].$ref, responses['403'].$ref]).toEqual(['#/components/responses/OwnUnauthorized', '#/components/responses/OwnForbidden']);
+  expect(reader.body.components.responses.OwnUnauthorized.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/ErrorEnvelope' });
+  expect(reader.body.components.schemas.ErrorEnvelope.properties.error.properties.code.enum).toEqual(expect.arrayContaining(['TOKEN_MISSING', 'TOKEN_INVALID', 'TOKEN_FORBIDDEN']));
   // A conditional request needs the token too: a 304 would say the document exists and is unchanged.
   expect(
     (

@@ -31,7 +31,7 @@ export function createAccessListServer(deps: {
   const { functions, verify, readBody } = deps;
 
   return function serveAccessList(req, res) {
-    if (req.method === 'OPTIONS') return writePreflight(res, ACCESS_LIST_ALLOW, req.headers['access-control-request-headers']);
+    if (req.method === 'OPTIONS') return writePreflight(res, ACCESS_LIST_ALLOW);
     if (req.method !== 'GET') throw new BcmsHttpError('METHOD_NOT_ALLOWED', `${req.method} is not allowed here; use GET.`, { Allow: ACCESS_LIST_ALLOW });
     const query = clientSignatureQuery(req.url);
     if (query === undefined) {
