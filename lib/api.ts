@@ -24,6 +24,7 @@ export { createJwtProtectionPreRequestHandler } from './plugin/guard';
 export { JWTPermissionName, JWTRoleName } from './security/token';
 export type { JWT, JWTPayload, JWTPermission, JWTPreRequestHandlerResult, JWTRole } from './security/token';
 export type { JwtOptions } from './security/jwt';
+export type { AppUser, AuthOptions } from './security/auth';
 export type { RateLimit, RateLimitOptions } from './security/rate-limit';
 export { BcmsHttpError, errorCodes } from './http/errors';
 export { keepRawBody } from './http/body';

@@ -3,6 +3,7 @@ import { parseByteSize } from './http/body';
 import type { DatabaseOption } from './db/connection';
 import { createDefaultLogger, type Logger } from './logger';
 import type { JwtOptions } from './security/jwt';
+import { type AuthOptions, type ResolvedAuth, resolveAuth } from './security/auth';
 import { checkRateLimitOption, type RateLimitOptions } from './security/rate-limit';
 import { resolveSecretsKeys, type SecretsKeys } from './security/secrets';
 import { resolveTrustedKeys, type TrustedKeys } from './deploy/signing';
@@ -16,6 +17,13 @@ import { resolveOpenApi, type OpenApiInfo, type OpenApiOption } from './openapi/
 export interface BcmsExtensionsOptions {
   /** Verifies JWTs for guarded plugin endpoints and private functions. */
   jwt?: JwtOptions;
+  /**
+   * The app's own users: `fromRequest(req)` names the request's user (`{ userId, roles }`, or null:
+   * then a BCMS JWT is tried) for guards, the SDK's routes, private functions and the admin shell;
+   * `signInPath` and `tokenField` say where the shell signs in and which field of the answer holds
+   * the token. Default: BCMS JWTs only, `/api/auth/login`, `accessToken`.
+   */
+  auth?: AuthOptions;
   /**
    * A Knex instance, a Postgres URL, or `{ pglite: DIR }` (`'memory://'` in memory). Default:
    * `DATABASE_URL` when set, else embedded PGlite in `.bcms/data` under the working directory.
@@ -102,7 +110,7 @@ export interface BcmsExtensionsOptions {
   logger?: Logger;
   /**
    * The admin shell that lists plugin UIs: where it is served, the host's sign-in route
-   * (POST { email, password } answering { accessToken }) and its title. `false`: no shell.
+   * (`loginUrl`, the older name of `auth.signInPath`) and its title. `false`: no shell.
    */
   admin?: false | { path?: string; loginUrl?: string; title?: string };
   /**
@@ -157,6 +165,7 @@ export interface BcmsExtensionsOptions {
 
 export interface ResolvedOptions {
   readonly jwt: Readonly<JwtOptions>;
+  readonly auth: ResolvedAuth;
   readonly database: unknown;
   readonly signature: Readonly<{ clockSkewSeconds: number }>;
   readonly bodyLimit: number;
@@ -215,6 +224,7 @@ export const defaultOptions = Object.freeze({
 
 const KNOWN = new Set([
   'jwt',
+  'auth',
   'database',
   'signature',
   'bodyLimit',
@@ -274,6 +284,7 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined, env: 
   const deployOverHttp = keys.deployOverHttp ?? defaultOptions.keys.deployOverHttp;
   if (typeof deployOverHttp !== 'boolean') throw new TypeError(`option keys.deployOverHttp must be true or false, got ${JSON.stringify(deployOverHttp)}`);
   const admin = resolveAdmin(options.admin);
+  const auth = resolveAuth(options.auth, options.admin === false ? undefined : options.admin?.loginUrl);
   const rateLimit = checkRateLimitOption(options.rateLimit);
 
   const clockSkewSeconds = signature.clockSkewSeconds ?? defaultOptions.signature.clockSkewSeconds;
@@ -312,6 +323,7 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined, env: 
   }
   return Object.freeze({
     jwt: Object.freeze({ ...jwt, algorithms: [...(jwt.algorithms ?? defaultOptions.jwt.algorithms)] }),
+    auth,
     database: options.database,
     signature: Object.freeze({ clockSkewSeconds }),
     bodyLimit: parseByteSize(options.bodyLimit ?? defaultOptions.bodyLimit, 'bodyLimit'),
@@ -335,7 +347,8 @@ export function resolveOptions(options: BcmsExtensionsOptions | undefined, env: 
     onError: options.onError,
     filesDir: path.resolve(files.dir ?? path.join('.bcms', 'files')),
     logger,
-    admin: admin === null ? null : Object.freeze({ ...admin, api: openapi !== 'off' }),
+    // The shell signs in where auth says (admin.loginUrl is its older name), and asks for its user first when the app's users are used.
+    admin: admin === null ? null : Object.freeze({ ...admin, loginUrl: auth.signInPath, tokenField: auth.tokenField, appUsers: auth.fromRequest !== undefined, api: openapi !== 'off' }),
     secrets: resolveSecretsKeys(options.secretsKey, env),
     trustedKeys: resolveTrustedKeys(deploy.trustedKeys),
     keys: Object.freeze({ deployOverHttp }),

@@ -27,6 +27,7 @@ import { warnAboutMiddleware, warnWithoutSecret } from './plugin/routes';
 import { createPluginServer, writePluginAnswer } from './plugin/serve';
 import { createCallerCheck, createPluginKeyCheck } from './security/caller';
 import { createAccessTokenVerifier } from './security/jwt';
+import { createUserIdentifier } from './security/auth';
 import { SignatureMemory } from './security/replay';
 import { createRateLimits } from './security/rate-limit';
 import { createSignatureVerifier } from './security/signature';
@@ -66,7 +67,8 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   checkFunctionModules(modules);
   // isolate: 'all': each plugin and function module of the registry is loaded in isolates from its module file.
   const registrySources = isolateAll ? registryModuleSources(registryPlugins, modules, registry.events, registry.jobs) : undefined;
-  const verifyAccessToken = createAccessTokenVerifier(settings.jwt);
+  // "Who is this request's user", for every guard and caller check: the app's user (auth.fromRequest) first, then a BCMS JWT.
+  const verifyAccessToken = createUserIdentifier(createAccessTokenVerifier(settings.jwt), settings.auth.fromRequest);
   const sandbox = sandboxFor(settings); // the isolates': throws where 'bubblewrap' is required and cannot run
 
   // Content, once nothing above refused the options: a refused router leaves no database open.
@@ -105,7 +107,7 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
     )
     .then(() => {
       live.open();
-      warnWithoutSecret(live.plugins.jwtGuarded(), settings.jwt.secret, logger);
+      if (settings.auth.fromRequest === undefined) warnWithoutSecret(live.plugins.jwtGuarded(), settings.jwt.secret, logger);
       deployments.start();
       return eventsAndJobs.start(live); // once its handlers are recorded: a write from then on reaches them
     });

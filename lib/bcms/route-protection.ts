@@ -94,7 +94,8 @@ export class BCMSRouteProtection {
    * digest checked against the body's bytes), or the BCMS client's query-string signature
    * (`?key&nonce&timestamp&signature`, keys created with `bcmsClient: true`); the key must list
    * this route's plugin (`plugins: [...]`), else 403 `KEY_FORBIDDEN`, and each signature is
-   * accepted once, on every instance. Neither: 401 ``Token is `undefined`.``, as BCMS answers it.
+   * accepted once, on every instance. Otherwise the app's user (`auth.fromRequest`) yields
+   * `{ token }`. None: 401 ``Token is `undefined`.``, as BCMS answers it.
    *
    * @example
    * createControllerMethod({
@@ -117,8 +118,15 @@ export class BCMSRouteProtection {
           return { token: accessToken };
         }
         const key = await verifyKeyFromContext(context);
-        if (key === undefined) throw new BcmsHttpError('TOKEN_MISSING', undefined, { ...JWT_API_CHALLENGE });
-        return { key };
+        if (key !== undefined) return { key };
+        // Neither: the app's own user (auth.fromRequest: a session, req.user), through the JWT guard's verifier.
+        try {
+          const { accessToken } = await guard(context as never);
+          return { token: accessToken };
+        } catch (error) {
+          if (error instanceof BcmsHttpError && error.code === 'TOKEN_MISSING') throw new BcmsHttpError('TOKEN_MISSING', undefined, { ...JWT_API_CHALLENGE });
+          throw error;
+        }
       },
       jwtGuardCheckOf(guard),
       true,

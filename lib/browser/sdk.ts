@@ -67,9 +67,30 @@ function decodePart(part: string): unknown {
   return JSON.parse(new TextDecoder().decode(bytes));
 }
 
-/** The kept token's header and payload, a fresh copy each time (as BCMS's SDK gives it), or null. Not verified: the service does that. */
+/**
+ * The app's user, when the service knows them by this page's cookies (its `auth.fromRequest` reads
+ * the app's session) rather than by a kept token: their claims as the user route named them, in a
+ * token's shape (`typ: 'auth.fromRequest'`, as the service's handlers see them), or null.
+ */
+let session: BcmsJwt | null = null;
+/** The user route: its answer to a request without a token says who the app's session is. */
+const USER_PATH = `${base}/api/extensions/user`;
+
+/** The session's claims from the user route's answer (BCMS's BCMSUser). */
+function learnSession(user: unknown): void {
+  const { _id, roles, customPool } = (user ?? {}) as Partial<BcmsUser>;
+  if (typeof _id !== 'string') return;
+  session = { header: { alg: 'none', typ: 'auth.fromRequest' }, payload: { userId: _id, rls: Array.isArray(roles) ? roles : [], props: customPool ?? {} } } as BcmsJwt;
+  broadcastState();
+}
+
+/**
+ * The kept token's header and payload, a fresh copy each time (as BCMS's SDK gives it); else the
+ * app's session user's claims; or null. Not verified: the service does that.
+ */
 function getAccessToken(): BcmsJwt | null {
   const raw = rawToken();
+  if (raw === null && session !== null) return structuredClone(session);
   const parts = raw?.split('.');
   if (parts?.length !== 3) return null;
   try {
@@ -83,6 +104,7 @@ function getAccessToken(): BcmsJwt | null {
 }
 
 function signOut(): void {
+  session = null;
   try {
     localStorage.removeItem(TOKEN_KEY);
   } catch {
@@ -140,18 +162,19 @@ async function send<T>(config: BcmsSdkSendConfig): Promise<T> {
     else headers.set('Authorization', String(value)); // the caller's own credentials
   }
   let authorized = false;
+  /** Asked for the token with none kept: the request goes with the page's cookies alone, for a service that knows the app's session (`auth.fromRequest`). */
+  let bySession = false;
   if (asksForToken) {
     // BCMS's convention: an empty Authorization asks for the token; it goes to this origin only,
     // and alone: never beside a value of the caller's.
     headers.delete('Authorization');
     if (config.doNotAuth !== true && url.origin === origin) {
       const token = rawToken();
-      if (token === null) {
-        signOut();
-        throw sdkError(401, 'Not logged in.');
+      if (token === null) bySession = true;
+      else {
+        headers.set('Authorization', `Bearer ${token}`);
+        authorized = true;
       }
-      headers.set('Authorization', `Bearer ${token}`);
-      authorized = true;
     }
   }
   if (config.data !== undefined && !headers.has('Content-Type')) headers.set('Content-Type', 'application/json');
@@ -173,6 +196,15 @@ async function send<T>(config: BcmsSdkSendConfig): Promise<T> {
   }
   // The token was refused (expired, revoked): the user is signed out everywhere.
   if (response.status === 401 && authorized) signOut();
+  if (bySession) {
+    if (response.status === 401) {
+      // The app's session the page knew has ended: signed out everywhere, as a refused token signs out.
+      if (session !== null) signOut();
+      // Nobody was signed in here: BCMS's answer to a call that asks for a token with none kept.
+      else throw sdkError(401, 'Not logged in.');
+    }
+    if (response.ok && url.pathname === USER_PATH) learnSession(answer);
+  }
   if (!response.ok) {
     const body = (answer !== null && typeof answer === 'object' ? answer : {}) as { message?: unknown; code?: unknown; error?: { code?: string; message?: string } };
     const message = body.error?.message ?? (typeof body.message === 'string' ? body.message : `${response.status} ${response.statusText}`.trim());
@@ -196,19 +228,21 @@ const RECONNECT_MS = 2000;
 async function openStream(): Promise<void> {
   if (stream !== undefined) return;
   const token = rawToken();
-  if (token === null) throw sdkError(401, 'Not logged in.');
   const controller = new AbortController();
   stream = controller;
   let response: Response;
+  // Without a token, the app's session (its cookie, for auth.fromRequest) says who listens.
+  const headers: Record<string, string> = token === null ? { Accept: 'text/event-stream' } : { Authorization: `Bearer ${token}`, Accept: 'text/event-stream' };
   try {
-    response = await fetch(`${base}/api/extensions/events`, { headers: { Authorization: `Bearer ${token}`, Accept: 'text/event-stream' }, signal: controller.signal });
+    response = await fetch(`${base}/api/extensions/events`, { headers, signal: controller.signal });
   } catch (error) {
     stream = undefined;
     throw sdkError(-1, (error as Error).message, '-1');
   }
   if (!response.ok || response.body === null) {
     stream = undefined;
-    if (response.status === 401) signOut();
+    // A refused token, or the app's session ended: signed out everywhere. Nobody was signed in: only refused.
+    if (response.status === 401 && (token !== null || session !== null)) signOut();
     throw sdkError(response.status, `The service's events were refused (${response.status}).`);
   }
   streaming = true;
@@ -314,7 +348,15 @@ function createBcms(parts: BcmsParts): BcmsGlobal & { users(): BcmsUser[] } {
 
   const isLoggedIn = async (): Promise<boolean> => {
     const token = parts.getAccessToken();
-    if (token === null) return false;
+    if (token === null) {
+      // No token kept: the service may know the app's session (auth.fromRequest): its user route says.
+      try {
+        await sdk.user.get();
+      } catch {
+        return false;
+      }
+      return parts.getAccessToken() !== null;
+    }
     const { exp } = token.payload;
     return typeof exp !== 'number' || exp * 1000 > Date.now();
   };

@@ -6,13 +6,17 @@
 // handler's recent deliveries and each job's recent runs (activity.ts). On a narrow screen the stylesheet folds the navigation (and the user)
 // into a menu that the top bar's "Menu" button opens. Plain DOM: the shell must not impose a
 // framework on plugin UIs, which bring their own (Vue 3).
-import type { BcmsGlobal, BcmsSdkPlugin, BcmsUser } from '../sdk/types';
+import type { BcmsGlobal, BcmsSdkError, BcmsSdkPlugin, BcmsUser } from '../sdk/types';
 import { FRAME_SANDBOX, frameName, type FrameRouteDetail } from './frame-bridge.js';
 
 interface ShellConfig {
   title: string;
-  /** The host's sign-in route: POST { email, password } answers { accessToken }. */
-  loginUrl: string;
+  /** The app's sign-in route (`auth.signInPath`, or `admin.loginUrl`): POST { email, password }. */
+  signInPath: string;
+  /** The field of its answer that holds the token (`auth.tokenField`; a dotted path reads a nested one). */
+  tokenField: string;
+  /** The service knows the app's users (`auth.fromRequest`): the app's session (its cookie) may be all that signs the user in. */
+  appUsers: boolean;
   /** Where the shell is served, e.g. /bcms (the router's mount prefix included). */
   shellPath: string;
   /** Whether the service serves its OpenAPI document (the `openapi` option is not 'off'): the API view. */
@@ -29,13 +33,25 @@ interface Notice {
 const SIGNED_OUT_BY_CHOICE: Notice = { text: 'You signed out.', tone: 'info' };
 /** The token expired or was refused (or another tab signed out): the user did not ask for it. */
 const SESSION_ENDED: Notice = { text: 'You were signed out. Sign in again.', tone: 'warning' };
+/** Signed out of the shell while the app's own session (which the shell cannot end) stays. */
+const SIGNED_OUT_OF_SHELL: Notice = { text: "You signed out. The app's own session stays open until you sign out of the app.", tone: 'info' };
+
+/** Where the SDK keeps the token (sdk.ts). */
+const TOKEN_KEY = 'bcms.accessToken';
+/**
+ * Set in this tab when its user signed out while the app's session stays (`appUsers`): a reload
+ * shows the sign-in, rather than the session signing them in again behind their back.
+ */
+const SIGNED_OUT_KEY = 'bcms.signedOut';
 
 const config = JSON.parse((document.getElementById('bcms-shell-config') as HTMLElement).textContent as string) as ShellConfig;
 const sdk = (window as unknown as { bcms: BcmsGlobal }).bcms.sdk;
 const root = document.getElementById('bcms-shell') as HTMLElement;
 let plugins: BcmsSdkPlugin[] = [];
-/** True while the shell's own "Sign out" runs: the SDK's `bcms:signed-out` event is dispatched synchronously inside it. */
-let signingOut = false;
+/** While the shell's own "Sign out" runs, what the sign-in then says: the SDK's `bcms:signed-out` event is dispatched synchronously inside it. */
+let signingOut: Notice | undefined;
+/** While the app's first answers are awaited: their 401 is said by renderApp, not by the sign-out listener. */
+let loading = false;
 
 /** An element with attributes and children; text children are text, never HTML. */
 function h(tag: string, attributes: Record<string, string> = {}, ...children: (Node | string)[]): HTMLElement {
@@ -90,9 +106,10 @@ function isShown(element: Element): boolean {
   return element.getClientRects().length > 0;
 }
 
-function renderSignIn(notice?: Notice): void {
+/** The sign-in form, with a notice above it; `replace`: even over a sign-in already shown (with another notice). */
+function renderSignIn(notice?: Notice, replace = false): void {
   // A 401 in a plugin's frame arrives twice (its event and the storage event): one sign-in, one alert.
-  if (notice !== undefined && root.querySelector('.bcms-signin') !== null) return;
+  if (notice !== undefined && !replace && root.querySelector('.bcms-signin') !== null) return;
   document.title = `Sign in · ${config.title}`;
   const email = h('input', { id: 'bcms-email', name: 'email', type: 'email', autocomplete: 'username', required: '' });
   const password = h('input', { id: 'bcms-password', name: 'password', type: 'password', autocomplete: 'current-password', required: '' });
@@ -127,28 +144,104 @@ function noticeElement(notice: Notice): HTMLElement {
 }
 
 async function signIn(email: string, password: string): Promise<void> {
-  const response = await fetch(config.loginUrl, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ email, password }) });
-  const answer = (await response.json().catch(() => ({}))) as { accessToken?: string; message?: string };
-  if (response.status === 404 && answer.message === undefined) {
+  const response = await fetch(config.signInPath, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ email, password }) });
+  const answer = (await response.json().catch(() => undefined)) as unknown;
+  const said = (answer as { message?: unknown } | null | undefined)?.message;
+  const message = typeof said === 'string' ? said : undefined;
+  if (response.status === 404 && message === undefined) {
     // No sign-in route there: the shell has no users of its own, it posts to the app's route.
-    throw new Error(`Sign-in failed: nothing answers at ${config.loginUrl} (404). The admin option's loginUrl must name your app's sign-in route.`);
+    throw new Error(`Sign-in failed: nothing answers at ${config.signInPath} (404). The auth option's signInPath (admin.loginUrl before it) must name your app's sign-in route.`);
   }
-  if (!response.ok || typeof answer.accessToken !== 'string') throw new Error(answer.message ?? `Sign-in failed (${response.status}).`);
-  localStorage.setItem('bcms.accessToken', answer.accessToken);
-  await renderApp();
-}
-
-async function renderApp(): Promise<void> {
-  root.replaceChildren(h('main', { 'aria-busy': 'true' }, h('p', { role: 'status' }, 'Loading plugins…')));
-  let user: BcmsUser | null;
-  try {
-    // Who is signed in only labels the top bar: a failure there must not keep the plugins away.
-    [plugins, user] = await Promise.all([sdk.plugin.getAll().then((all) => all.filter((plugin) => plugin.uiUrl !== null)), sdk.user.get().catch(() => null)]);
-  } catch (error) {
-    if (!(await sdk.isLoggedIn())) return; // a 401: the sign-out listener shows the sign-in
-    root.replaceChildren(h('main', {}, h('p', { role: 'alert', class: 'bcms-error' }, `The plugins could not be listed: ${(error as Error).message}`)));
+  if (!response.ok) throw new Error(message ?? `Sign-in failed (${response.status}).`);
+  forgetSignOut();
+  const token = fieldOf(answer, config.tokenField);
+  if (typeof token === 'string' && token !== '') {
+    localStorage.setItem(TOKEN_KEY, token);
+    await renderApp((error) => ({ text: `Signed in, but the service refused the token that ${config.signInPath} answered: ${error.message}`, tone: 'warning' }));
     return;
   }
+  const missing = `The sign-in at ${config.signInPath} answered ${response.status} without a token in its field "${config.tokenField}" (${fieldsOf(answer)}).`;
+  if (!config.appUsers) throw new Error(`${missing} Set the auth option's tokenField to the field that holds the token.`);
+  // The app may sign in by its session alone: its answer set a cookie that auth.fromRequest reads.
+  await renderApp((error) => ({
+    text: `${missing} Nor does the service know the app's session (${error.message}): set the auth option's tokenField to the field that holds the token, or have auth.fromRequest read the session.`,
+    tone: 'warning',
+  }));
+}
+
+/** The value at a dotted path of the sign-in answer (`accessToken`, `data.token`). */
+function fieldOf(answer: unknown, path: string): unknown {
+  let value = answer;
+  for (const name of path.split('.')) value = value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[name] : undefined;
+  return value;
+}
+
+/** What the sign-in answer holds, for a message that says where the token was looked for. */
+function fieldsOf(answer: unknown): string {
+  if (answer === null || typeof answer !== 'object' || Array.isArray(answer)) return 'its answer is not a JSON object';
+  const names = Object.keys(answer);
+  return names.length === 0 ? 'its answer is an empty object' : `its answer has: ${names.join(', ')}`;
+}
+
+/** The signed-out mark of this tab (SIGNED_OUT_KEY). */
+function signedOutHere(): boolean {
+  return sessionStorage.getItem(SIGNED_OUT_KEY) !== null;
+}
+
+function forgetSignOut(): void {
+  sessionStorage.removeItem(SIGNED_OUT_KEY);
+}
+
+/**
+ * Lists the plugins and asks who is signed in, then shows the app. A 401 shows the sign-in (with
+ * `refused`'s notice right after a sign-in); any other refusal (a user without a role that holds
+ * READ, say) shows the top bar, with "Sign out", and says why.
+ */
+async function renderApp(refused?: (error: BcmsSdkError) => Notice): Promise<void> {
+  root.replaceChildren(h('main', { 'aria-busy': 'true' }, h('p', { role: 'status' }, 'Loading plugins…')));
+  const hadToken = localStorage.getItem(TOKEN_KEY) !== null;
+  let listed: PromiseSettledResult<BcmsSdkPlugin[]>;
+  let named: PromiseSettledResult<BcmsUser>;
+  loading = true;
+  try {
+    // Who is signed in only labels the top bar: a failure there must not keep the plugins away.
+    [listed, named] = await Promise.allSettled([sdk.plugin.getAll(), sdk.user.get()]);
+  } finally {
+    loading = false;
+  }
+  const user = named.status === 'fulfilled' ? named.value : null;
+  if (listed.status === 'rejected') {
+    const error = listed.reason as BcmsSdkError;
+    if (error.status === 401) {
+      // No user the service knows (the SDK has forgotten a refused token): a token that just came from the sign-in says why.
+      renderSignIn(refused?.(error) ?? (hadToken ? SESSION_ENDED : undefined), true);
+      return;
+    }
+    showFrame(user, null).append(...refusal(error, user));
+    // The way out first: Sign out (or, folded away, the button that opens the menu that holds it).
+    focusOrMenu(root.querySelector('.bcms-signout') as HTMLElement);
+    return;
+  }
+  plugins = listed.value.filter((plugin) => plugin.uiUrl !== null);
+  const nav = navigation();
+  showFrame(user, nav);
+  showPlugin();
+  // After signing in, the keyboard starts at the navigation (or, folded away, at the button that opens it).
+  focusOrMenu((nav.querySelector('a[aria-current="page"]') ?? nav.querySelector('a') ?? nav.querySelector('h2')) as HTMLElement);
+}
+
+/** Focuses `element`, or the menu's button when the folded menu hides it. */
+function focusOrMenu(element: HTMLElement): void {
+  (isShown(element) ? element : (root.querySelector('.bcms-menu-button') as HTMLElement)).focus();
+}
+
+/**
+ * The app's frame: the top bar, the menu (the user, "Sign out" and the navigation, when there is
+ * one) and the main area, which it returns. One grid: on a wide screen the menu's parts sit in
+ * its cells (the user at the top right, the navigation at the left); on a narrow one the menu is
+ * a panel over the plugin. The order is also the Tab order.
+ */
+function showFrame(user: BcmsUser | null, nav: HTMLElement | null): HTMLElement {
   const menuButton = h(
     'button',
     { type: 'button', class: 'bcms-menu-button', 'aria-expanded': 'false', 'aria-controls': 'bcms-menu' },
@@ -156,36 +249,56 @@ async function renderApp(): Promise<void> {
     'Menu',
   );
   menuButton.addEventListener('click', () => setMenuOpen(menuButton.getAttribute('aria-expanded') !== 'true'));
-  const nav = navigation();
-  // One grid: the top bar, then the menu (the user and the navigation), then the plugin. On a wide
-  // screen the menu's parts sit in the grid's cells (the user at the top right, the navigation at
-  // the left); on a narrow one the menu is a panel over the plugin. The order is also the Tab order.
+  const main = h('main', { id: 'bcms-main' });
   const app = h(
     'div',
     { class: 'bcms-app', 'data-menu': 'closed' },
     h('header', { class: 'bcms-topbar' }, menuButton, h('span', { class: 'bcms-title' }, config.title)),
-    h('div', { id: 'bcms-menu', class: 'bcms-menu' }, account(user), nav),
-    h('main', { id: 'bcms-main' }),
+    h('div', { id: 'bcms-menu', class: 'bcms-menu' }, account(user), ...(nav === null ? [] : [nav])),
+    main,
   );
   app.addEventListener('keydown', (event) => {
     if (event.key === 'Escape' && app.getAttribute('data-menu') === 'open') setMenuOpen(false);
   });
   root.replaceChildren(app);
-  showPlugin();
-  // After signing in, the keyboard starts at the navigation (or, folded away, at the button that opens it).
-  const link = (nav.querySelector('a[aria-current="page"]') ?? nav.querySelector('a') ?? nav.querySelector('h2')) as HTMLElement;
-  (isShown(link) ? link : menuButton).focus();
+  return main;
+}
+
+/** Why the plugins could not be listed for a signed-in user: a 403 says what the user lacks, and how to get past it. */
+function refusal(error: BcmsSdkError, user: BcmsUser | null): HTMLElement[] {
+  document.title = config.title;
+  if (error.status !== 403) return [h('h1', {}, 'The plugins could not be listed'), h('p', { role: 'alert', class: 'bcms-error' }, `The plugins could not be listed: ${error.message}`)];
+  const who = user === null ? 'You are signed in' : `You are signed in as ${userLabel(user) || user._id}`;
+  const token = sdk.getAccessToken();
+  const roles = (token?.payload as { rls?: unknown } | undefined)?.rls;
+  // Why the roles fall short: the app's users come from auth.fromRequest; a BCMS token carries its own.
+  const lack = config.appUsers
+    ? "the app's auth.fromRequest gave this user none"
+    : !Array.isArray(roles)
+      ? 'this token has none: it carries no rls claim, where BCMS tokens list their roles'
+      : "none of this token's roles holds READ";
+  return [
+    h('h1', {}, `This account cannot use ${config.title}`),
+    h(
+      'p',
+      { role: 'alert', class: 'bcms-error' },
+      `${who}, but the service refused to list the plugins (${error.message}). It lists them for a user with one of BCMS's roles (ADMIN, USER, …) that holds the READ permission, and ${lack}. Sign out, then sign in as a user who has one.`,
+    ),
+  ];
 }
 
 /** The signed-in user (when the user route named them) and the "Sign out" button. */
 function account(user: BcmsUser | null): HTMLElement {
   const signOutButton = h('button', { type: 'button', class: 'bcms-signout' }, 'Sign out');
   signOutButton.addEventListener('click', () => {
-    signingOut = true;
+    // With the app's users, its session (a cookie) may still name the user: this tab shows the sign-in until they sign in again.
+    const bySession = config.appUsers && localStorage.getItem(TOKEN_KEY) === null;
+    if (config.appUsers) sessionStorage.setItem(SIGNED_OUT_KEY, '1');
+    signingOut = bySession ? SIGNED_OUT_OF_SHELL : SIGNED_OUT_BY_CHOICE;
     try {
       sdk.signOut();
     } finally {
-      signingOut = false;
+      signingOut = undefined;
     }
   });
   const name = user === null ? '' : userLabel(user);
@@ -329,7 +442,9 @@ function placeholder(name: string | null): HTMLElement[] {
   return [h('h1', {}, 'Choose a plugin'), h('p', {}, 'The Plugins section lists every plugin with a UI.')];
 }
 
-window.addEventListener('bcms:signed-out', () => renderSignIn(signingOut ? SIGNED_OUT_BY_CHOICE : SESSION_ENDED));
+window.addEventListener('bcms:signed-out', () => {
+  if (!loading) renderSignIn(signingOut ?? SESSION_ENDED);
+});
 window.addEventListener('storage', (event) => {
   if (event.key === 'bcms.accessToken' && event.newValue === null) renderSignIn(SESSION_ENDED);
 });
@@ -342,4 +457,12 @@ window.addEventListener('bcms:frame-route', (event) => {
   }
 });
 
-void sdk.isLoggedIn().then((signedIn) => (signedIn ? renderApp() : renderSignIn()));
+/** A kept token that has not expired shows the app; with the app's users, so may its session (unless this tab signed out); else the sign-in. */
+async function start(): Promise<void> {
+  // Before the SDK learnt any session: a kept token only. An expired one is as none (a session may still sign the user in).
+  if (sdk.getAccessToken() !== null && !(await sdk.isLoggedIn())) localStorage.removeItem(TOKEN_KEY);
+  if (sdk.getAccessToken() !== null || (config.appUsers && !signedOutHere())) return renderApp();
+  renderSignIn(config.appUsers ? SIGNED_OUT_OF_SHELL : undefined);
+}
+
+void start();

@@ -48,8 +48,10 @@ export function createEventListRoutes(deps: {
       await verify(req, { deploy: true }, () => readRawBody(req, LIST_BODY_LIMIT, bodyTimeoutMs));
       return;
     }
-    if (req.headers.authorization === undefined) throw new BcmsHttpError('TOKEN_MISSING', undefined, BOTH_CHALLENGES);
-    const token = await verifyAccessToken(req);
+    // Who the user is (the app's, auth.fromRequest, then a bearer token): none at all names both schemes.
+    const token = await verifyAccessToken(req).catch((error: unknown) => {
+      throw error instanceof BcmsHttpError && error.code === 'TOKEN_MISSING' ? new BcmsHttpError('TOKEN_MISSING', undefined, BOTH_CHALLENGES) : error;
+    });
     if (!tokenAllows(token.payload, READERS, JWTPermissionName.READ)) throw new BcmsHttpError('TOKEN_FORBIDDEN');
   }
 

@@ -6,7 +6,8 @@ import { RAW_BODY } from '../http/body';
 import { BcmsHttpError } from '../http/errors';
 import { errorBody, writeJson } from '../http/respond';
 import type { Logger } from '../logger';
-import { type AccessTokenVerifier, hasBearerToken } from '../security/jwt';
+import { hasBearerToken } from '../security/jwt';
+import type { UserIdentifier } from '../security/auth';
 import type { JWT } from '../security/token';
 import type { BcmsFunctionAuth } from './types';
 
@@ -72,15 +73,15 @@ function resultBody(value: unknown): string {
 }
 
 /** Whose key it is: the API key that signed, the subject of the token, else `anonymous`. */
-async function callerOf(req: IncomingMessage, auth: BcmsFunctionAuth | null, verifyAccessToken: AccessTokenVerifier): Promise<string> {
+async function callerOf(req: IncomingMessage, auth: BcmsFunctionAuth | null, verifyAccessToken: UserIdentifier): Promise<string> {
   if (auth?.type === 'signature') return `key:${auth.key.id}`;
   if (auth?.type === 'jwt') return subjectOf(auth.accessToken);
-  // A public function checks no credential; a valid bearer token still keeps its user's keys apart.
-  if (hasBearerToken(req)) {
+  // A public function checks no credential; a valid bearer token, or the app's user, still keeps its user's keys apart.
+  if (hasBearerToken(req) || verifyAccessToken.appUser !== undefined) {
     try {
       return subjectOf(await verifyAccessToken(req));
     } catch {
-      // Not a token of this service's: the call is anonymous, as the function takes it.
+      // Not a token of this service's, nor a user of the app's: the call is anonymous, as the function takes it.
     }
   }
   return 'anonymous';
@@ -123,7 +124,7 @@ export class IdempotencyLedger {
     private readonly store: ContentStore,
     private readonly logger: Logger,
     functionTimeoutMs: number,
-    private readonly verifyAccessToken: AccessTokenVerifier,
+    private readonly verifyAccessToken: UserIdentifier,
   ) {
     this.leaseMs = functionTimeoutMs + LEASE_MARGIN_MS;
   }

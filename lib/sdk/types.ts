@@ -227,7 +227,8 @@ export type BcmsThrowable = <ThrowableResult, OnSuccessResult = void, OnErrorRes
 /**
  * `window.bcms.sdk`, in every plugin UI and in the admin shell: BCMS's `@becomes/cms-sdk` 3.4.3
  * names and argument shapes, for the parts this package serves. It carries the signed-in user's
- * token; a 401 to a request that carried it signs the user out.
+ * token (with none kept, the page's cookies go with its requests, for a service whose
+ * `auth.fromRequest` reads the app's session); a 401 to a request that carried it signs the user out.
  */
 export interface BcmsSdk {
   /**
@@ -238,9 +239,15 @@ export interface BcmsSdk {
    * const { items } = await window.bcms.sdk.send<{ items: Todo[] }>({ url: '/plugin/todo/todo/all', headers: { Authorization: '' } });
    */
   send<T = unknown>(config: BcmsSdkSendConfig): Promise<T>;
-  /** Whether a token is kept that has not expired. */
+  /**
+   * Whether a token is kept that has not expired; with none kept, whether the service knows the
+   * app's session user (its `auth.fromRequest`), asked of its user route.
+   */
   isLoggedIn(): Promise<boolean>;
-  /** The kept token, decoded (not verified), or null. */
+  /**
+   * The kept token, decoded (not verified); with none kept, the app's session user's claims once
+   * the user route named them (`header.typ: 'auth.fromRequest'`, `payload: { userId, rls, props }`); or null.
+   */
   getAccessToken(): BcmsJwt | null;
   /** Ours: forgets the token (the shell then shows its sign-in). */
   signOut(): void;

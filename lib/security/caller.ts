@@ -3,7 +3,8 @@ import type { BcmsFunctionAuth, BcmsFunctionKeyAuth } from '../function/types';
 import { bodyLimitOf, hasBody, isJsonType, parseJsonBody, RAW_BODY, readRawBody } from '../http/body';
 import { BcmsHttpError } from '../http/errors';
 import { type Logger, redactUrl } from '../logger';
-import { type AccessTokenVerifier, hasBearerToken } from './jwt';
+import type { UserIdentifier } from './auth';
+import { hasBearerToken } from './jwt';
 import { tokenSubject } from './rate-limit';
 import { isSignedRequest, SIGNATURE_CHALLENGE, type SignatureAuth, type VerifySignedRequest } from './signature';
 import { type JWT, JWTPermissionName, tokenAllows } from './token';
@@ -27,7 +28,8 @@ export interface KeyVerifiers {
 
 /**
  * Who calls a private function: an HTTP Signature of an API key that lists it, a layer's scheme
- * (the BCMS client's query-string signature of a key that opted in), or a JWT whose role holds EXECUTE. Rejects with
+ * (the BCMS client's query-string signature of a key that opted in), or a JWT whose role holds EXECUTE
+ * (the app's user, `auth.fromRequest`, counts as one: tried after a bearer token and a signature). Rejects with
  * the 401 or 403 that says what is missing. A signed request's body is read and checked here, and
  * left parsed in `req.body`.
  */
@@ -35,7 +37,8 @@ export type IdentifyCaller = (req: Request, name: string) => Promise<BcmsFunctio
 
 export function createCallerCheck(
   deps: KeyVerifiers & {
-    verifyAccessToken: AccessTokenVerifier;
+    /** Who the request's user is: the app's (`auth.fromRequest`), then a bearer JWT. */
+    verifyAccessToken: UserIdentifier;
     /** The function body, as the function route reads it (type and size checked). */
     readBody: (req: Request) => Promise<Buffer>;
     logger: Logger;
@@ -45,24 +48,27 @@ export function createCallerCheck(
 ): IdentifyCaller {
   const { verifyAccessToken, readBody, logger, limitKey } = deps;
 
-  return async function identifyCaller(req, name) {
-    if (hasBearerToken(req)) {
-      let accessToken: JWT;
-      try {
-        accessToken = await verifyAccessToken(req);
-      } catch (error) {
-        if (!(error instanceof BcmsHttpError)) throw error;
-        throw new BcmsHttpError('TOKEN_INVALID', error.code === 'TOKEN_MISSING' ? undefined : error.message, {
-          'WWW-Authenticate': 'Bearer error="invalid_token"',
-        });
-      }
-      if (!tokenAllows(accessToken.payload, undefined, JWTPermissionName.EXECUTE)) {
-        throw new BcmsHttpError('TOKEN_FORBIDDEN', 'Token has no role with the EXECUTE permission.');
-      }
-      // Every token of one user shares the count, as an API key's signatures do.
-      if (limitKey !== undefined) await limitKey(tokenSubject(accessToken));
-      return { type: 'jwt', accessToken, ...accessToken };
+  /** A user's call (a bearer token, or the app's user): some role of theirs must hold EXECUTE. */
+  async function userCall(req: Request): Promise<BcmsFunctionAuth> {
+    let accessToken: JWT;
+    try {
+      accessToken = await verifyAccessToken(req);
+    } catch (error) {
+      if (!(error instanceof BcmsHttpError)) throw error;
+      throw new BcmsHttpError('TOKEN_INVALID', error.code === 'TOKEN_MISSING' ? undefined : error.message, {
+        'WWW-Authenticate': 'Bearer error="invalid_token"',
+      });
     }
+    if (!tokenAllows(accessToken.payload, undefined, JWTPermissionName.EXECUTE)) {
+      throw new BcmsHttpError('TOKEN_FORBIDDEN', 'Token has no role with the EXECUTE permission.');
+    }
+    // Every token of one user shares the count, as an API key's signatures do.
+    if (limitKey !== undefined) await limitKey(tokenSubject(accessToken));
+    return { type: 'jwt', accessToken, ...accessToken };
+  }
+
+  return async function identifyCaller(req, name) {
+    if (hasBearerToken(req)) return userCall(req);
     // Only now, for a private function without a token: an HTTP Signature, then a layer's scheme.
     // A host parser that ran first with `verify: keepRawBody` kept the bytes: the signature is checked over them.
     const kept = (req as { [RAW_BODY]?: Buffer })[RAW_BODY];
@@ -74,6 +80,8 @@ export function createCallerCheck(
       req.body = signed.body(); // parsed from the bytes that were signed
       return signed.auth;
     }
+    // Neither: the app's own user (auth.fromRequest: its session, its req.user) calls as a token's user would.
+    if (verifyAccessToken.appUser !== undefined && (await verifyAccessToken.appUser(req)) !== null) return userCall(req);
     const scheme = req.headers.authorization?.trim().split(/\s/, 1)[0];
     const message = scheme
       ? `This function is private, and the ${scheme} scheme is not accepted: sign the request (Authorization: Signature) or send a bearer token whose role holds EXECUTE.`

@@ -43,8 +43,13 @@ function typeOf(name: string): string {
 /** The admin shell's settings, resolved (the `admin` option). */
 export interface AdminSettings {
   path: string;
+  /** The app's sign-in route: `auth.signInPath`, or its older name `admin.loginUrl`. */
   loginUrl: string;
   title: string;
+  /** The field of the sign-in answer that holds the token (`auth.tokenField`). */
+  tokenField?: string;
+  /** `auth.fromRequest` is given: the shell asks who the user is before it shows a sign-in (a session cookie may be all it has). */
+  appUsers?: boolean;
   /** Whether the shell offers its API view: the `openapi` option is not `'off'`. */
   api?: boolean;
 }
@@ -283,7 +288,14 @@ function shellSecurityHeaders(admin: AdminSettings): Record<string, string> {
 
 /** The admin shell: its settings as JSON, the SDK, then the shell script; an empty icon, so no favicon request (a host may have none: a 404 in every console). */
 function shellPage(admin: AdminSettings, base: string): string {
-  const config = JSON.stringify({ title: admin.title, loginUrl: admin.loginUrl, shellPath: base + admin.path, api: admin.api !== false }).replace(/</g, '\\u003c');
+  const config = JSON.stringify({
+    title: admin.title,
+    signInPath: admin.loginUrl,
+    tokenField: admin.tokenField ?? 'accessToken',
+    appUsers: admin.appUsers === true,
+    shellPath: base + admin.path,
+    api: admin.api !== false,
+  }).replace(/</g, '\\u003c');
   const title = attribute(admin.title);
   return `<!doctype html>
 <html lang="en">

@@ -9,6 +9,7 @@ import {
   createJwtProtectionPreRequestHandler,
   JWTPermissionName,
   JWTRoleName,
+  type AuthOptions,
   type BcmsControllerMethod,
   type BcmsFunctionModule,
   type JWT,
@@ -114,5 +115,15 @@ describe('inference from definitions', () => {
         return auth.accessToken.payload.userId;
       },
     }));
+  });
+
+  test("auth.fromRequest gets Express's request and returns BCMS's user shape, or a promise of it", () => {
+    type FromRequest = NonNullable<AuthOptions['fromRequest']>;
+    expectTypeOf<Parameters<FromRequest>[0]>().toEqualTypeOf<import('express').Request>();
+    const sync: FromRequest = () => ({ userId: 7, roles: [{ name: JWTRoleName.ADMIN, permissions: [{ name: JWTPermissionName.READ }] }] });
+    const async: FromRequest = async () => null;
+    // @ts-expect-error: role names are BCMS's, not the app's own
+    const wrong: FromRequest = () => ({ userId: 'u', roles: [{ name: 'admin', permissions: [] }] });
+    expect([typeof sync, typeof async, typeof wrong]).toEqual(['function', 'function', 'function']);
   });
 });

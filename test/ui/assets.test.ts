@@ -187,7 +187,9 @@ describe('plugin UIs, the SDK and the admin shell', () => {
       const res = await request(t.app).get(url);
       expect(res.status).toBe(200);
       expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
-      expect(res.text).toContain('<script type="application/json" id="bcms-shell-config">{"title":"BCMS","loginUrl":"/api/auth/login","shellPath":"/bcms","api":true}</script>');
+      expect(res.text).toContain(
+        '<script type="application/json" id="bcms-shell-config">{"title":"BCMS","signInPath":"/api/auth/login","tokenField":"accessToken","appUsers":false,"shellPath":"/bcms","api":true}</script>',
+      );
       expect(res.text).toContain('<script type="module" src="/api/extensions/sdk.js"></script>');
       expect(res.text).toContain('<script type="module" src="/api/extensions/shell.js"></script>');
     }
@@ -228,7 +230,7 @@ describe('plugin UIs, the SDK and the admin shell', () => {
     const none = bcmsExtensions({}, { database: (await sharedTestDatabase()).knex, logger: memoryLogger().logger, admin: false });
     const page = await request(express().use(custom)).get('/admin/cms');
     expect(page.text).toContain('<title>Acme &#60;CMS&#62;</title>');
-    expect(page.text).toContain('{"title":"Acme \\u003cCMS>","loginUrl":"/login","shellPath":"/admin/cms","api":true}');
+    expect(page.text).toContain('{"title":"Acme \\u003cCMS>","signInPath":"/login","tokenField":"accessToken","appUsers":false,"shellPath":"/admin/cms","api":true}');
     expect((await request(express().use(none)).get('/bcms')).status).toBe(404);
     expect(() => bcmsExtensions({}, { admin: { path: 'bcms' } })).toThrow('option admin.path must be a path such as "/bcms"');
     for (const path of ['/api/admin', '/api', '/plugin', '/plugin/x', '/bcms/']) {

@@ -265,7 +265,7 @@ describeInChromium('the admin shell and a plugin UI, in Chromium', () => {
     expect(await page.evaluate("localStorage.getItem('bcms.accessToken')")).toBeNull();
     expect(await page.evaluate('window.bcms.sdk.getAccessToken()')).toBeNull();
     expect(await page.evaluate('window.bcms.sdk.isLoggedIn()')).toBe(false);
-    // A call that asks for the token, with none kept: BCMS's 401, and no request made.
+    // A call that asks for the token, with none kept: BCMS's 401 (the service, which knows no session of the app's here, refused it).
     expect(await page.evaluate("window.bcms.sdk.template.getAll().then(() => 'answered', (e) => [e.status, e.message])")).toEqual([401, 'Not logged in.']);
   }, 30_000);
 
@@ -273,12 +273,12 @@ describeInChromium('the admin shell and a plugin UI, in Chromium', () => {
     expect(refusedByCsp).toEqual([]);
   });
 
-  test("an app with no sign-in route at admin.loginUrl: the sign-in says what to set, not a bare 'failed (404)'", async () => {
+  test("an app with no sign-in route at auth.signInPath: the sign-in says what to set, not a bare 'failed (404)'", async () => {
     // As Express answers a path nobody serves (the app's own 404): the example app has the route, so it is taken away here.
     await page.route('**/api/auth/login', (route) => route.fulfill({ status: 404, contentType: 'text/html; charset=utf-8', body: '<pre>Cannot POST /api/auth/login</pre>' }));
     try {
       await signIn();
-      await expectVisible(page.getByText("Sign-in failed: nothing answers at /api/auth/login (404). The admin option's loginUrl must name your app's sign-in route."));
+      await expectVisible(page.getByText("Sign-in failed: nothing answers at /api/auth/login (404). The auth option's signInPath (admin.loginUrl before it) must name your app's sign-in route."));
     } finally {
       await page.unroute('**/api/auth/login');
     }
