@@ -16,7 +16,8 @@ import { type JWT, JWTPermissionName, type JWTRole, JWTRoleName } from './token'
  */
 export interface AppUser<Props = unknown> {
   userId: string | number;
-  roles: readonly JWTRole[];
+  /** BCMS's roles; a permission as BCMS writes it (`{ name: 'READ' }`) or as its name alone (`'READ'`). */
+  roles: readonly { name: JWTRoleName | `${JWTRoleName}`; permissions: readonly (JWTRole['permissions'][number] | JWTPermissionName | `${JWTPermissionName}`)[] }[];
   props?: Props;
 }
 
@@ -117,7 +118,7 @@ export const APP_USER_SECONDS = 300;
 
 const ROLE_NAMES = new Set<string>(Object.values(JWTRoleName));
 const PERMISSION_NAMES = new Set<string>(Object.values(JWTPermissionName));
-const SHAPE = '{ userId, roles: [{ name, permissions: [{ name }] }], props? } or null';
+const SHAPE = "{ userId, roles: [{ name, permissions: [{ name }] or ['READ', ...] }], props? } or null";
 
 /**
  * The app's user as the token a handler gets (`accessToken`): the payload BCMS's guards read
@@ -132,15 +133,16 @@ export function appUserToken(value: unknown): JWT | null {
   if (!((typeof userId === 'string' && userId !== '') || (typeof userId === 'number' && Number.isFinite(userId)))) throw wrong(`a user whose userId is ${describe(userId)}`);
   if (!Array.isArray(roles)) throw wrong(`a user whose roles are ${describe(roles)}`);
   const rls = roles.map((role: unknown, index): JWTRole => {
-    const { name, permissions } = (role ?? {}) as Partial<JWTRole>;
+    const { name, permissions } = (role ?? {}) as { name?: unknown; permissions?: unknown };
     if (typeof name !== 'string' || !ROLE_NAMES.has(name)) throw wrong(`roles[${index}].name ${describe(name)} (role names: ${[...ROLE_NAMES].join(', ')})`);
     if (!Array.isArray(permissions)) throw wrong(`roles[${index}].permissions ${describe(permissions)}`);
     return {
       name: name as JWTRoleName,
       permissions: permissions.map((permission: unknown, at) => {
-        const granted = (permission as { name?: unknown } | null)?.name;
+        // BCMS's shape, or the name alone, as an app's own role table would have it.
+        const granted = typeof permission === 'string' ? permission : (permission as { name?: unknown } | null)?.name;
         if (typeof granted !== 'string' || !PERMISSION_NAMES.has(granted)) {
-          throw wrong(`roles[${index}].permissions[${at}] ${describe(permission)} (permissions are { name } of ${[...PERMISSION_NAMES].join(', ')})`);
+          throw wrong(`roles[${index}].permissions[${at}] ${describe(permission)} (permissions are { name } or names, of ${[...PERMISSION_NAMES].join(', ')})`);
         }
         return { name: granted as JWTPermissionName };
       }),

@@ -49,7 +49,7 @@ function bcmsUserOf(user: HostUser): AppUser {
     user.role === 'admin'
       ? [{ name: JWTRoleName.ADMIN, permissions: all(JWTPermissionName.READ, JWTPermissionName.WRITE, JWTPermissionName.DELETE, JWTPermissionName.EXECUTE) }]
       : user.role === 'editor'
-        ? [{ name: JWTRoleName.EDITOR, permissions: all(JWTPermissionName.READ, JWTPermissionName.WRITE) }]
+        ? [{ name: JWTRoleName.EDITOR, permissions: ['READ' as const, JWTPermissionName.WRITE] }] // names alone: the user route gives BCMS's { name } back
         : user.role === 'reader'
           ? [{ name: JWTRoleName.USER, permissions: all(JWTPermissionName.READ) }]
           : [];
@@ -335,7 +335,7 @@ describe('what auth.fromRequest throws, or returns that is not a user: 500 namin
     ['returns a string', () => 'ada', /option auth\.fromRequest returned "ada": it must return \{ userId, roles/],
     ['returns no userId', () => ({ roles: [] }), /option auth\.fromRequest returned a user whose userId is undefined/],
     ['returns roles of its own names', () => ({ userId: 'u', roles: [{ name: 'admin', permissions: [] }] }), /roles\[0\]\.name "admin" \(role names: SUDO, DEV, ADMIN/],
-    ['returns permissions as strings', () => ({ userId: 'u', roles: [{ name: 'ADMIN', permissions: ['READ'] }] }), /roles\[0\]\.permissions\[0\] "READ" \(permissions are \{ name \}/],
+    ['returns a permission of its own name', () => ({ userId: 'u', roles: [{ name: 'ADMIN', permissions: ['read'] }] }), /roles\[0\]\.permissions\[0\] "read" \(permissions are \{ name \} or names/],
     ['returns roles that are not an array', () => ({ userId: 'u', roles: 'ADMIN' }), /a user whose roles are "ADMIN"/],
   ])('fromRequest %s', async (_name, fromRequest, logged) => {
     const log = memoryLogger();
