@@ -1,6 +1,7 @@
 import { bcmsExtensions, BCMSEventManager, createBcmsEvent, useBcmsEventManager, type BCMSEventHandlerData } from '../../lib';
 import { memoryLogger } from '../support/app';
 import { sharedTestDatabase } from '../support/database';
+import { until } from '../support/wait';
 
 // BCMS's event manager (DESIGN.md "Events and jobs"): `useBcmsEventManager().emit(scope, method,
 // payload)` records a custom event on the database of the router built last, delivered as the
@@ -15,7 +16,7 @@ test('useBcmsEventManager().emit reaches the handlers of its scope; BCMSEventMan
     expect(useBcmsEventManager()).toBe(BCMSEventManager);
     await useBcmsEventManager().emit('BCMS_MANAGER_TEST', 'PING', { n: 1 });
     await BCMSEventManager.emit('BCMS_MANAGER_TEST', 'PONG', { n: 2 });
-    for (let waited = 0; seen.length < 2 && waited < 15_000; waited += 25) await new Promise((resolve) => setTimeout(resolve, 25));
+    await until(() => seen.length >= 2);
     expect(seen.map((data) => [data.method, data.payload]).sort()).toEqual([
       ['PING', { n: 1 }],
       ['PONG', { n: 2 }],

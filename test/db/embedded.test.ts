@@ -8,6 +8,7 @@ import { openDatabase } from '../../lib/db/connection';
 import { memoryLogger } from '../support/app';
 import { LOCK_FILE } from '../../lib/db/pglite-lock';
 import { loadPgliteTemplate, makeTemplate, readTar, shippedTemplate, writeTar } from '../../lib/db/pglite-template';
+import { until } from '../support/wait';
 
 // The embedded database (PGlite): a new one starts from the template, one data directory has one
 // owner, and what a write acknowledged survives the process being killed. Processes of their own
@@ -158,7 +159,7 @@ describe('a killed process', () => {
       }
     });
     // Under load, once some writes were acknowledged (however long that takes on a loaded machine).
-    for (let waited = 0; acknowledged.length <= 20 && waited < 30_000; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10));
+    await until(() => acknowledged.length > 20, 10);
     service.child.kill('SIGKILL');
     stop = true;
     await Promise.all(writers);
@@ -203,7 +204,7 @@ describe('the template', () => {
       return { dir, cached: path.join(dir, 'pglite-test.tar') };
     };
     const written = async (file: string) => {
-      for (let waited = 0; !fs.existsSync(file) && waited < 20_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+      await until(() => fs.existsSync(file), 20);
       return fs.readFileSync(file);
     };
 

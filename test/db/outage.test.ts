@@ -6,6 +6,7 @@ import { bcmsExtensions, createBcmsFunction, type BcmsExtensionsRouter } from '.
 import { memoryLogger } from '../support/app';
 import { proxiedServerSchema } from '../support/database';
 import type { TcpProxy } from '../support/proxy';
+import { until as waitUntil } from '../support/wait';
 
 // Faults of the Postgres server under load: 20 writers call a public function that adds an entry,
 // through a TCP proxy of the test's own that cuts the connection (the server gone for 10 s, then
@@ -103,13 +104,19 @@ const addEntry = createBcmsFunction(async () => ({
     };
   }
 
-  /** Until `check()` holds: the test waits for what happened, not for a time (30 s bounds a failure). */
-  async function until(check: () => boolean, what: string): Promise<void> {
-    for (let waited = 0; !check(); waited += 20) {
-      if (waited > 30_000) throw new Error(`not within 30 s: ${what}`);
-      await sleep(20);
-    }
-  }
+  /** Until `check()` holds: the test waits for what happened, not for a time (the test's own time-out is the limit). `_what` says what, to the reader. */
+  const until = (check: () => boolean, _what: string): Promise<void> => waitUntil(check, 20);
+
+  /**
+   * The database failures the router logged that came of a time-out (a connection attempt, a pool
+   * acquire, a query read that waited in vain): a call that hangs until one. How long a call took
+   * is no measure of that on a loaded machine; what it failed on is.
+   */
+  const timedOut = (): unknown[] =>
+    log.lines.filter((line) => {
+      const err = (line.err ?? {}) as { type?: unknown; message?: unknown };
+      return String(line.msg).startsWith('bcms-extensions: database unreachable') && /time(d)?[ -]?out/i.test(`${String(err.type)} ${String(err.message)}`);
+    });
 
   async function storedKeys(label: string): Promise<Set<string>> {
     const rows = await admin.withSchema(schema).from('bcms_entries').select('meta');
@@ -150,11 +157,10 @@ const addEntry = createBcmsFunction(async () => ({
     expect(before.length).toBeGreaterThan(WRITERS);
     expect(before.every((c) => c.status === 200)).toBe(true);
     // Every call made while it is cut: 503 DATABASE_UNAVAILABLE, again and again; none hangs (a hang
-    // waits for a pool or socket time-out, tens of seconds: 10 s leaves room for a loaded machine).
+    // waits for a pool or socket time-out, and fails on it).
     expect(whileCut.length).toBeGreaterThan(WRITERS);
     expect(whileCut.filter((c) => c.status !== 503 || c.code !== 'DATABASE_UNAVAILABLE')).toEqual([]);
-    expect(whileCut.filter((c) => c.end - c.start >= 10_000)).toEqual([]);
-    expect(inFlightAtCut.filter((c) => c.end - c.start >= 10_000)).toEqual([]);
+    expect(timedOut()).toEqual([]);
     // Back at once: the first call after the restore succeeds, and every one after it.
     expect(after.length).toBeGreaterThan(WRITERS);
     expect([...after].sort((a, b) => a.start - b.start)[0]!.status).toBe(200);
@@ -182,13 +188,13 @@ const addEntry = createBcmsFunction(async () => ({
     // (issue 23, item 9), never "try again shortly"; and only a write in flight at the reset is unknown.
     expect(calls.filter((c) => unacknowledged.includes(c.key) && c.code !== 'DATABASE_OUTCOME_UNKNOWN')).toEqual([]);
     expect(calls.filter((c) => c.code === 'DATABASE_OUTCOME_UNKNOWN' && !inFlightAtReset.includes(c))).toEqual([]);
-    // What failed failed as unavailable or unknown; none hung (a hang waits for a pool or socket time-out, tens
-    // of seconds: 10 s leaves room for a loaded machine); then the pool connects again and writes go on.
+    // What failed failed as unavailable or unknown; none hung (a hang waits for a pool or socket time-out,
+    // and fails on it); then the pool connects again and writes go on: the reset fails the calls in
+    // flight at it and those that met a connection it killed (the pool holds ten), once each, not more.
     const failedAsTold = (c: Call) => c.status === 503 && (c.code === 'DATABASE_UNAVAILABLE' || c.code === 'DATABASE_OUTCOME_UNKNOWN');
     expect(calls.filter((c) => c.status !== 200 && !failedAsTold(c))).toEqual([]);
-    expect(calls.filter((c) => c.end - c.start >= 10_000)).toEqual([]);
+    expect(timedOut()).toEqual([]);
     expect(ok.filter((c) => c.start > resetAt).length).toBeGreaterThan(WRITERS);
-    const lastFailure = Math.max(...calls.filter((c) => c.status !== 200).map((c) => c.end), resetAt);
-    expect(lastFailure - resetAt).toBeLessThan(10_000);
+    expect(calls.filter((c) => c.status !== 200).length).toBeLessThanOrEqual(WRITERS + 10);
   }, 60_000);
 });

@@ -20,6 +20,7 @@ import { JWT_SECRET, memoryLogger } from '../support/app';
 import { backends, openTestDatabase, type TestDatabase } from '../support/database';
 import { bundle, isRunning, signed, type DeployKey } from '../support/deploy';
 import { hmacKey } from '../support/signature';
+import { ROOMY, until } from '../support/wait';
 
 // The deploy path of events and jobs (DESIGN.md "Events and jobs"): a functions project's
 // src/events/<name>.ts and src/jobs/<name>.ts deploy as kinds `event` and `job`, named after their
@@ -76,7 +77,7 @@ describe.each(backends())('events and jobs deployed (%s)', (backend) => {
     let app: express.Express;
     let deployer: DeployKey;
     beforeAll(async () => {
-      router = bcmsExtensions({}, { database: db.knex, logger: memoryLogger().logger, sandbox: 'none', files: { dir: filesDir } });
+      router = bcmsExtensions({}, { database: db.knex, logger: memoryLogger().logger, sandbox: 'none', files: { dir: filesDir }, ...ROOMY });
       app = express().use(router);
       await router.ready;
       deployer = await hmacKey(db.knex, [], { deploy: true, name: 'deployer' });
@@ -212,9 +213,10 @@ describe.each(backends())('events and jobs deployed (%s)', (backend) => {
      * from the database, each started in isolates (or in this process), swapped into a
      * LiveExtensions whose tables the engine reads.
      */
-    async function deployPath(isolate: 'deployed' | 'none', timeouts: { functionTimeoutMs: number; jobTimeoutMs: number }) {
+    async function deployPath(isolate: 'deployed' | 'none', timeouts: { functionTimeoutMs?: number; jobTimeoutMs?: number } = {}) {
       const { logger } = memoryLogger();
-      const settings = resolveOptions({ database: own.knex, logger, sandbox: 'none', files: { dir: filesDir }, jwt: { secret: JWT_SECRET }, isolate, ...timeouts });
+      // Loads and runs get all the time a loaded machine may need, but for the one limit a test shortens.
+      const settings = resolveOptions({ database: own.knex, logger, sandbox: 'none', files: { dir: filesDir }, jwt: { secret: JWT_SECRET }, isolate, ...ROOMY, jobTimeoutMs: 600_000, ...timeouts });
       const store = new ContentStore({ knex: own.knex, description: 'test', close: async () => {} }, logger);
       await store.start();
       const isolation = new Isolation(settings, {
@@ -227,7 +229,7 @@ describe.each(backends())('events and jobs deployed (%s)', (backend) => {
       const live = new LiveExtensions([]);
       const deployed = new DeployedExtensions({
         read: () => activeDeployments(own.knex),
-        start: isolate === 'none' ? (deployment) => loadInProcess(deployment, 10_000) : (deployment) => isolation.deployment(deployment),
+        start: isolate === 'none' ? (deployment) => loadInProcess(deployment, settings.loadTimeoutMs) : (deployment) => isolation.deployment(deployment),
         recordFailure: async () => {},
         logger,
         swap: (set) => live.apply(set),
@@ -253,12 +255,8 @@ describe.each(backends())('events and jobs deployed (%s)', (backend) => {
     }
 
     const folder = (kind: 'event' | 'job', name: string): string => path.join(filesDir, `.${kind}s`, name);
-    const waitFor = async (check: () => boolean, ms = 5_000): Promise<void> => {
-      for (let waited = 0; !check() && waited < ms; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
-    };
-
     test('a deployed event is a stand-in named after its file; its handler runs in an isolate with the payload as sent (a Date stays a Date)', async () => {
-      const path_ = await deployPath('deployed', { functionTimeoutMs: 3_000, jobTimeoutMs: 3_000 });
+      const path_ = await deployPath('deployed');
       const changes: number[] = [];
       path_.live.onDeployedChange(() => changes.push(path_.live.deployedEvents().size));
       try {
@@ -298,7 +296,8 @@ describe.each(backends())('events and jobs deployed (%s)', (backend) => {
     });
 
     test('a deployed job runs each tick in an isolate; one past jobTimeoutMs is ended, its isolate replaced, and the promise rejects saying so', async () => {
-      const path_ = await deployPath('deployed', { functionTimeoutMs: 3_000, jobTimeoutMs: 1_500 });
+      // Runs held to 1.5 s: the run past it never ends (it waits on nothing); the others write a line.
+      const path_ = await deployPath('deployed', { jobTimeoutMs: 1_500 });
       try {
         await path_.record('job', 'ticker', RECORDING_JOB);
         const job = path_.live.deployedJobs().get('ticker') as BCMSJob;
@@ -323,8 +322,7 @@ describe.each(backends())('events and jobs deployed (%s)', (backend) => {
         expect(timedOut).toBeInstanceOf(Error);
         expect(timedOut.message).toBe('The job ticker@1.0.0 ran past its time-out of 1500 ms (jobTimeoutMs); its isolate was ended and is replaced.');
         expect(Date.now() - started).toBeGreaterThanOrEqual(1_400);
-        await waitFor(() => !isRunning(first as number));
-        expect(isRunning(first as number)).toBe(false);
+        await until(() => !isRunning(first as number));
 
         fs.rmSync(path.join(folder('job', 'ticker'), 'hang'));
         await job.handler();
@@ -334,10 +332,10 @@ describe.each(backends())('events and jobs deployed (%s)', (backend) => {
       } finally {
         await path_.close();
       }
-    }, 30_000);
+    });
 
     test('an event handler that runs past functionTimeoutMs is ended the same way, its promise rejecting with why', async () => {
-      const path_ = await deployPath('deployed', { functionTimeoutMs: 1_000, jobTimeoutMs: 60_000 });
+      const path_ = await deployPath('deployed', { functionTimeoutMs: 1_000 });
       try {
         await path_.record('event', 'slow', eventSource(ENTRY_ALL, 'async () => { for (;;) {} }'));
         const event = path_.live.deployedEvents().get('slow') as BCMSEvent;
@@ -349,7 +347,7 @@ describe.each(backends())('events and jobs deployed (%s)', (backend) => {
       } finally {
         await path_.close();
       }
-    }, 30_000);
+    });
 
     test("isolate: 'all': the registry's events and jobs load in isolates from the module files that export their factories", async () => {
       // Loaded by Node's own loader, as a host require()s its registry (Jest's require keeps its modules apart).
@@ -362,7 +360,7 @@ describe.each(backends())('events and jobs deployed (%s)', (backend) => {
       expect(() => registryModuleSources([], [], [async () => ({ config: { scope: 'ALL', method: 'ALL' }, handler: async () => {} })])).toThrow(
         /^registry\.events\[0\]: with isolate: 'all' each event and job \(its createBcmsEvent or createBcmsJob\) is loaded again in isolates from the CommonJS file that exports it/,
       );
-      const path_ = await deployPath('deployed', { functionTimeoutMs: 3_000, jobTimeoutMs: 3_000 });
+      const path_ = await deployPath('deployed');
       try {
         const [event] = await path_.isolation.loadRegistryEvents(sources.events);
         // Its own name, beside BCMS's fields; a job without one is left for the events engine to name.
@@ -383,7 +381,7 @@ describe.each(backends())('events and jobs deployed (%s)', (backend) => {
     });
 
     test("isolate: 'none': deployed events and jobs load in the service's process, their own handlers", async () => {
-      const path_ = await deployPath('none', { functionTimeoutMs: 3_000, jobTimeoutMs: 3_000 });
+      const path_ = await deployPath('none');
       try {
         await path_.record('event', 'here', eventSource("{ scope: 'custom', method: 'PING' }", 'async ({ payload }) => ({ pid: process.pid, payload })'));
         await path_.record('job', 'here-job', jobSource(EVERY_MINUTE, 'async () => process.pid'));

@@ -2,6 +2,7 @@ import { bcmsExtensions, createBcmsJob, type BcmsExtensionsRouter, type BcmsJobM
 import { cronLine } from '../../lib/events/check';
 import { JWT_SECRET, memoryLogger } from '../support/app';
 import { backends, openTestDatabase, type TestDatabase } from '../support/database';
+import { until } from '../support/wait';
 
 // DESIGN.md "Events and jobs": each tick runs once across all instances; a run still going skips
 // the next tick; jobTimeoutMs ends a run that hangs. The jobs here tick every 2 s (the seconds field,
@@ -61,9 +62,16 @@ describe.each(backends())('jobs (%s)', (backend) => {
         throw new Error('no luck this time');
       },
     }));
-    await start([counter, slowJob, hangs, failing], { jobTimeoutMs: 1500 * 4 });
-    await start([counter, slowJob, hangs, failing], { jobTimeoutMs: 1500 * 4 });
-    await sleep(13_000);
+    // Runs are held to 10 s: the one that hangs never ends; the slow one's 5 s are well within it, however busy the machine.
+    await start([counter, slowJob, hangs, failing], { jobTimeoutMs: 10_000 });
+    await start([counter, slowJob, hangs, failing], { jobTimeoutMs: 10_000 });
+    // Until enough ticks have come, however long a busy machine takes to get there.
+    await until(async () => {
+      const [counted_, slow_, hangs_, failing_] = await Promise.all(['counter', 'slow', 'hangs', 'failing'].map(runsOf));
+      return (
+        counted_!.length >= 5 && slow_!.filter((run) => run.status === 'skipped').length >= 2 && hangs_![0]?.status === 'timed_out' && failing_!.filter((run) => run.status === 'failed').length >= 5
+      );
+    }, 200);
     await Promise.all(routers.splice(0).map((router) => router.close()));
 
     // Each tick once: as many runs as ticks, every tick distinct, both instances' handlers counted.
@@ -82,7 +90,7 @@ describe.each(backends())('jobs (%s)', (backend) => {
     expect(slow.length).toBe(ran.length);
     for (let i = 1; i < slow.length; i++) expect(slow[i]! - slow[i - 1]!).toBeGreaterThanOrEqual(5000);
 
-    // The run that hangs is timed out at jobTimeoutMs (6 s), and a tick after it runs again.
+    // The run that hangs is timed out at jobTimeoutMs (10 s), and a tick after it runs again.
     const hangRuns = await runsOf('hangs');
     expect(hangRuns[0]).toEqual(expect.objectContaining({ status: 'timed_out', error: expect.stringContaining('jobTimeoutMs') }));
 

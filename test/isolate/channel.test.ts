@@ -3,6 +3,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Channel, type ChannelOptions } from '../../lib/isolate/channel';
+import { until as waitUntil } from '../support/wait';
 
 // The service's channel to an isolate (lib/isolate/channel.ts), on a real Unix socket pair as the
 // isolate's fd 3 is one: frames arrive whole and in order however the bytes are cut; a frame past
@@ -51,9 +52,8 @@ function receiving(socket: net.Socket, options: Partial<ChannelOptions<unknown>>
   return { channel, got, faults, isClosed: () => closed };
 }
 
-const until = async (check: () => boolean, ms = 10_000): Promise<void> => {
-  for (let waited = 0; !check() && waited < ms; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10));
-};
+/** Until `check` holds, looking every 10 ms, with no limit of its own (Jest's is the one). */
+const until = (check: () => boolean): Promise<void> => waitUntil(check, 10);
 
 test('frames cut anywhere (a header split in two, several in one read) arrive whole and in order', async () => {
   const [receiver, sender] = await socketPair();

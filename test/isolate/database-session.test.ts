@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import express from 'express';
 import knexFactory from 'knex';
 import pg from 'pg';
@@ -12,6 +15,7 @@ import { memoryLogger } from '../support/app';
 import { backends, openTestDatabase, serverSchema, type Backend, type TestDatabase } from '../support/database';
 import { deploy, functionSource, signed, type DeployKey } from '../support/deploy';
 import { hmacKey, signedPost } from '../support/signature';
+import { ROOMY, until } from '../support/wait';
 
 // The audit's attacks on the service's database session, made by deployed code in its isolate
 // (DESIGN.md "Sandbox": the database session is the service's alone). Extension SQL reaches the
@@ -55,26 +59,26 @@ const sql = (text, conn = 1) => new Promise((resolve) => {
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));`;
 
 /**
- * `run`: `{ steps: [{ sql, conn? }], together?: [{ sql, conn? }], hold?: ms, leave?: true }`. Steps run
- * one after another, then `together`'s all at once; `leave` returns before their answers (a handler
- * that does not wait).
+ * `run`: `{ steps: [{ sql, conn? }], together?: [{ sql, conn? }], holdUntil?: file, leave?: true }`. Steps
+ * run one after another, then `together`'s all at once; `holdUntil` then waits until the test writes
+ * that file in the function's own folder (its working directory); `leave` returns before their
+ * answers (a handler that does not wait). Nothing waits for a time: a busy machine only answers later.
  */
 const RUNNER = `async ({ request }) => {
-  const { steps, together = [], hold, leave } = request.body;
+  const { steps, together = [], holdUntil, leave } = request.body;
   if (leave) {
     for (const step of steps) void sql(step.sql, step.conn);
     // Returns once the server runs the last one (a role sees its own sessions).
-    for (let waited = 0; waited < 15000; waited += 50) {
+    for (;;) {
       const seen = await sql("select count(*)::int as n from pg_stat_activity where state = 'active' and pid <> pg_backend_pid() and query = " + JSON.stringify(steps[steps.length - 1].sql).replace(/^"|"$/g, "'"), 99);
       if (seen.rows && seen.rows[0].n > 0) return 'running';
       await sleep(50);
     }
-    return 'left';
   }
   const answers = [];
   for (const step of steps) answers.push(await sql(step.sql, step.conn));
   answers.push(...(await Promise.all(together.map((step) => sql(step.sql, step.conn)))));
-  if (hold) await sleep(hold);
+  if (holdUntil) while (!require('node:fs').existsSync(holdUntil)) await sleep(50);
   return answers;
 }`;
 
@@ -82,7 +86,7 @@ const RUNNER = `async ({ request }) => {
 const TEN_OPEN = `async ({ request }) => {
   let began = 0;
   for (let conn = 1; conn <= 10; conn++) sql('BEGIN', conn).then((answer) => { if (!answer.error) began++; });
-  for (let waited = 0; began < request.body.least && waited < 15000; waited += 50) await sleep(50);
+  while (began < request.body.least) await sleep(50);
   await sleep(500);
   return began;
 }`;
@@ -117,6 +121,7 @@ describe.each(backends())("the database session is the service's alone (%s)", (b
   let deployer: DeployKey;
   let caller: DeployKey;
   let log: ReturnType<typeof memoryLogger>;
+  let filesDir: string;
   let names = 0;
   const unique = (prefix: string): string => `${prefix}-${backend}-${++names}`;
 
@@ -133,7 +138,9 @@ describe.each(backends())("the database session is the service's alone (%s)", (b
   beforeAll(async () => {
     db = await openTestDatabase(backend);
     log = memoryLogger();
-    router = bcmsExtensions({ functions: [ownWrite] }, { database: db.knex, logger: log.logger, functionTimeoutMs: 20_000, pluginTimeoutMs: 20_000 });
+    filesDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-session-files-'));
+    // Calls and loads have all the time a loaded machine may need: no test here is of a time-out.
+    router = bcmsExtensions({ functions: [ownWrite] }, { database: db.knex, logger: log.logger, files: { dir: filesDir }, ...ROOMY });
     app = express().use(router);
     await router.ready;
     deployer = await hmacKey(db.knex, [], { deploy: true, name: 'deployer' });
@@ -145,6 +152,7 @@ describe.each(backends())("the database session is the service's alone (%s)", (b
   afterAll(async () => {
     await router.close();
     await db.close();
+    fs.rmSync(filesDir, { recursive: true, force: true });
   });
 
   test("ten transactions left open by extension code: the service's signed calls, deployments list and undeploy still answer", async () => {
@@ -166,34 +174,32 @@ describe.each(backends())("the database session is the service's alone (%s)", (b
     expect(undeployed.status).toBe(200);
     if (backend === 'postgres') {
       // Nothing of extension code's is left idle in a transaction once its calls are over.
-      let idle = 1;
-      for (let waited = 0; idle > 0 && waited < 30_000; waited += 200) {
+      await until(async () => {
         const seen = await db.knex.raw(`select count(*)::int as n from pg_stat_activity where usename = 'bcms_extension' and state like 'idle in transaction%'`);
-        idle = seen.rows[0].n;
-        if (idle > 0) await new Promise((resolve) => setTimeout(resolve, 200));
-      }
-      expect(idle).toBe(0);
+        return seen.rows[0].n === 0;
+      }, 200);
     }
   }, 120_000);
 
   if (backend === 'postgres') {
     test('while extension code holds every connection of its own pool, the service answers', async () => {
+      // Held until the test says so (a file in the function's folder), however long the service takes to answer meanwhile.
+      const release = `release-${backend}-${++names}`;
       const holding = request(app)
         .post('/api/function/hostile')
-        .send({ steps: [1, 2, 3, 4].map((conn) => ({ sql: 'BEGIN', conn })), hold: 15_000 })
+        .send({ steps: [1, 2, 3, 4].map((conn) => ({ sql: 'BEGIN', conn })), holdUntil: release })
         .then((res) => res);
-      // Its transactions are open (seen by the server) before the service is asked.
-      let open = 0;
-      for (let waited = 0; open < 4 && waited < 30_000; waited += 100) {
-        await new Promise((resolve) => setTimeout(resolve, 100));
-        const seen = await db.knex.raw(`select count(*)::int as n from pg_stat_activity where usename = 'bcms_extension' and state like 'idle in transaction%'`);
-        open = seen.rows[0].n;
+      const openTransactions = async (): Promise<number> =>
+        (await db.knex.raw(`select count(*)::int as n from pg_stat_activity where usename = 'bcms_extension' and state like 'idle in transaction%'`)).rows[0].n;
+      try {
+        // Its transactions are open (seen by the server) before the service is asked.
+        await until(async () => (await openTransactions()) === 4, 100);
+        await serviceAnswers();
+        // ... and were still open while it answered.
+        expect(await openTransactions()).toBe(4);
+      } finally {
+        fs.writeFileSync(path.join(filesDir, '.functions', 'hostile', release), '');
       }
-      expect(open).toBe(4);
-      await serviceAnswers();
-      // ... and were still open while it answered.
-      const still = await db.knex.raw(`select count(*)::int as n from pg_stat_activity where usename = 'bcms_extension' and state like 'idle in transaction%'`);
-      expect(still.rows[0].n).toBe(4);
       expect((await holding).status).toBe(200);
     }, 120_000);
   }
@@ -230,8 +236,8 @@ describe.each(backends())("the database session is the service's alone (%s)", (b
     expect(readOnly?.rows).toEqual([{ default_transaction_read_only: 'off' }]);
     expect(transactionReadOnly?.rows).toEqual([{ transaction_read_only: 'off' }]);
     expect(write?.error).toBeUndefined();
-    // A server's extension sessions keep the time-out the service gives them (the longest call's).
-    if (backend === 'postgres') expect(timeout?.rows).toEqual([{ statement_timeout: '20s' }]);
+    // A server's extension sessions keep the time-out the service gives them (the longest call's: ten minutes here).
+    if (backend === 'postgres') expect(timeout?.rows).toEqual([{ statement_timeout: '10min' }]);
     // The service's own session (PGlite's one connection) reads and writes as before.
     const [own] = (await db.knex.raw('select current_user as who, current_setting($$default_transaction_read_only$$) as ro')).rows as { who: string; ro: string }[];
     expect(own).toEqual({ who: backend === 'postgres' ? expect.any(String) : 'postgres', ro: 'off' });
@@ -336,13 +342,11 @@ describe.each(backends())("the database session is the service's alone (%s)", (b
         ],
       });
       expect(left.body.result).toBe('running');
-      let sleeping = 1;
-      for (let waited = 0; sleeping > 0 && waited < 30_000; waited += 200) {
-        await new Promise((resolve) => setTimeout(resolve, 200));
+      // Ended with its call, whenever the machine gets there: the test's time-out is far below the statement's ten minutes.
+      await until(async () => {
         const seen = await db.knex.raw(`select count(*)::int as n from pg_stat_activity where usename = 'bcms_extension' and query = ? and state = 'active'`, [sleeper]);
-        sleeping = seen.rows[0].n;
-      }
-      expect(sleeping).toBe(0);
+        return seen.rows[0].n === 0;
+      }, 200);
     } else {
       // The embedded database has no statement time-out: a sleep is not extension code's to call.
       const sleep = await run({ steps: [{ sql: 'select pg_sleep(0)' }] });
@@ -420,7 +424,7 @@ describe('how extension code connects', () => {
     test("a Knex instance's searchPath is the extension sessions' schema too", async () => {
       const { schema, drop } = await serverSchema('bcms_searchpath');
       const service = knexFactory({ client: 'pg', connection: process.env.DATABASE_URL, searchPath: [schema], pool: { min: 0, max: 3 } });
-      const router = bcmsExtensions({}, { database: service, logger: memoryLogger().logger, functionTimeoutMs: 20_000 });
+      const router = bcmsExtensions({}, { database: service, logger: memoryLogger().logger, ...ROOMY });
       try {
         const app = express().use(router);
         await router.ready;
@@ -448,7 +452,7 @@ describe('how extension code connects', () => {
       let router: BcmsExtensionsRouter | undefined;
       let refusing: BcmsExtensionsRouter | undefined;
       try {
-        router = bcmsExtensions({}, { database: { knex: service, extensionUrl: extensionUrl.toString() }, logger: log.logger, functionTimeoutMs: 20_000 });
+        router = bcmsExtensions({}, { database: { knex: service, extensionUrl: extensionUrl.toString() }, logger: log.logger, ...ROOMY });
         const app = express().use(router);
         await router.ready;
         let sql = '';
@@ -470,7 +474,7 @@ describe('how extension code connects', () => {
 
         // The service's own user as extensionUrl: refused, never run as the service.
         const refusedLog = memoryLogger();
-        refusing = bcmsExtensions({}, { database: { knex: service, extensionUrl: url }, logger: refusedLog.logger });
+        refusing = bcmsExtensions({}, { database: { knex: service, extensionUrl: url }, logger: refusedLog.logger, ...ROOMY });
         const refusingApp = express().use(refusing);
         await refusing.ready;
         await deploy(refusingApp, deployer, 'function', 'hostile-again', functionSource('hostile-again', RUNNER, HOSTILE));
@@ -500,30 +504,38 @@ describe('how extension code connects', () => {
   let db: TestDatabase;
   let router: BcmsExtensionsRouter;
   let app: express.Express;
-  // The same function on a router whose calls have all the time a loaded machine may need: what it
-  // checks (a result refused as it arrives) must not turn into a time-out when the machine is slow.
-  let roomy: BcmsExtensionsRouter;
-  let roomyApp: express.Express;
   let deployer: DeployKey;
 
   beforeAll(async () => {
     db = await openTestDatabase('postgres');
-    router = bcmsExtensions({}, { database: db.knex, logger: memoryLogger().logger, functionTimeoutMs: 3000, pluginTimeoutMs: 3000 });
+    // Calls (and so extension statements and transactions) held to 3 s, for the test of that limit; loads are not.
+    router = bcmsExtensions({}, { database: db.knex, logger: memoryLogger().logger, functionTimeoutMs: 3000, pluginTimeoutMs: 3000, loadTimeoutMs: 600_000 });
     app = express().use(router);
     await router.ready;
     deployer = await hmacKey(db.knex, [], { deploy: true, name: 'deployer' });
     await deploy(app, deployer, 'function', 'hostile', functionSource('hostile', RUNNER, HOSTILE));
-    // Started once it is deployed: it loads what is live at its start, and a call waits for that load.
-    roomy = bcmsExtensions({}, { database: db.knex, logger: memoryLogger().logger, functionTimeoutMs: 600_000 });
-    roomyApp = express().use(roomy);
-    await roomy.ready;
   }, 60_000);
   afterAll(async () => {
-    await Promise.all([router.close(), roomy?.close()]);
+    await router.close();
     await db.close();
   });
 
   test('a result past 32 MB is refused as it arrives (TOO_LARGE) and the service lives; two statements in one text are refused', async () => {
+    // The same function on a router whose calls have all the time a loaded machine may need: what it
+    // checks (a result refused as it arrives) must not turn into a time-out when the machine is slow.
+    // Started once it is deployed (it loads what is live at its start, and a call waits for that
+    // load), and closed after: it would run the next test's deployment too, under its own limits.
+    const roomy = bcmsExtensions({}, { database: db.knex, logger: memoryLogger().logger, ...ROOMY });
+    try {
+      const roomyApp = express().use(roomy);
+      await roomy.ready;
+      await resultsPastTheCap(roomyApp);
+    } finally {
+      await roomy.close();
+    }
+  }, 60_000);
+
+  async function resultsPastTheCap(roomyApp: express.Express): Promise<void> {
     const res = await request(roomyApp)
       .post('/api/function/hostile')
       .send({
@@ -539,7 +551,7 @@ describe('how extension code connects', () => {
     expect(small?.rows).toHaveLength(3);
     expect(two?.code).toBe('42601');
     // Rows of no text still cost the service an object each: counted, and refused past the cap alike.
-    // (Each in a call of its own, within its 3 s: 700,000 rows are past the cap either way.)
+    // (Each in a call of its own: 700,000 rows are past the cap either way.)
     for (const sql of ['select from generate_series(1, 700000)', 'select null as n from generate_series(1, 700000)']) {
       const empty = await request(roomyApp)
         .post('/api/function/hostile')
@@ -553,7 +565,7 @@ describe('how extension code connects', () => {
           .send({ steps: [{ sql: 'select 1 as one' }] })
       ).body.result,
     ).toEqual([{ rows: [{ one: 1 }] }]);
-  }, 60_000);
+  }
 
   test("a cancel that goes out after its statement ended (the result's end arrived first) does not cancel the connection's next statement", async () => {
     const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
@@ -566,7 +578,8 @@ describe('how extension code connects', () => {
         await new Promise((resolve) => setTimeout(resolve, 300));
         await canceller.query('select pg_cancel_backend($1)', [pid]);
       };
-      const limits = { maxBytes: 100_000, timeoutMs: 10_000 };
+      // The statements' own limit is not what is checked: all the time a loaded machine may need.
+      const limits = { maxBytes: 100_000, timeoutMs: 600_000 };
       await expect(runBounded(client, "select repeat('x', 100000) as v from generate_series(1, 10)", [], undefined, limits, cancel)).rejects.toMatchObject({ code: 'TOO_LARGE' });
       const next = await runBounded(client, 'select pg_sleep(0.6), 1 as one', [], undefined, limits, cancel);
       expect(next.rows).toEqual([{ pg_sleep: '', one: 1 }]);
@@ -594,18 +607,16 @@ describe('how extension code connects', () => {
     const sleeping = async (): Promise<number> =>
       Number(((await db.knex.raw(`select count(*)::int as n from pg_stat_activity where query like ? and state = 'active'`, [`%${marker}%`])) as { rows: { n: number }[] }).rows[0]?.n);
     let seen = 0;
-    for (let waited = 0; seen === 0 && waited < 10_000; waited += 100) {
+    await until(async () => {
       seen = await sleeping();
-      if (seen === 0) await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+      return seen > 0;
+    }, 100);
     expect(seen).toBe(1);
-    // Within the time-out (3 s) and a sweep: the statement cancelled, the lock gone.
-    let left = seen;
-    for (let waited = 0; left > 0 && waited < 20_000; waited += 250) {
-      await new Promise((resolve) => setTimeout(resolve, 250));
-      left = await sleeping();
-    }
-    expect(left).toBe(0);
+    // Past the time-out (3 s) and a sweep, however late a busy machine gets there: the statement cancelled, the lock gone.
+    await until(async () => (await sleeping()) === 0, 250);
+    const exclusive = async (): Promise<number> =>
+      Number(((await db.knex.raw(`select count(*)::int as n from pg_locks where relation = 'bcms_entries'::regclass and mode = 'AccessExclusiveLock'`)) as { rows: { n: number }[] }).rows[0]?.n);
+    await until(async () => (await exclusive()) === 0, 250);
     const count = await db.knex.transaction(async (trx) => {
       await trx.raw("set local lock_timeout = '2s'");
       return ((await trx.raw('select count(*)::int as n from bcms_entries')) as { rows: { n: number }[] }).rows[0]?.n;

@@ -4,16 +4,20 @@ import path from 'node:path';
 import express from 'express';
 import request from 'supertest';
 import { bcmsExtensions, createBcmsPlugin, createController, createControllerMethod, type BcmsExtensionsRouter } from '../../lib';
+import { migrate } from '../../lib/db/migrate';
 import { recordDeployment } from '../../lib/deploy/store';
 import { JWT_SECRET, memoryLogger, role, signToken } from '../support/app';
 import { backends, openTestDatabase, type TestDatabase } from '../support/database';
 import { deploy, functionSource, isRunning, signed, type DeployKey } from '../support/deploy';
 import { hmacKey } from '../support/signature';
+import { ROOMY, until } from '../support/wait';
 
 // Deployed code runs in isolates (child processes): a loop, a leak, a crash or a hook in an
 // extension costs only that extension. Here as plain child processes (`sandbox: 'none'`), whose
 // pids and files the host can see; test/isolate/sandbox.test.ts runs the same and more in bubblewrap. Every test goes through real HTTP to a router whose
-// deployments run in isolates, on PGlite and on the Postgres server.
+// deployments run in isolates, on PGlite and on the Postgres server. Its calls and loads have all
+// the time a loaded machine may need (ROOMY); the tests of a time-out use a router of their own
+// with that limit short, and code that never ends.
 
 const open = createBcmsPlugin({
   name: 'host-open',
@@ -54,8 +58,7 @@ describe.each(backends())('deployed code runs isolated (%s)', (backend) => {
         jwt: { secret: JWT_SECRET },
         logger: log.logger,
         sandbox: 'none',
-        functionTimeoutMs: 1500,
-        pluginTimeoutMs: 1500,
+        ...ROOMY,
         extensionMemoryMb: 96,
         extensionEnv: { GREETING: 'hello from the host' },
       },
@@ -110,46 +113,72 @@ describe.each(backends())('deployed code runs isolated (%s)', (backend) => {
     }
   });
 
+  /**
+   * A router like the others but with calls held to 1.5 s, for the tests of that limit: what runs
+   * past it never ends, so a slow machine answers later but alike. Started with what is deployed.
+   */
+  const startTight = async (): Promise<{ tight: BcmsExtensionsRouter; tightApp: express.Express }> => {
+    const tight = bcmsExtensions({ plugins: [open] }, { database: db.knex, logger: memoryLogger().logger, sandbox: 'none', functionTimeoutMs: 1500, pluginTimeoutMs: 1500, loadTimeoutMs: 600_000 });
+    const tightApp = express().use(tight);
+    await tight.ready;
+    return { tight, tightApp };
+  };
+
   test('a function that spins past its time-out: 504 FUNCTION_TIMEOUT, the instance answers meanwhile, its isolate is ended and replaced', async () => {
-    await deploy(app, deployer, 'function', 'spin', functionSource('spin', 'async ({ request }) => { if (request.body.spin) { for (;;) {} } return process.pid; }'));
-    const before = (await request(app).post('/api/function/spin').send({ spin: false })).body.result as number;
-    let settled = false;
-    const spinning = request(app)
-      .post('/api/function/spin')
-      .send({ spin: true })
-      .then((res) => {
-        settled = true;
-        return res;
-      });
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    // The service's thread is free: its own routes, and the same function in another isolate, answer.
-    const ping = await request(app).get('/api/plugin/host-open/open');
-    expect(ping.status).toBe(200);
-    expect(settled).toBe(false);
-    const other = await request(app).post('/api/function/spin').send({ spin: false });
-    expect(other.status).toBe(200);
-    const res = await spinning;
-    expect(res.status).toBe(504);
-    expect(res.body).toEqual({ success: false, error: { code: 'FUNCTION_TIMEOUT', message: 'Function "spin" ran past its time-out of 1500 ms.' } });
-    for (let waited = 0; isRunning(before) && waited < 3000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(isRunning(before)).toBe(false);
-    const after = await request(app).post('/api/function/spin').send({ spin: false });
-    expect(after.status).toBe(200);
-    expect(after.body.result).not.toBe(before);
+    const { tight, tightApp } = await startTight();
+    // The spinning call writes its isolate's pid here first: the test knows when it spins, and where.
+    const spinningAt = path.join(os.tmpdir(), `bcms-spin-${process.pid}-${backend}`);
+    fs.rmSync(spinningAt, { force: true });
+    try {
+      const handler = `async ({ request }) => { if (request.body.spin) { require('node:fs').writeFileSync(${JSON.stringify(spinningAt)}, String(process.pid)); for (;;) {} } return process.pid; }`;
+      await deploy(tightApp, deployer, 'function', 'spin', functionSource('spin', handler));
+      let settled = false;
+      const spinning = request(tightApp)
+        .post('/api/function/spin')
+        .send({ spin: true })
+        .then((res) => {
+          settled = true;
+          return res;
+        });
+      await until(() => fs.existsSync(spinningAt) && fs.readFileSync(spinningAt, 'utf8') !== '');
+      const spinner = Number(fs.readFileSync(spinningAt, 'utf8'));
+      // The service's thread is free: its own routes, and the same function in another isolate, answer.
+      const ping = await request(tightApp).get('/api/plugin/host-open/open');
+      expect(ping.status).toBe(200);
+      expect(settled).toBe(false);
+      const other = await request(tightApp).post('/api/function/spin').send({ spin: false });
+      expect(other.status).toBe(200);
+      expect(other.body.result).not.toBe(spinner);
+      const res = await spinning;
+      expect(res.status).toBe(504);
+      expect(res.body).toEqual({ success: false, error: { code: 'FUNCTION_TIMEOUT', message: 'Function "spin" ran past its time-out of 1500 ms.' } });
+      await until(() => !isRunning(spinner));
+      const after = await request(tightApp).post('/api/function/spin').send({ spin: false });
+      expect(after.status).toBe(200);
+      expect(after.body.result).not.toBe(spinner);
+    } finally {
+      fs.rmSync(spinningAt, { force: true });
+      await tight.close();
+    }
   });
 
   test("a plugin handler past pluginTimeoutMs: 504 { message }, and the plugin's next request is answered", async () => {
-    await deploy(app, deployer, 'plugin', 'spinner', pluginSource('spinner', `async ({ request }) => { if (request.query.spin === 'yes') { for (;;) {} } return { ok: true }; }`));
-    const res = await request(app).get('/api/plugin/spinner/main/run?spin=yes');
-    expect(res.status).toBe(504);
-    expect(res.body).toEqual({ message: 'The handler ran past its time-out.' });
-    expect((await request(app).get('/api/plugin/spinner/main/run')).body).toEqual({ ok: true });
+    const { tight, tightApp } = await startTight();
+    try {
+      await deploy(tightApp, deployer, 'plugin', 'spinner', pluginSource('spinner', `async ({ request }) => { if (request.query.spin === 'yes') { for (;;) {} } return { ok: true }; }`));
+      const res = await request(tightApp).get('/api/plugin/spinner/main/run?spin=yes');
+      expect(res.status).toBe(504);
+      expect(res.body).toEqual({ message: 'The handler ran past its time-out.' });
+      expect((await request(tightApp).get('/api/plugin/spinner/main/run')).body).toEqual({ ok: true });
+    } finally {
+      await tight.close();
+    }
   });
 
   test('a leak past extensionMemoryMb fails only its own request (500 EXTENSION_CRASHED); the isolate is replaced', async () => {
-    // A router of its own, whose time-out leaves a loaded machine all the time it needs to reach the limit.
+    // A router of its own, whose time-outs leave a loaded machine all the time it needs to reach the limit.
     const leakLog = memoryLogger();
-    const leaky = bcmsExtensions({}, { database: db.knex, sandbox: 'none', logger: leakLog.logger, functionTimeoutMs: 60_000, extensionMemoryMb: 96 });
+    const leaky = bcmsExtensions({}, { database: db.knex, sandbox: 'none', logger: leakLog.logger, ...ROOMY, extensionMemoryMb: 96 });
     try {
       const leakApp = express().use(leaky);
       await leaky.ready;
@@ -297,8 +326,7 @@ module.exports = createBcmsPlugin({ name: 'inside', controllers: [createControll
     expect(gone.status).toBe(200);
     expect(gone.body.undeployed).toMatchObject({ kind: 'function', name: 'leaving', version: '1.0.0', active: false });
     expect(errorCode(await request(app).post('/api/function/leaving'))).toBe('FUNCTION_NOT_FOUND');
-    for (let waited = 0; (isRunning(pid) || isRunning(child)) && waited < 3000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
-    expect([isRunning(pid), isRunning(child)]).toEqual([false, false]);
+    await until(() => !isRunning(pid) && !isRunning(child));
     const again = await signed(app, 'DELETE', '/api/extensions/deployments/function/leaving', deployer);
     expect([again.status, again.body]).toEqual([404, { message: 'No function named "leaving" is deployed.' }]);
     expect((await request(app).delete('/api/extensions/deployments/function/leaving')).status).toBe(401);
@@ -312,8 +340,7 @@ module.exports = createBcmsPlugin({ name: 'inside', controllers: [createControll
     const old = (await request(app).post('/api/function/replaced')).body.result as number;
     await deploy(app, deployer, 'function', 'replaced', functionSource('replaced', 'async () => -process.pid'), { version: '2.0.0' });
     expect((await request(app).post('/api/function/replaced')).body.result).toBeLessThan(0);
-    for (let waited = 0; isRunning(old) && waited < 3000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(isRunning(old)).toBe(false);
+    await until(() => !isRunning(old));
   });
 
   test('rollback refuses a version that no longer loads, and the live one stays', async () => {
@@ -345,50 +372,66 @@ module.exports = createBcmsPlugin({ name: 'inside', controllers: [createControll
     }
   });
 
-  /** A function whose top-level code never ends, deployed as another instance would have, and an instance that starts beside it. */
-  const startBesideSpinning = async (name: string, loadTimeoutMs: number) => {
-    const code = functionSource(name, 'async () => 1', 'for (;;) {}');
-    await recordDeployment(db.knex, { kind: 'function', name, project: null, version: '1.0.0', sha256: 'x', code, ui: null, signature: null, deployedBy: 'test' });
+  /**
+   * An instance that starts beside a function whose top-level code never ends (deployed as another
+   * instance would have), on a database of its own holding that one and `others`: what it loads at
+   * its start is only what the test names, each held to `loadTimeoutMs`.
+   */
+  const startBesideSpinning = async (loadTimeoutMs: number, others: Record<string, string> = {}) => {
+    const own = await openTestDatabase(backend);
+    await migrate(own.knex);
+    const record = (name: string, code: string) =>
+      recordDeployment(own.knex, { kind: 'function', name, project: null, version: '1.0.0', sha256: 'x', code, ui: null, signature: null, deployedBy: 'test' });
+    await record('stuck', functionSource('stuck', 'async () => 1', 'for (;;) {}'));
+    for (const [name, code] of Object.entries(others)) await record(name, code);
     const startLog = memoryLogger();
-    return { startLog, again: bcmsExtensions({ plugins: [open] }, { database: db.knex, logger: startLog.logger, loadTimeoutMs }) };
+    const again = bcmsExtensions({ plugins: [open] }, { database: own.knex, logger: startLog.logger, loadTimeoutMs });
+    const failed = (): boolean => startLog.lines.some((line) => line.msg === 'bcms-extensions: a deployment failed to load on this instance' && line.name === 'stuck');
+    let closing: Promise<void> | undefined;
+    // Once, whether the test closed it or not: its database after it.
+    const close = async (): Promise<void> => {
+      closing ??= again.close();
+      await closing;
+      await own.close();
+    };
+    return { own, startLog, again, failed, closeRouter: () => (closing ??= again.close()), close };
   };
 
-  test('an instance that starts while a deployment cannot load: ready at once, everything else served, the failure logged and kept', async () => {
-    const { startLog, again } = await startBesideSpinning('stuck', 3000);
+  test('an instance that starts while a deployment cannot load: ready at once, everything else served meanwhile; close() ends that load rather than wait for it, and records no failure', async () => {
+    // Its load would be given up only after ten minutes of CPU time: it is still loading throughout.
+    const { own, startLog, again, failed, closeRouter, close } = await startBesideSpinning(600_000, { where: functionSource('where', 'async () => process.pid') });
     try {
-      const failed = (): boolean => startLog.lines.some((line) => line.msg === 'bcms-extensions: a deployment failed to load on this instance' && line.name === 'stuck');
       await again.ready;
       const restarted = express().use(again);
-      // Served while the stuck deployment is still loading (it gives up after 3 s of CPU time, up to 18 s on a busy machine).
       expect((await request(restarted).get('/api/plugin/host-open/open')).status).toBe(200);
       expect((await request(restarted).post('/api/function/where')).status).toBe(200);
       expect(failed()).toBe(false);
-      // A call for the stuck one waits for its load, then finds nothing.
-      const stuck = await request(restarted).post('/api/function/stuck');
-      expect(errorCode(stuck)).toBe('FUNCTION_NOT_FOUND');
-      expect(failed()).toBe(true);
-      const row = (await db.knex('bcms_deployments').where({ name: 'stuck' }).first('load_error')) as { load_error: string };
-      expect(row.load_error).toMatch(/did not finish loading within 3000 ms/);
-    } finally {
-      await again.close();
-      await db.knex('bcms_deployments').where({ name: 'stuck' }).delete();
-    }
-  }, 90_000);
-
-  test('close() while a deployment is still loading ends its load rather than wait for it, and records no failure', async () => {
-    // Its load would be given up only after ten minutes of CPU time: far past this test's time-out.
-    const { startLog, again } = await startBesideSpinning('spinning', 600_000);
-    try {
-      await again.ready;
-      expect((await request(express().use(again)).get('/api/plugin/host-open/open')).status).toBe(200);
-      await again.close();
-      const row = (await db.knex('bcms_deployments').where({ name: 'spinning' }).first('load_error')) as { load_error: string | null };
+      await closeRouter();
+      const row = (await own.knex('bcms_deployments').where({ name: 'stuck' }).first('load_error')) as { load_error: string | null };
       expect(row.load_error).toBeNull();
       expect(startLog.lines.filter((line) => Number(line.level) >= 50).map((line) => line.msg)).toEqual([]);
     } finally {
-      await db.knex('bcms_deployments').where({ name: 'spinning' }).delete();
+      await close();
     }
-  }, 60_000);
+  });
+
+  test('a deployment that does not load within loadTimeoutMs on an instance that starts: a call for it waits for its load, then finds nothing; the failure is logged and kept', async () => {
+    // The only deployment there: no other load is held to the short limit.
+    const { own, again, failed, close } = await startBesideSpinning(3000);
+    try {
+      await again.ready;
+      const restarted = express().use(again);
+      expect((await request(restarted).get('/api/plugin/host-open/open')).status).toBe(200);
+      // Given up after 3 s of CPU time (up to 18 s on a busy machine).
+      const stuck = await request(restarted).post('/api/function/stuck');
+      expect(errorCode(stuck)).toBe('FUNCTION_NOT_FOUND');
+      expect(failed()).toBe(true);
+      const row = (await own.knex('bcms_deployments').where({ name: 'stuck' }).first('load_error')) as { load_error: string };
+      expect(row.load_error).toMatch(/did not finish loading within 3000 ms/);
+    } finally {
+      await close();
+    }
+  });
 
   test("deployments: 'off' (or BCMS_DEPLOYMENTS=off) starts a service that runs no deployment", async () => {
     for (const how of ['option', 'environment'] as const) {

@@ -7,9 +7,11 @@ import { memoryLogger } from '../support/app';
 import { backends, openTestDatabase, type TestDatabase } from '../support/database';
 import { bundle, deploy, functionSource, signed } from '../support/deploy';
 import { hmacKey } from '../support/signature';
+import { ROOMY } from '../support/wait';
 
 // `isolate: 'all'` runs the registry's own plugins and functions in isolates too, loaded from the
 // module files that export them; `isolate: 'none'` runs deployed code in the service's process.
+// No limit is checked here: loads and calls have all the time a loaded machine may need (ROOMY).
 
 // Loaded by Node's own loader (Jest's require keeps its modules apart): the registry's module files
 // must be in Node's module cache, as they are in a host that require()s them.
@@ -28,7 +30,7 @@ describe.each(backends())('where extension code runs (%s)', (backend) => {
 
   test("isolate: 'all': the registry's plugin (its setup included) and function run in isolates, with the same API", async () => {
     delete (globalThis as { registrySetupRan?: number }).registrySetupRan;
-    const router = bcmsExtensions({ plugins: [registryPlugin], functions: [registryFunction] }, { database: db.knex, isolate: 'all', logger: memoryLogger().logger });
+    const router = bcmsExtensions({ plugins: [registryPlugin], functions: [registryFunction] }, { database: db.knex, isolate: 'all', logger: memoryLogger().logger, ...ROOMY });
     try {
       const app = express().use(router);
       await router.ready;
@@ -57,7 +59,7 @@ describe.each(backends())('where extension code runs (%s)', (backend) => {
   });
 
   test("isolate: 'none': deployed code runs in the service's process", async () => {
-    const router = bcmsExtensions({}, { database: db.knex, isolate: 'none', logger: memoryLogger().logger });
+    const router = bcmsExtensions({}, { database: db.knex, isolate: 'none', logger: memoryLogger().logger, ...ROOMY });
     try {
       const app = express().use(router);
       await router.ready;

@@ -10,6 +10,7 @@ import { PURGE_MARGIN_SECONDS } from '../../lib/security/replay';
 import { buildApp, memoryLogger, role, signToken, type TestApp } from '../support/app';
 import { backends, openTestDatabase, serverSchema, type TestDatabase } from '../support/database';
 import { hmacKey, publicKeyKey, signedPost } from '../support/signature';
+import { until } from '../support/wait';
 
 let lastAuth: unknown;
 let lastBody: unknown;
@@ -244,13 +245,15 @@ describe.each(backends())('signed calls to private functions (%s)', (backend) =>
       expect(res.body).toEqual(failure('SIGNATURE_INVALID', 'This key signs with algorithm "ed25519-sha512"; the request says "hmac-sha256".'));
     });
 
+    // Half a minute past the skew: a busy machine that checks a request seconds after it was signed
+    // finds the one too new still past it (301 s ahead is 300 s ahead, within it, when checked a second later).
     test.each([
-      ['too old', -301],
-      ['too new', +301],
+      ['too old', -330],
+      ['too new', +330],
     ])('date %s (default skew 300 s): 401 SIGNATURE_EXPIRED', async (_name, offsetSeconds) => {
       const res = await signedPost(t.app, PATH, key, {}, { date: new Date(Date.now() + offsetSeconds * 1000) });
       expectSignature401(res);
-      expect(res.body).toEqual(failure('SIGNATURE_EXPIRED', offsetSeconds < 0 ? /^Request Date is 30\d s old; this service accepts 300 s/ : /^Request Date is 30\d s in the future/));
+      expect(res.body).toEqual(failure('SIGNATURE_EXPIRED', offsetSeconds < 0 ? /^Request Date is 3\d\d s old; this service accepts 300 s/ : /^Request Date is 3\d\d s in the future/));
     });
 
     test('a date that is not an HTTP date: 401 SIGNATURE_INVALID', async () => {
@@ -470,12 +473,8 @@ describe.each(backends())('signed calls to private functions (%s)', (backend) =>
     const third = bcmsExtensions({ functions: [report] }, { database: db.knex, logger: memoryLogger().logger });
     await third.ready;
     expect((await signedPost(express().use(third), PATH, key)).status).toBe(200);
-    for (let i = 0; i < 50; i++) {
-      // The purge runs after the answer, not before it.
-      const left = await db.knex('bcms_signature_replays').where({ signed_hash: 'expired-one' }).count({ n: '*' });
-      if (Number(left[0]?.n) === 0) break;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    // The purge runs after the answer, not before it: whenever a busy machine gets to it.
+    await until(async () => Number((await db.knex('bcms_signature_replays').where({ signed_hash: 'expired-one' }).count({ n: '*' }))[0]?.n) === 0, 20);
     expect(await db.knex('bcms_signature_replays').where({ signed_hash: 'expired-one' })).toEqual([]);
     const kept = await db.knex('bcms_signature_replays').where({ key_id: key.keyId }).select('expires_at');
     expect(kept.length).toBeGreaterThan(0);
@@ -488,11 +487,22 @@ describe.each(backends())('signed calls to private functions (%s)', (backend) =>
     const strict = bcmsExtensions({ functions: [report] }, { database: db.knex, logger: memoryLogger().logger, signature: { clockSkewSeconds: 0 } });
     await strict.ready;
     const app = express().use(strict);
+    // A request checked within the second it was signed in passes. A busy machine may check it in the
+    // next: such a try tells nothing, and another is sent, until one went and came back within its second.
+    let inItsSecond: request.Response | undefined;
+    await until(async () => {
+      await earlyInSecond();
+      const signedAt = new Date();
+      const res = await signedPost(app, PATH, key, {}, { date: signedAt });
+      if (Math.floor(Date.now() / 1000) !== Math.floor(signedAt.getTime() / 1000)) return false;
+      inItsSecond = res;
+      return true;
+    }, 1);
+    expect(inItsSecond?.status).toBe(200);
     await earlyInSecond();
-    expect((await signedPost(app, PATH, key, {}, { date: new Date() })).status).toBe(200);
-    await earlyInSecond();
+    // A second old, or more when a busy machine checks it later: refused all the same.
     const late = await signedPost(app, PATH, key, {}, { date: new Date(Date.now() - 1000) });
-    expect(late.body).toEqual(failure('SIGNATURE_EXPIRED', /^Request Date is 1 s old; this service accepts 0 s either way/));
+    expect(late.body).toEqual(failure('SIGNATURE_EXPIRED', /^Request Date is [1-9]\d* s old; this service accepts 0 s either way/));
     await strict.close();
   });
 });

@@ -26,9 +26,10 @@ export function describeInChromium(name: string, body: () => void): void {
  * Waits until `expression` (JavaScript, as a string) is truthy in the page, asking it every 50 ms.
  * Playwright's waitForFunction compiles its predicate inside the page, which a Content-Security-
  * Policy without 'unsafe-eval' (the admin shell's) refuses; `evaluate` goes through the debugger
- * protocol, which the policy does not govern.
+ * protocol, which the policy does not govern. No limit of its own unless given one: a busy machine
+ * gets there later, and the test's own time-out is the limit.
  */
-export async function waitUntil(page: Page | Frame, expression: string, timeoutMs = 10_000): Promise<void> {
+export async function waitUntil(page: Page | Frame, expression: string, timeoutMs = Number.POSITIVE_INFINITY): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (!(await page.evaluate(expression))) {
     if (Date.now() > until) throw new Error(`not within ${timeoutMs} ms: ${expression}`);

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { backends, serverSchema } from '../support/database';
 
@@ -9,19 +9,29 @@ import { backends, serverSchema } from '../support/database';
 const FILE = path.join(__dirname, 'kit.node-test.mjs');
 const ROOT = path.resolve(__dirname, '..', '..');
 
-/** Runs `node --test` on the file; resolves to its exit code (null: killed after `ms`) and output. */
-function nodeTest(env: Record<string, string>, ms = 90_000): Promise<{ code: number | null; output: string }> {
+/** The runs still going when the file ends (a test that timed out): ended then. */
+const running = new Set<ChildProcess>();
+afterAll(() => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
+/**
+ * Runs `node --test` on the file; resolves to its exit code and output once it ends. It is not
+ * killed after a time: a process that never ends by itself is a test that never ends, which Jest's
+ * time-out fails, while a slow machine only takes longer.
+ */
+function nodeTest(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
   const clean: NodeJS.ProcessEnv = { ...process.env, ...env };
   delete clean.NODE_OPTIONS; // Jest's --experimental-vm-modules: not what a user's node runs with
   delete clean.DATABASE_URL; // the kit never reads it; TEST_DATABASE says what to use
   const child = spawn(process.execPath, ['--test', '--test-reporter=tap', FILE], { cwd: ROOT, env: clean, stdio: ['ignore', 'pipe', 'pipe'] });
+  running.add(child);
   let output = '';
   child.stdout.on('data', (chunk) => (output += chunk));
   child.stderr.on('data', (chunk) => (output += chunk));
-  const timer = setTimeout(() => child.kill('SIGKILL'), ms);
   return new Promise((resolve) => {
     child.on('close', (code) => {
-      clearTimeout(timer);
+      running.delete(child);
       resolve({ code, output });
     });
   });

@@ -161,7 +161,7 @@ describeInChromium('a BCMS-style plugin UI (todos) with window.bcms, in Chromium
     await visible(plugin().getByRole('heading', { name: 'Todo (0)' }));
     await visible(plugin().getByText('Signed in as ada-1'));
     await visible(plugin().getByRole('heading', { name: 'Notes (0)' }));
-  }, 30_000);
+  });
 
   test("the frame is sandboxed: its window.bcms is a bridge to the shell, with the token's claims (never the token) and the service's origin", async () => {
     const frame = pluginFrame();
@@ -182,7 +182,7 @@ describeInChromium('a BCMS-style plugin UI (todos) with window.bcms, in Chromium
     expect(await frame.evaluate("window.bcms.sdk.send({ url: '/plugin/todos/todo/all', headers: { Authorization: '' } }).then((r) => r.items.length)")).toBe(0);
     expect(await frame.evaluate("window.bcms.sdk.send({ url: '/plugin/todos/todo/all' }).then(() => 'answered', (e) => [e.status, e.message])")).toEqual([401, 'Token is `undefined`.']);
     expectedProblems(/status of 401/);
-  }, 30_000);
+  });
 
   test('the frame reads nothing of the shell: not its storage, cookies or document, and nothing it is posted holds the token', async () => {
     const frame = pluginFrame();
@@ -229,7 +229,7 @@ describeInChromium('a BCMS-style plugin UI (todos) with window.bcms, in Chromium
       expect(message).not.toContain(signature);
     }
     expectedProblems(/status of 401/);
-  }, 30_000);
+  });
 
   test('add todos by keyboard: they land in the back end, and a success notification (role status) shows in the shell, then goes', async () => {
     const description = plugin().getByLabel('Description');
@@ -250,8 +250,8 @@ describeInChromium('a BCMS-style plugin UI (todos) with window.bcms, in Chromium
       { description: 'Water plants', done: false },
     ]);
     await page.screenshot({ path: path.join(SCREENSHOTS, 'todo-1-added.png') });
-    await added.waitFor({ state: 'detached', timeout: 10_000 });
-  }, 30_000);
+    await added.waitFor({ state: 'detached', timeout: 0 });
+  });
 
   test('mark one done with the mouse: the update (PUT through sdk.send) lands', async () => {
     await plugin().getByRole('checkbox', { name: 'Buy milk' }).click();
@@ -261,7 +261,7 @@ describeInChromium('a BCMS-style plugin UI (todos) with window.bcms, in Chromium
       { description: 'Buy milk', done: true },
       { description: 'Water plants', done: false },
     ]);
-  }, 30_000);
+  });
 
   test("the back end's error, through util.throwable: an error notification (role alert) in the shell, gone by itself", async () => {
     const description = plugin().getByLabel('Description');
@@ -271,9 +271,9 @@ describeInChromium('a BCMS-style plugin UI (todos) with window.bcms, in Chromium
     await visible(alert);
     await page.screenshot({ path: path.join(SCREENSHOTS, 'todo-2-error.png') });
     expect(await storedTodos()).toHaveLength(2);
-    await alert.waitFor({ state: 'detached', timeout: 15_000 });
+    await alert.waitFor({ state: 'detached', timeout: 0 });
     expectedProblems(/status of 400|Describe the todo first/);
-  }, 30_000);
+  });
 
   test('delete behind confirm: a modal alertdialog in the shell; Escape cancels and the focus comes back; OK by keyboard deletes', async () => {
     await description().fill('');
@@ -292,12 +292,13 @@ describeInChromium('a BCMS-style plugin UI (todos) with window.bcms, in Chromium
     await visible(warning);
     await page.screenshot({ path: path.join(SCREENSHOTS, 'todo-3-confirm.png') });
     await warning.getByRole('button', { name: 'Dismiss notification' }).click();
-    await warning.waitFor({ state: 'detached', timeout: 1000 });
+    // Gone by its button: the pointer on it holds its own timer, so nothing else takes it away.
+    await warning.waitFor({ state: 'detached', timeout: 0 });
     await dialog.getByRole('button', { name: 'Cancel' }).focus();
     await page.keyboard.press('Escape');
     await dialog.waitFor({ state: 'detached' });
     // Back where it was: the Delete button, inside the plugin's frame (the dialog's close event comes a task later).
-    await waitUntil(page, "document.activeElement.tagName === 'IFRAME'", 5000);
+    await waitUntil(page, "document.activeElement.tagName === 'IFRAME'");
     expect(await pluginFrame().evaluate("document.activeElement.getAttribute('aria-label')")).toBe('Delete Water plants');
     expect(await storedTodos()).toHaveLength(2);
 
@@ -313,7 +314,7 @@ describeInChromium('a BCMS-style plugin UI (todos) with window.bcms, in Chromium
     expect(await storedTodos()).toEqual([{ description: 'Buy milk', done: true }]);
     // Its button is gone: the focus went on to the form.
     expect(await pluginFrame().evaluate('document.activeElement.id')).toBe('todo-description');
-  }, 30_000);
+  });
 
   const description = () => plugin().getByLabel('Description');
 
@@ -324,9 +325,9 @@ describeInChromium('a BCMS-style plugin UI (todos) with window.bcms, in Chromium
     await visible(plugin().getByRole('heading', { name: 'Notes (1)' }));
     const saved = page.getByRole('status').filter({ hasText: 'Note saved.' });
     await visible(saved);
-    // Dismissed at once with its button (by the mouse), before its time.
+    // Dismissed with its button (by the mouse), before its time: the pointer on it holds its timer, so nothing else takes it away.
     await saved.getByRole('button', { name: 'Dismiss notification' }).click();
-    await saved.waitFor({ state: 'detached', timeout: 1000 });
+    await saved.waitFor({ state: 'detached', timeout: 0 });
     const { templates } = await read<{ templates: { _id: string; name: string; label: string }[] }>('/api/extensions/templates');
     const notes = templates.find((template) => template.name === 'notes');
     expect(notes?.label).toBe('Notes');
@@ -348,7 +349,7 @@ describeInChromium('a BCMS-style plugin UI (todos) with window.bcms, in Chromium
     await dialog.getByRole('button', { name: 'OK' }).click();
     await visible(plugin().getByRole('heading', { name: 'Notes (0)' }));
     expect(await stored()).toEqual([]);
-  }, 30_000);
+  });
 
   test("the plugin's own route (its #fragment) is kept in the shell's URL, and a reload opens the plugin there again", async () => {
     await pluginFrame().evaluate("location.hash = '#/notes'");
@@ -359,7 +360,7 @@ describeInChromium('a BCMS-style plugin UI (todos) with window.bcms, in Chromium
     // Another plugin's link, or this one's, starts clean: the route was this frame's.
     await pluginFrame().evaluate("location.hash = ''");
     await page.waitForURL(`${url}/bcms/plugins/todos`);
-  }, 30_000);
+  });
 
   test('opened on its own at the top of a tab: the shell opens it, in its sandboxed frame', async () => {
     const alone = await page.context().newPage();
@@ -379,14 +380,14 @@ describeInChromium('a BCMS-style plugin UI (todos) with window.bcms, in Chromium
     } finally {
       await alone.close();
     }
-  }, 30_000);
+  });
 
   test('no page errors and no console errors but the ones the steps provoked', () => {
     expect(problems).toEqual([]);
   });
 });
 
-/** Waits until the locator shows (Playwright's own wait, with its message on time-out). */
+/** Waits until the locator shows (Playwright's own wait), however long a busy machine takes: the test's own time-out is the limit. */
 async function visible(locator: Locator): Promise<void> {
-  await locator.waitFor({ state: 'visible', timeout: 10_000 });
+  await locator.waitFor({ state: 'visible', timeout: 0 });
 }
