@@ -5,7 +5,7 @@ import type { PGlite } from '@electric-sql/pglite';
 import type { Logger } from '../logger';
 import { LOCK_FILE, lockDataDirectory } from './pglite-lock';
 import { ownManifest } from '../manifest';
-import { COMPLETE_MARK, extractTemplate, loadPgliteTemplate, readTar, topLevelNames, type TarEntry } from './pglite-template';
+import { COMPLETE_MARK, extractTemplate, loadPgliteTemplate, pgliteVersion, readTar, shippedDataVersion, shippedTemplate, topLevelNames, type LoadedTemplate, type TarEntry } from './pglite-template';
 
 /**
  * The `database` option: a Knex instance, a Postgres URL, or an embedded PGlite directory; or, to
@@ -153,10 +153,14 @@ function requireEmbedded<T>(name: string): T {
   }
 }
 
-/** `npm install` of the embedded database's packages, at the versions this package is tested with. */
+/**
+ * `npm install` of the embedded database's packages, in the ranges this package accepts (its peer
+ * dependencies): npm then installs the newest of each range, which starts from the shipped template
+ * as the oldest does (test/installed.test.ts installs it so).
+ */
 export function pgliteInstallCommand(): string {
-  const versions = ownManifest().devDependencies ?? {};
-  return `npm install ${EMBEDDED_PACKAGES.map((name) => (versions[name] ? `${name}@${versions[name]}` : name)).join(' ')}`;
+  const ranges = ownManifest().peerDependencies ?? {};
+  return `npm install ${EMBEDDED_PACKAGES.map((name) => (ranges[name] ? `${name}@${ranges[name]}` : name)).join(' ')}`;
 }
 
 /** After this long, a first start says on stderr what it is doing (once). */
@@ -187,15 +191,14 @@ async function startPglite(PGlite: typeof import('@electric-sql/pglite').PGlite,
 
 /** A new database: from the template, or from PGlite's own initdb where none can be had. */
 async function startNewPglite(PGlite: typeof import('@electric-sql/pglite').PGlite, startParams: string[], dataDir: string, inMemory: boolean, logger: Logger | undefined): Promise<PGlite> {
-  let entries: TarEntry[] | undefined;
-  let tar: Buffer | undefined;
+  let template: LoadedTemplate | undefined;
   try {
-    tar = await loadPgliteTemplate({ keepUnpacked: inMemory });
-    // A database in memory loads the tar whole (PGlite reads it); its entries matter on disk only.
-    if (!inMemory) entries = readTar(tar);
+    template = await loadPgliteTemplate({ keepUnpacked: inMemory });
   } catch (error) {
     logger?.warn({ err: error }, 'bcms-extensions: no PGlite template; PGlite runs initdb itself (seconds, and its memory stays taken)');
   }
+  // A database in memory loads the tar whole (PGlite reads it); its entries matter on disk only.
+  let entries = template === undefined || inMemory ? undefined : readTar(template.tar);
   if (!inMemory) {
     const unexpected = fs.readdirSync(dataDir).filter((name) => name !== LOCK_FILE && !(entries && topLevelNames(entries).has(name)));
     if (unexpected.length > 0) {
@@ -205,14 +208,45 @@ async function startNewPglite(PGlite: typeof import('@electric-sql/pglite').PGli
       );
     }
   }
-  if (tar === undefined) return PGlite.create(dataDir, { startParams });
-  if (inMemory) return PGlite.create(dataDir, { startParams, loadDataDir: new Blob([tar]) });
-  if (entries === undefined) return PGlite.create(dataDir, { startParams });
-  // What is there is a first start that did not finish (no PG_VERSION, only the template's names):
-  // started again from the template.
+  if (template === undefined) return PGlite.create(dataDir, { startParams });
+  try {
+    return await openTemplate(PGlite, startParams, dataDir, template.tar, entries);
+  } catch (error) {
+    // Postgres refuses a data directory of another major or catalog version than its own: the
+    // shipped template was made by the PGlite this package was built with, and one outside the
+    // peer range may be installed. One made by the installed PGlite is used instead.
+    if (template.from !== 'shipped') throw error;
+    const shipped = shippedTemplate();
+    logger?.warn(
+      { err: error, template: shipped, pglite: pgliteVersion() },
+      `bcms-extensions: the shipped PGlite template (data version ${shipped === undefined ? 'unknown' : shippedDataVersion(shipped)}) does not open with the installed @electric-sql/pglite ${pgliteVersion()}; ` +
+        'making one with it (a few seconds, once)',
+    );
+    template = await loadPgliteTemplate({ keepUnpacked: inMemory, made: true });
+    entries = inMemory ? undefined : readTar(template.tar);
+    return openTemplate(PGlite, startParams, dataDir, template.tar, entries);
+  }
+}
+
+/** PGlite opened on a copy of the template: loaded into memory, or written into `dataDir` first. */
+async function openTemplate(PGlite: typeof import('@electric-sql/pglite').PGlite, startParams: string[], dataDir: string, tar: Buffer, entries: TarEntry[] | undefined): Promise<PGlite> {
+  if (entries === undefined) return PGlite.create(dataDir, { startParams, loadDataDir: tarFile(tar) });
+  // What is there is a first start that did not finish (no PG_VERSION, only the template's names),
+  // or a template the installed PGlite refused: started again from the template.
   for (const name of fs.readdirSync(dataDir)) if (name !== LOCK_FILE) fs.rmSync(path.join(dataDir, name), { recursive: true, force: true });
   await extractTemplate(entries, dataDir);
   return PGlite.create(dataDir, { startParams });
+}
+
+/**
+ * The tar as `loadDataDir` takes it. PGlite only calls `arrayBuffer()` on it (and reads `type`):
+ * this hands it the tar's own memory, where a `Blob` of 40 MB was copied in and read back out in
+ * chunks first (0.1 s of a `memory://` start, measured).
+ */
+function tarFile(tar: Buffer): Blob {
+  const whole = tar.byteOffset === 0 && tar.byteLength === tar.buffer.byteLength;
+  const buffer = whole ? tar.buffer : tar.buffer.slice(tar.byteOffset, tar.byteOffset + tar.byteLength);
+  return { type: 'application/x-tar', size: tar.byteLength, arrayBuffer: async () => buffer } as unknown as Blob;
 }
 
 interface PgliteQueries {
