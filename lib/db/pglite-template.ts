@@ -47,9 +47,13 @@ export function pgliteVersion(): string {
   return (JSON.parse(fs.readFileSync(manifest, 'utf8')) as { version: string }).version;
 }
 
-/** The migrations a template holds, by name and content: a changed or added one makes a new template. */
+/**
+ * The migrations a template holds, by name and content, and the script that makes it: a changed or
+ * added migration, or another way of making it, makes a new template (and a new name for this
+ * user's unpacked copy).
+ */
 function hashMigrations(): string {
-  const hash = createHash('sha256');
+  const hash = createHash('sha256').update(INITDB);
   for (const name of fs
     .readdirSync(MIGRATIONS_DIRECTORY)
     .filter((file) => file.endsWith('.js'))
@@ -190,30 +194,38 @@ export function templatePlaces(): TemplatePlaces {
   return { shipped: shippedFile, cached: cachedTemplate(shippedFile), made: madeTemplate() };
 }
 
-/** A template's tar, and whether it is the shipped one (made by the PGlite of the build) or one the installed PGlite made. */
+/** A template's tar, its entries (views into it), and whether it is the shipped one (made by the PGlite of the build) or one the installed PGlite made. */
 export interface LoadedTemplate {
   tar: Buffer;
+  entries: TarEntry[];
   from: 'shipped' | 'made';
 }
 
 /**
  * The template's tar. One the installed PGlite made for this user comes first: it exists only
  * where the shipped one was missing or refused. Then the shipped one: a first start on disk unpacks
- * it in memory (once: it then has its data directory). `keepUnpacked` (for `memory://` databases,
- * which load it each time: a test suite opens dozens) first reads this user's unpacked copy in the
- * temporary directory, and keeps one there after unpacking, so that later loads skip the 0.2-0.5 s
- * of brotli. With no shipped template (a clone not built yet), or `made` (the shipped one was
- * refused by the installed PGlite), one is made for this user in that directory (first, in a child
- * process, about 5 s). A copy there that is not whole (a crash while writing it, a stray file) is
- * deleted and made or unpacked again. Rejects when none can be had.
+ * it in memory (once: it then has its data directory). `inMemory` (for `memory://` databases, which
+ * load it each time: a test suite opens dozens) gives it as a database in memory loads it (its WAL
+ * cut: cutWal), first reads this user's unpacked copy of that in the temporary directory, and keeps
+ * one there after unpacking, so that later loads skip the 0.2-0.5 s of brotli. With no shipped
+ * template (a clone not built yet), or `made` (the shipped one was refused by the installed
+ * PGlite), one is made for this user in that directory (first, in a child process, about 5 s). A
+ * copy there that is not whole (a crash while writing it, a stray file) is deleted and made or
+ * unpacked again. Rejects when none can be had. Each call reads or unpacks a tar of its own: a
+ * database in memory may take its memory over (see connection.ts).
  */
-export async function loadPgliteTemplate(options: { keepUnpacked?: boolean; made?: boolean } = {}, places: TemplatePlaces = templatePlaces()): Promise<LoadedTemplate> {
+export async function loadPgliteTemplate(options: { inMemory?: boolean; made?: boolean } = {}, places: TemplatePlaces = templatePlaces()): Promise<LoadedTemplate> {
+  const loaded = (whole: { tar: Buffer; entries: TarEntry[] }, from: LoadedTemplate['from']): LoadedTemplate => {
+    if (!options.inMemory) return { ...whole, from };
+    const tar = cutWal(whole.tar, whole.entries);
+    return { tar, entries: tar === whole.tar ? whole.entries : readTar(tar), from };
+  };
   const own = await readWholeTemplate(places.made);
-  if (own !== undefined) return { tar: own, from: 'made' };
+  if (own !== undefined) return loaded(own, 'made');
   if (!options.made && places.shipped !== undefined) {
-    if (options.keepUnpacked && places.cached !== undefined) {
+    if (options.inMemory && places.cached !== undefined) {
       const kept = await readWholeTemplate(places.cached);
-      if (kept !== undefined) return { tar: kept, from: 'shipped' };
+      if (kept !== undefined) return loaded(kept, 'shipped');
     }
     const packed = await fs.promises.readFile(places.shipped).catch((error: NodeJS.ErrnoException) => {
       if (error.code === 'ENOENT') return undefined;
@@ -221,21 +233,23 @@ export async function loadPgliteTemplate(options: { keepUnpacked?: boolean; made
     });
     if (packed !== undefined) {
       const tar = await unpackParts(packed);
-      if (options.keepUnpacked && places.cached !== undefined) keep(places.cached, tar);
-      return { tar, from: 'shipped' };
+      const template = loaded({ tar, entries: readTar(tar) }, 'shipped');
+      if (options.inMemory && places.cached !== undefined) keep(places.cached, template.tar);
+      return template;
     }
   }
   const made = (await readWholeTemplate(await ensureTemplate(places.made))) ?? (await readWholeTemplate(await ensureTemplate(places.made)));
   if (made === undefined) throw new Error(`the PGlite template made in ${path.dirname(places.made)} cannot be read back as a whole data directory`);
-  return { tar: made, from: 'made' };
+  return loaded(made, 'made');
 }
 
-/** `file` when it is this user's, in a directory of this user's, and a whole template; else undefined, and a torn one deleted. */
-async function readWholeTemplate(file: string): Promise<Buffer | undefined> {
+/** `file` and its entries when it is this user's, in a directory of this user's, and a whole template; else undefined, and a torn one deleted. */
+async function readWholeTemplate(file: string): Promise<{ tar: Buffer; entries: TarEntry[] } | undefined> {
   const tar = await readOwnFile(file);
   if (tar === undefined) return undefined;
   try {
-    if (readTar(tar).some((entry) => entry.name === COMPLETE_MARK)) return tar;
+    const entries = readTar(tar);
+    if (entries.some((entry) => entry.name === COMPLETE_MARK)) return { tar, entries };
   } catch {
     // Not a whole tar: deleted below.
   }
@@ -335,17 +349,33 @@ export async function buildShippedTemplate(): Promise<string> {
 // Runs in the child: PGlite's own initdb into a directory, our migrations (knex's, as migrate()
 // runs them), one more query (so Postgres writes its relation cache files, which the first query of
 // every database made from the template then reads instead of building), and a clean close: a
-// shut-down cluster starts without crash recovery.
+// shut-down cluster starts without crash recovery. Before the close, the WAL moves to a new segment
+// and a checkpoint makes the old one useless: initdb's and the migrations' 8 MB of WAL would be
+// copied into every new database (and written to disk on every first start) for nothing. Postgres
+// keeps the old segment as a spare under a later name, which is removed; then the directory is
+// opened once more, as every database made from it will be.
 const INITDB = `
 const [pglite, knexModule, knexPglite, dir, directory, tableName] = process.argv.slice(1);
+const fs = require('node:fs');
+const path = require('node:path');
 (async () => {
   const { PGlite } = require(pglite);
   const db = await PGlite.create(dir);
   const knex = require(knexModule)({ client: require(knexPglite), connection: { pglite: db } });
   await knex.migrate.latest({ directory, tableName, loadExtensions: ['.js'] });
   await knex.raw('select count(*) from pg_class');
+  await knex.raw('select pg_switch_wal()');
+  await knex.raw('checkpoint');
+  const { rows } = await knex.raw('select pg_walfile_name(pg_current_wal_insert_lsn()) as segment');
+  const segment = rows[0].segment;
   await knex.destroy();
   if (!db.closed) await db.close();
+  for (const name of fs.readdirSync(path.join(dir, 'pg_wal'))) {
+    if (/^[0-9A-F]{24}$/.test(name) && name !== segment) fs.rmSync(path.join(dir, 'pg_wal', name));
+  }
+  const check = await PGlite.create(dir);
+  await check.query('select count(*) from ' + tableName);
+  await check.close();
 })().catch((error) => { process.stderr.write(String(error && error.stack || error)); process.exit(1); });
 `;
 
@@ -408,57 +438,95 @@ export async function makeTemplate(candidates: string[]): Promise<string> {
   throw new Error(`no place to keep the PGlite template (${failures.join('; ')})`);
 }
 
+/** A ustar header block. */
+function tarHeader(name: string, mode: number, size: number, mtime: number, type: '0' | '5'): Buffer {
+  const block = Buffer.alloc(512);
+  let prefix = '';
+  let base = name;
+  if (Buffer.byteLength(name) > 100) {
+    const cut = name.lastIndexOf('/', 155);
+    if (cut <= 0 || Buffer.byteLength(name.slice(cut + 1)) > 100) throw new Error(`a path too long for the PGlite template: ${name}`);
+    prefix = name.slice(0, cut);
+    base = name.slice(cut + 1);
+  }
+  block.write(base, 0, 100, 'utf8');
+  block.write(`${(mode & 0o7777).toString(8).padStart(7, '0')}\0`, 100);
+  block.write('0000000\0', 108); // uid
+  block.write('0000000\0', 116); // gid
+  block.write(`${size.toString(8).padStart(11, '0')}\0`, 124);
+  block.write(
+    `${Math.floor(mtime / 1000)
+      .toString(8)
+      .padStart(11, '0')}\0`,
+    136,
+  );
+  block.write('        ', 148); // the checksum counts itself as spaces
+  block.write(type, 156);
+  block.write('ustar\0', 257);
+  block.write('00', 263);
+  block.write(prefix, 345, 155, 'utf8');
+  let sum = 0;
+  for (const byte of block) sum += byte;
+  block.write(`${sum.toString(8).padStart(6, '0')}\0 `, 148);
+  return block;
+}
+
+/** A ustar archive of `entries`, in their order. */
+export function packTar(entries: TarEntry[]): Buffer {
+  const blocks: Buffer[] = [];
+  for (const entry of entries) {
+    blocks.push(tarHeader(entry.name, entry.mode, entry.directory ? 0 : entry.data.length, entry.mtime, entry.directory ? '5' : '0'));
+    if (entry.directory) continue;
+    blocks.push(entry.data);
+    if (entry.data.length % 512 !== 0) blocks.push(Buffer.alloc(512 - (entry.data.length % 512)));
+  }
+  blocks.push(Buffer.alloc(1024)); // two zero blocks end the archive
+  return Buffer.concat(blocks);
+}
+
 /** A ustar archive of `dir`'s directories and plain files, names relative to it (as `loadDataDir` reads them). */
 export function writeTar(dir: string): Buffer {
-  const blocks: Buffer[] = [];
-  const header = (name: string, mode: number, size: number, mtime: number, type: '0' | '5'): Buffer => {
-    const block = Buffer.alloc(512);
-    let prefix = '';
-    let base = name;
-    if (Buffer.byteLength(name) > 100) {
-      const cut = name.lastIndexOf('/', 155);
-      if (cut <= 0 || Buffer.byteLength(name.slice(cut + 1)) > 100) throw new Error(`a path too long for the PGlite template: ${name}`);
-      prefix = name.slice(0, cut);
-      base = name.slice(cut + 1);
-    }
-    block.write(base, 0, 100, 'utf8');
-    block.write(`${(mode & 0o7777).toString(8).padStart(7, '0')}\0`, 100);
-    block.write('0000000\0', 108); // uid
-    block.write('0000000\0', 116); // gid
-    block.write(`${size.toString(8).padStart(11, '0')}\0`, 124);
-    block.write(
-      `${Math.floor(mtime / 1000)
-        .toString(8)
-        .padStart(11, '0')}\0`,
-      136,
-    );
-    block.write('        ', 148); // the checksum counts itself as spaces
-    block.write(type, 156);
-    block.write('ustar\0', 257);
-    block.write('00', 263);
-    block.write(prefix, 345, 155, 'utf8');
-    let sum = 0;
-    for (const byte of block) sum += byte;
-    block.write(`${sum.toString(8).padStart(6, '0')}\0 `, 148);
-    return block;
-  };
+  const entries: TarEntry[] = [];
   const walk = (relative: string): void => {
     for (const name of fs.readdirSync(path.join(dir, relative)).sort()) {
       const child = relative === '' ? name : `${relative}/${name}`;
       const stat = fs.statSync(path.join(dir, child));
       if (stat.isDirectory()) {
-        blocks.push(header(child, stat.mode, 0, stat.mtimeMs, '5'));
+        entries.push({ name: child, directory: true, mode: stat.mode, mtime: stat.mtimeMs, data: Buffer.alloc(0) });
         walk(child);
       } else if (stat.isFile()) {
-        const data = fs.readFileSync(path.join(dir, child));
-        blocks.push(header(child, stat.mode, data.length, stat.mtimeMs, '0'), data);
-        if (data.length % 512 !== 0) blocks.push(Buffer.alloc(512 - (data.length % 512)));
+        entries.push({ name: child, directory: false, mode: stat.mode, mtime: stat.mtimeMs, data: fs.readFileSync(path.join(dir, child)) });
       }
     }
   };
   walk('');
-  blocks.push(Buffer.alloc(1024)); // two zero blocks end the archive
-  return Buffer.concat(blocks);
+  return packTar(entries);
+}
+
+/** Postgres's WAL page (XLOG_BLCKSZ) and a WAL segment's name in a data directory. */
+const WAL_PAGE = 8192;
+const WAL_SEGMENT = /^pg_wal\/[0-9A-F]{24}$/;
+
+/**
+ * The template as a database in memory loads it: each WAL segment cut after its last written page
+ * and one empty one. The template's one segment holds a few hundred bytes of WAL (its shutdown
+ * checkpoint: see INITDB) in 16 MB of zeros, which PGlite would copy into its memory file system
+ * at every `memory://` start, a third of the tar (0.16 s of 1.04 s measured in one process). A file
+ * cut short is what Postgres expects of WAL past its end: a read there finds no record, and a
+ * write there extends the file. On disk, segments keep their full size (written sparse).
+ */
+export function cutWal(tar: Buffer, entries = readTar(tar)): Buffer {
+  let cut = false;
+  const kept = entries.map((entry) => {
+    if (entry.directory || !WAL_SEGMENT.test(entry.name)) return entry;
+    let end = entry.data.length;
+    while (end > 0 && entry.data[end - 1] === 0) end--;
+    const length = Math.min(entry.data.length, (Math.ceil(end / WAL_PAGE) + 1) * WAL_PAGE);
+    if (length === entry.data.length) return entry;
+    cut = true;
+    return { ...entry, data: entry.data.subarray(0, length) };
+  });
+  return cut ? packTar(kept) : tar;
 }
 
 export interface TarEntry {
@@ -466,6 +534,8 @@ export interface TarEntry {
   readonly name: string;
   readonly directory: boolean;
   readonly mode: number;
+  /** Milliseconds since the epoch (a tar keeps seconds). */
+  readonly mtime: number;
   readonly data: Buffer;
 }
 
@@ -501,8 +571,9 @@ export function readTar(tar: Buffer): TarEntry[] {
     if (relative.length === 0 || relative.includes('..')) throw new Error(`not a data directory tar: entry "${name}"`);
     const start = offset + 512;
     if (start + size > tar.length) throw new Error(`not a tar: entry "${name}" runs past the end`);
-    if (type === '5') entries.push({ name: relative.join('/'), directory: true, mode: octal(offset + 100, 8), data: Buffer.alloc(0) });
-    else if (type === '0' || type === '\0') entries.push({ name: relative.join('/'), directory: false, mode: octal(offset + 100, 8), data: tar.subarray(start, start + size) });
+    const mtime = octal(offset + 136, 12) * 1000;
+    if (type === '5') entries.push({ name: relative.join('/'), directory: true, mode: octal(offset + 100, 8), mtime, data: Buffer.alloc(0) });
+    else if (type === '0' || type === '\0') entries.push({ name: relative.join('/'), directory: false, mode: octal(offset + 100, 8), mtime, data: tar.subarray(start, start + size) });
     else throw new Error(`not a data directory tar: entry "${name}" has type "${type}"`);
     offset = start + Math.ceil(size / 512) * 512;
   }

@@ -7,7 +7,7 @@ import { MIGRATIONS_TABLE } from '../../lib';
 import { openDatabase } from '../../lib/db/connection';
 import { memoryLogger } from '../support/app';
 import { LOCK_FILE } from '../../lib/db/pglite-lock';
-import { cachedTemplate, dataVersionOf, loadPgliteTemplate, makeTemplate, readTar, shippedDataVersion, shippedTemplate, writeTar, type TemplatePlaces } from '../../lib/db/pglite-template';
+import { cachedTemplate, cutWal, dataVersionOf, loadPgliteTemplate, makeTemplate, readTar, shippedDataVersion, shippedTemplate, writeTar, type TemplatePlaces } from '../../lib/db/pglite-template';
 
 // The embedded database (PGlite): a new one starts from the template, one data directory has one
 // owner, and what a write acknowledged survives the process being killed. Processes of their own
@@ -225,11 +225,12 @@ describe('the template', () => {
       expect(once.from).toBe('shipped');
       expect(readTar(once.tar).some((entry) => entry.name === 'PG_VERSION')).toBe(true);
       expect(fs.existsSync(places.cached)).toBe(false);
-      const kept = await loadPgliteTemplate({ keepUnpacked: true }, places);
+      const kept = await loadPgliteTemplate({ inMemory: true }, places);
+      expect(kept.tar.equals(cutWal(once.tar))).toBe(true);
       expect((await written(places.cached)).equals(kept.tar)).toBe(true);
       // The next load reads the kept copy: no shipped template needed any more.
-      const again = await loadPgliteTemplate({ keepUnpacked: true }, { ...places, shipped: path.join(places.dir, 'none.tar.brotli-parts') });
-      expect([again.from, again.tar.equals(once.tar)]).toEqual(['shipped', true]);
+      const again = await loadPgliteTemplate({ inMemory: true }, { ...places, shipped: path.join(places.dir, 'none.tar.brotli-parts') });
+      expect([again.from, again.tar.equals(kept.tar)]).toEqual(['shipped', true]);
       // Named as the shipped file, in this user's directory of the temporary directory.
       expect(path.basename(cachedTemplate()!)).toBe(path.basename(shippedTemplate()!, '.brotli-parts'));
     });
@@ -238,10 +239,10 @@ describe('the template', () => {
       const places = cacheIn('made');
       const shipped = (await loadPgliteTemplate({}, places)).tar;
       // As after the installed PGlite refused the shipped template: no shipped one is read, one is made here.
-      const made = await loadPgliteTemplate({ keepUnpacked: true, made: true }, places);
+      const made = await loadPgliteTemplate({ inMemory: true, made: true }, places);
       expect(made.from).toBe('made');
       expect(fs.readdirSync(places.dir)).toEqual(['pglite-made.tar']);
-      expect(made.tar.equals(fs.readFileSync(places.made))).toBe(true);
+      expect(made.tar.equals(cutWal(fs.readFileSync(places.made)))).toBe(true);
       // A data directory of its own making: another system identifier (the control file's first 8 bytes) than the shipped one's.
       const identifier = (tar: Buffer) =>
         readTar(tar)
@@ -250,12 +251,12 @@ describe('the template', () => {
           .toString('hex');
       expect(identifier(made.tar)).not.toBe(identifier(shipped));
       // From then on it is the one loaded, the shipped one there or not.
-      const next = await loadPgliteTemplate({ keepUnpacked: true }, places);
+      const next = await loadPgliteTemplate({ inMemory: true }, places);
       expect([next.from, next.tar.equals(made.tar)]).toEqual(['made', true]);
     }, 120_000);
 
     test('a copy cut short (at an entry boundary, PG_VERSION in it) or empty is deleted, and the shipped one used and kept again', async () => {
-      const whole = (await loadPgliteTemplate({}, cacheIn('unused'))).tar;
+      const whole = (await loadPgliteTemplate({ inMemory: true }, cacheIn('unused'))).tar;
       const entries = readTar(whole);
       expect(entries.findIndex((entry) => entry.name === 'PG_VERSION')).toBeLessThan(entries.length / 2);
       // The first half of the entries: whole headers and data, then nothing (no end-of-archive blocks).
@@ -264,14 +265,14 @@ describe('the template', () => {
       for (const torn of [whole.subarray(0, cut), Buffer.alloc(0)]) {
         const places = cacheIn('torn');
         fs.writeFileSync(places.cached, torn, { mode: 0o644 });
-        const loaded = await loadPgliteTemplate({ keepUnpacked: true }, places);
+        const loaded = await loadPgliteTemplate({ inMemory: true }, places);
         expect(loaded.tar.equals(whole)).toBe(true);
         expect((await written(places.cached)).equals(whole)).toBe(true);
       }
     });
 
     test('a copy nobody but this user could have put there is the only one read: not through a link, not one others may write', async () => {
-      const whole = (await loadPgliteTemplate({}, cacheIn('unused'))).tar;
+      const whole = (await loadPgliteTemplate({ inMemory: true }, cacheIn('unused'))).tar;
       const foreign = Buffer.from(whole);
       foreign.write('not-ours', whole.length - 2048); // a different, still whole, tar
       // A directory that is a symbolic link (anybody may leave one in the temporary directory).
@@ -282,21 +283,47 @@ describe('the template', () => {
       work.push(linkParent);
       fs.symlinkSync(target.dir, path.join(linkParent, 'user'));
       const throughLink = { ...target, cached: path.join(linkParent, 'user', 'pglite-test.tar'), made: path.join(linkParent, 'user', 'pglite-made.tar') };
-      expect((await loadPgliteTemplate({ keepUnpacked: true }, throughLink)).tar.equals(whole)).toBe(true);
+      expect((await loadPgliteTemplate({ inMemory: true }, throughLink)).tar.equals(whole)).toBe(true);
       // A file that others may write, in a directory of this user's.
       const open = cacheIn('open');
       for (const file of [open.cached, open.made]) {
         fs.writeFileSync(file, foreign, { mode: 0o666 });
         fs.chmodSync(file, 0o666);
       }
-      expect((await loadPgliteTemplate({ keepUnpacked: true }, open)).tar.equals(whole)).toBe(true);
+      expect((await loadPgliteTemplate({ inMemory: true }, open)).tar.equals(whole)).toBe(true);
       // The file itself a link to one of this user's.
       const linked = cacheIn('file-link');
       fs.symlinkSync(target.cached, linked.cached);
       fs.symlinkSync(target.made, linked.made);
-      expect((await loadPgliteTemplate({ keepUnpacked: true }, linked)).tar.equals(whole)).toBe(true);
+      expect((await loadPgliteTemplate({ inMemory: true }, linked)).tar.equals(whole)).toBe(true);
     });
   });
+
+  test('its WAL is one segment holding little more than a checkpoint; in memory it is cut short, and a database written past its end and across segments keeps every row', async () => {
+    const full = (await loadPgliteTemplate({}, { shipped: shippedTemplate(), cached: undefined, made: path.join(newDir('none'), 'none.tar') })).tar;
+    const wal = (tar: Buffer) => readTar(tar).filter((entry) => /^pg_wal\/[0-9A-F]{24}$/.test(entry.name));
+    const [segment, ...others] = wal(full);
+    expect(others).toEqual([]);
+    expect(segment!.data.length).toBe(16 * 1024 * 1024);
+    const written = segment!.data.findLastIndex((byte) => byte !== 0) + 1;
+    expect(written).toBeLessThan(256 * 1024);
+    const cut = cutWal(full);
+    expect(wal(cut).map((entry) => entry.data.length)).toEqual([(Math.ceil(written / 8192) + 1) * 8192]);
+    expect(cutWal(cut)).toBe(cut);
+    // Through the router's own path (memory://, the template's files handed to PGlite as they lie in the tar).
+    const database = openDatabase({ pglite: 'memory://' });
+    try {
+      await database.knex.raw('create table wal_check (id int primary key, body text)');
+      await database.knex.raw('insert into wal_check select g, repeat(md5(g::text), 8) from generate_series(1, 60000) g');
+      await database.knex.raw('checkpoint');
+      await database.knex.raw("insert into wal_check select g, 'after' from generate_series(60001, 70000) g");
+      const { rows } = await database.knex.raw('select count(*)::int as n, pg_walfile_name(pg_current_wal_lsn()) as segment from wal_check');
+      expect(rows[0].n).toBe(70000);
+      expect(rows[0].segment > path.basename(segment!.name)).toBe(true);
+    } finally {
+      await database.close();
+    }
+  }, 120_000);
 
   test('a tar that is not a data directory is refused, naming the entry', () => {
     const dir = newDir('tar');
