@@ -5,7 +5,18 @@ import type { PGlite } from '@electric-sql/pglite';
 import type { Logger } from '../logger';
 import { LOCK_FILE, lockDataDirectory } from './pglite-lock';
 import { ownManifest } from '../manifest';
-import { COMPLETE_MARK, extractTemplate, loadPgliteTemplate, pgliteVersion, shippedDataVersion, shippedTemplate, topLevelNames, type LoadedTemplate, type TarEntry } from './pglite-template';
+import {
+  COMPLETE_MARK,
+  extractTemplate,
+  forgetKept,
+  loadPgliteTemplate,
+  pgliteVersion,
+  shippedDataVersion,
+  shippedTemplate,
+  topLevelNames,
+  type LoadedTemplate,
+  type TarEntry,
+} from './pglite-template';
 
 /**
  * The `database` option: a Knex instance, a Postgres URL, or an embedded PGlite directory; or, to
@@ -191,9 +202,13 @@ async function startPglite(pglite: PgliteModule, dataDir: string, inMemory: bool
 }
 
 type PgliteModule = typeof import('@electric-sql/pglite');
+/** What every start passes to PGlite.create: the start parameters, and PGlite's WebAssembly when it was compiled ahead. */
+type StartOptions = Pick<import('@electric-sql/pglite').PGliteOptions, 'startParams' | 'pgliteWasmModule'>;
+type WasmModule = NonNullable<StartOptions['pgliteWasmModule']>;
 
 /** A new database: from the template, or from PGlite's own initdb where none can be had. */
 async function startNewPglite(pglite: PgliteModule, startParams: string[], dataDir: string, inMemory: boolean, logger: Logger | undefined): Promise<PGlite> {
+  const compiled = compilePglite();
   let template: LoadedTemplate | undefined;
   try {
     template = await loadPgliteTemplate({ inMemory });
@@ -210,35 +225,64 @@ async function startNewPglite(pglite: PgliteModule, startParams: string[], dataD
       );
     }
   }
-  if (template === undefined) return pglite.PGlite.create(dataDir, { startParams });
+  const wasm = await compiled;
+  const options: StartOptions = wasm === undefined ? { startParams } : { startParams, pgliteWasmModule: wasm };
+  if (template === undefined) return pglite.PGlite.create(dataDir, options);
+  const open = (from: LoadedTemplate): Promise<PGlite> => openTemplate(pglite, options, dataDir, inMemory, from);
   try {
-    return await openTemplate(pglite, startParams, dataDir, inMemory, template);
-  } catch (error) {
+    return await open(template);
+  } catch (first) {
+    let error = first;
+    if (template.from === 'kept') {
+      // This user's unpacked copy in the temporary directory did not open (damaged there since):
+      // deleted, and the shipped template unpacked again.
+      logger?.warn({ err: error }, "bcms-extensions: this user's unpacked copy of the PGlite template did not open; it is unpacked again");
+      await forgetKept();
+      template = await loadPgliteTemplate({ inMemory, unpack: true });
+      try {
+        return await open(template);
+      } catch (again) {
+        error = again;
+      }
+    }
+    if (template.from !== 'shipped') throw error;
     // Postgres refuses a data directory of another major or catalog version than its own: the
     // shipped template was made by the PGlite this package was built with, and one outside the
     // peer range may be installed. One made by the installed PGlite is used instead.
-    if (template.from !== 'shipped') throw error;
     const shipped = shippedTemplate();
     logger?.warn(
       { err: error, template: shipped, pglite: pgliteVersion() },
       `bcms-extensions: the shipped PGlite template (data version ${shipped === undefined ? 'unknown' : shippedDataVersion(shipped)}) does not open with the installed @electric-sql/pglite ${pgliteVersion()}; ` +
         'making one with it (a few seconds, once)',
     );
-    return openTemplate(pglite, startParams, dataDir, inMemory, await loadPgliteTemplate({ inMemory, made: true }));
+    return open(await loadPgliteTemplate({ inMemory, made: true }));
   }
 }
 
+/**
+ * PGlite's WebAssembly, read and compiled (on V8's own threads) while the template is read and
+ * written, which leaves the main thread idle: PGlite, handed the module, skips both (0.15 s of a
+ * new database's start here). Undefined when it is not where PGlite keeps it: PGlite then does it.
+ */
+function compilePglite(): Promise<WasmModule | undefined> {
+  const { WebAssembly } = globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<WasmModule> } };
+  return fs.promises
+    .readFile(path.join(path.dirname(require.resolve('@electric-sql/pglite')), 'pglite.wasm'))
+    .then((bytes) => WebAssembly.compile(bytes))
+    .catch(() => undefined);
+}
+
 /** PGlite opened on a copy of the template: in memory, or written into `dataDir` first. */
-async function openTemplate(pglite: PgliteModule, startParams: string[], dataDir: string, inMemory: boolean, template: LoadedTemplate): Promise<PGlite> {
+async function openTemplate(pglite: PgliteModule, options: StartOptions, dataDir: string, inMemory: boolean, template: LoadedTemplate): Promise<PGlite> {
   if (inMemory) {
-    if (typeof pglite.MemoryFS !== 'function') return pglite.PGlite.create(dataDir, { startParams, loadDataDir: new Blob([template.tar]) });
-    return pglite.PGlite.create({ dataDir, startParams, fs: templateInMemory(pglite.MemoryFS, template.entries) });
+    if (typeof pglite.MemoryFS !== 'function') return pglite.PGlite.create(dataDir, { ...options, loadDataDir: new Blob([template.tar]) });
+    return pglite.PGlite.create({ ...options, dataDir, fs: templateInMemory(pglite.MemoryFS, template.entries) });
   }
   // What is there is a first start that did not finish (no PG_VERSION, only the template's names),
   // or a template the installed PGlite refused: started again from the template.
   for (const name of fs.readdirSync(dataDir)) if (name !== LOCK_FILE) fs.rmSync(path.join(dataDir, name), { recursive: true, force: true });
   await extractTemplate(template.entries, dataDir);
-  return pglite.PGlite.create(dataDir, { startParams });
+  return pglite.PGlite.create(dataDir, options);
 }
 
 /**

@@ -194,11 +194,14 @@ export function templatePlaces(): TemplatePlaces {
   return { shipped: shippedFile, cached: cachedTemplate(shippedFile), made: madeTemplate() };
 }
 
-/** A template's tar, its entries (views into it), and whether it is the shipped one (made by the PGlite of the build) or one the installed PGlite made. */
+/**
+ * A template's tar, its entries (views into it), and where it came from: the shipped one (made by
+ * the PGlite of the build), this user's unpacked copy of it (`kept`), or one the installed PGlite made.
+ */
 export interface LoadedTemplate {
   tar: Buffer;
   entries: TarEntry[];
-  from: 'shipped' | 'made';
+  from: 'shipped' | 'kept' | 'made';
 }
 
 /**
@@ -206,15 +209,16 @@ export interface LoadedTemplate {
  * where the shipped one was missing or refused. Then the shipped one: a first start on disk unpacks
  * it in memory (once: it then has its data directory). `inMemory` (for `memory://` databases, which
  * load it each time: a test suite opens dozens) gives it as a database in memory loads it (its WAL
- * cut: cutWal), first reads this user's unpacked copy of that in the temporary directory, and keeps
- * one there after unpacking, so that later loads skip the 0.2-0.5 s of brotli. With no shipped
+ * cut: cutWal), first reads this user's unpacked copy of that in the temporary directory (unless
+ * `unpack`: that copy did not open), and keeps one there after unpacking, so that later loads skip
+ * the 0.2-0.5 s of brotli. With no shipped
  * template (a clone not built yet), or `made` (the shipped one was refused by the installed
  * PGlite), one is made for this user in that directory (first, in a child process, about 5 s). A
  * copy there that is not whole (a crash while writing it, a stray file) is deleted and made or
  * unpacked again. Rejects when none can be had. Each call reads or unpacks a tar of its own: a
  * database in memory may take its memory over (see connection.ts).
  */
-export async function loadPgliteTemplate(options: { inMemory?: boolean; made?: boolean } = {}, places: TemplatePlaces = templatePlaces()): Promise<LoadedTemplate> {
+export async function loadPgliteTemplate(options: { inMemory?: boolean; made?: boolean; unpack?: boolean } = {}, places: TemplatePlaces = templatePlaces()): Promise<LoadedTemplate> {
   const loaded = (whole: { tar: Buffer; entries: TarEntry[] }, from: LoadedTemplate['from']): LoadedTemplate => {
     if (!options.inMemory) return { ...whole, from };
     const tar = cutWal(whole.tar, whole.entries);
@@ -223,9 +227,9 @@ export async function loadPgliteTemplate(options: { inMemory?: boolean; made?: b
   const own = await readWholeTemplate(places.made);
   if (own !== undefined) return loaded(own, 'made');
   if (!options.made && places.shipped !== undefined) {
-    if (options.inMemory && places.cached !== undefined) {
+    if (options.inMemory && !options.unpack && places.cached !== undefined) {
       const kept = await readWholeTemplate(places.cached);
-      if (kept !== undefined) return loaded(kept, 'shipped');
+      if (kept !== undefined) return loaded(kept, 'kept');
     }
     const packed = await fs.promises.readFile(places.shipped).catch((error: NodeJS.ErrnoException) => {
       if (error.code === 'ENOENT') return undefined;
@@ -234,7 +238,9 @@ export async function loadPgliteTemplate(options: { inMemory?: boolean; made?: b
     if (packed !== undefined) {
       const tar = await unpackParts(packed);
       const template = loaded({ tar, entries: readTar(tar) }, 'shipped');
-      if (options.inMemory && places.cached !== undefined) keep(places.cached, template.tar);
+      // A copy: the database in memory takes this tar's memory over and writes into it while the
+      // copy is written out (a kept copy written from it held pages of a running database).
+      if (options.inMemory && places.cached !== undefined) keep(places.cached, Buffer.from(template.tar));
       return template;
     }
   }
@@ -277,6 +283,11 @@ async function readOwnFile(file: string): Promise<Buffer | undefined> {
   } finally {
     await handle.close();
   }
+}
+
+/** Deletes this user's unpacked copy (one PGlite would not open), so that the next load unpacks the shipped one again. */
+export async function forgetKept(places: TemplatePlaces = templatePlaces()): Promise<void> {
+  if (places.cached !== undefined && isOurs(path.dirname(places.cached))) await fs.promises.rm(places.cached, { force: true });
 }
 
 const keeping = new Set<string>();

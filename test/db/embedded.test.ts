@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -230,7 +230,7 @@ describe('the template', () => {
       expect((await written(places.cached)).equals(kept.tar)).toBe(true);
       // The next load reads the kept copy: no shipped template needed any more.
       const again = await loadPgliteTemplate({ inMemory: true }, { ...places, shipped: path.join(places.dir, 'none.tar.brotli-parts') });
-      expect([again.from, again.tar.equals(kept.tar)]).toEqual(['shipped', true]);
+      expect([again.from, again.tar.equals(kept.tar)]).toEqual(['kept', true]);
       // Named as the shipped file, in this user's directory of the temporary directory.
       expect(path.basename(cachedTemplate()!)).toBe(path.basename(shippedTemplate()!, '.brotli-parts'));
     });
@@ -254,6 +254,47 @@ describe('the template', () => {
       const next = await loadPgliteTemplate({ inMemory: true }, places);
       expect([next.from, next.tar.equals(made.tar)]).toEqual(['made', true]);
     }, 120_000);
+
+    test("the copy kept is the template's, not the pages of the database that started from it while the copy was written", async () => {
+      const tmp = newDir('kept-race');
+      work.push(tmp);
+      const good = (await loadPgliteTemplate({ inMemory: true }, { shipped: shippedTemplate(), cached: undefined, made: path.join(tmp, 'none.tar') })).tar;
+      // Writes at once, while the unpacked template is written out in the background.
+      const script = `const { openDatabase } = require(${JSON.stringify(path.join(__dirname, '..', '..', 'dist', 'db', 'connection.js'))});
+const database = openDatabase({ pglite: 'memory://' });
+database.knex.raw("create table busy as select g, repeat(md5(g::text), 4) as body from generate_series(1, 20000) g").then(async () => { await database.knex.raw('checkpoint'); await database.close(); console.log('done'); });`;
+      const result = spawnSync(process.execPath, ['-e', script], { env: { ...process.env, TMPDIR: tmp, NODE_OPTIONS: '' }, encoding: 'utf8' });
+      expect([result.status, result.stdout.trim()]).toEqual([0, 'done']);
+      expect((await written(path.join(tmp, `bcms-extensions-${process.getuid!()}`, path.basename(cachedTemplate()!)))).equals(good)).toBe(true);
+    }, 60_000);
+
+    test('a whole copy that PGlite does not open is set aside with a warning: the shipped one is unpacked and kept again', async () => {
+      // In a process of its own (the built package), whose temporary directory is the test's.
+      const tmp = newDir('kept-bad');
+      work.push(tmp);
+      const dir = path.join(tmp, `bcms-extensions-${process.getuid!()}`);
+      fs.mkdirSync(dir, { mode: 0o700 });
+      const cached = path.join(dir, path.basename(cachedTemplate()!));
+      // A whole tar, but of a data directory Postgres refuses (as a copy damaged in place would be).
+      const good = (await loadPgliteTemplate({ inMemory: true }, { shipped: shippedTemplate(), cached: undefined, made: path.join(dir, 'none.tar') })).tar;
+      const bad = Buffer.from(good);
+      readTar(bad)
+        .find((entry) => entry.name === 'PG_VERSION')!
+        .data.write('17');
+      fs.writeFileSync(cached, bad, { mode: 0o644 });
+      const script = `const { openDatabase } = require(${JSON.stringify(path.join(__dirname, '..', '..', 'dist', 'db', 'connection.js'))});
+const say = (fields, message) => console.log('warn: ' + message);
+const logger = { info() {}, debug() {}, error: say, warn: say, child: () => logger };
+const database = openDatabase({ pglite: 'memory://' }, {}, logger);
+database.knex('bcms_templates').count({ n: '*' }).then(async (rows) => { console.log(JSON.stringify(rows)); await database.close(); });`;
+      const env: NodeJS.ProcessEnv = { ...process.env, TMPDIR: tmp, NODE_OPTIONS: '' };
+      const result = spawnSync(process.execPath, ['-e', script], { env, encoding: 'utf8' });
+      expect([result.status, result.stdout.trim().split('\n')]).toEqual([
+        0,
+        ["warn: bcms-extensions: this user's unpacked copy of the PGlite template did not open; it is unpacked again", '[{"n":0}]'],
+      ]);
+      expect((await written(cached)).equals(good)).toBe(true);
+    }, 60_000);
 
     test('a copy cut short (at an entry boundary, PG_VERSION in it) or empty is deleted, and the shipped one used and kept again', async () => {
       const whole = (await loadPgliteTemplate({ inMemory: true }, cacheIn('unused'))).tar;
