@@ -5,7 +5,9 @@ const express = require('express');
 const jwt = require('jsonwebtoken');
 const { expressjwt } = require('express-jwt');
 const { bcmsExtensions } = require('bcms-extensions');
-const { seed, verifyPassword } = require('./seed');
+const fs = require('node:fs');
+const path = require('node:path');
+const { newPasswords, seed, verifyPassword } = require('./seed');
 const getAllBlogsTitles = require('./functions/get-all-blogs-titles');
 const submitForm = require('./functions/submit-form');
 const contentStats = require('./plugins/content-stats');
@@ -24,10 +26,12 @@ async function createExampleApp({ database, adminEmail, adminPassword, logger })
   // deployOverHttp: the README's deploy loop makes its deploy key through this service (its PGlite
   // database is the service's alone), with the admin's token, whose SUDO role holds WRITE.
   const options = { database, jwt: { secret }, logger, keys: { deployOverHttp: true } };
+  // A new embedded database has no users: their passwords are hashed while it starts.
+  const passwords = isNewEmbedded(database) ? newPasswords({ adminPassword }) : undefined;
   const extensions = bcmsExtensions({ plugins: [contentStats], functions: [getAllBlogsTitles, submitForm] }, options);
   await extensions.ready;
   const repo = extensions.repo; // templates and entries, as handlers read them
-  const seeded = await seed(extensions.db, repo, { adminEmail, adminPassword });
+  const seeded = await seed(extensions.db, repo, { adminEmail, adminPassword, passwords });
   jwtSecret = seeded.jwtSecret;
 
   const app = express();
@@ -82,6 +86,12 @@ async function createExampleApp({ database, adminEmail, adminPassword, logger })
   });
 
   return { app, users: seeded.users, close: () => extensions.close() };
+}
+
+/** An embedded database that holds nothing yet: in memory, or a directory without Postgres's PG_VERSION. */
+function isNewEmbedded(database) {
+  const dir = database !== null && typeof database === 'object' ? database.pglite : undefined;
+  return typeof dir === 'string' && (dir.startsWith('memory://') || !fs.existsSync(path.join(dir, 'PG_VERSION')));
 }
 
 module.exports = { createExampleApp };

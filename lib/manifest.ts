@@ -8,6 +8,7 @@ export const PACKAGE_ROOT = path.resolve(__dirname, '..');
 interface OwnManifest {
   version: string;
   devDependencies?: Record<string, string>;
+  peerDependencies?: Record<string, string>;
 }
 
 let manifest: OwnManifest | undefined;

@@ -2,8 +2,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync, spawnSync } from 'node:child_process';
+import zlib from 'node:zlib';
 import { freePort } from './support/app';
 import { serverSchema } from './support/database';
+import { extractTemplate, loadPgliteTemplate, readTar, writeTar } from '../lib/db/pglite-template';
 
 // The package as a user installs it: packed, installed from the tarball into a new app (CommonJS,
 // as most Express apps are), started in a process of its own. `npm test` builds dist/ first.
@@ -13,6 +15,7 @@ const installed = require('./support/installed-app') as {
   startApp(dir: string, port: number, env?: Record<string, string>): Promise<{ seconds: number; answer: { status: number; body: string }; stderr(): string; stop(): Promise<unknown> }>;
   snapshot(dir: string): Record<string, string>;
   tested(...names: string[]): string[];
+  ranges(...names: string[]): string[];
 };
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-installed-'));
@@ -29,7 +32,7 @@ afterAll(() => fs.rmSync(work, { recursive: true, force: true }));
 
 test('the tarball ships dist/ with the compressed PGlite template, and no sources or tests', () => {
   const listing = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).split('\n').filter(Boolean);
-  expect(listing.filter((name) => /^package\/dist\/pglite-template\/pglite-[\d.]+-[0-9a-f]{12}\.tar\.brotli-parts$/.test(name))).toHaveLength(1);
+  expect(listing.filter((name) => /^package\/dist\/pglite-template\/pglite-PG_\d+_\d+-[0-9a-f]{12}\.tar\.brotli-parts$/.test(name))).toHaveLength(1);
   expect(listing.filter((name) => /^package\/(lib|test|bench)\//.test(name))).toEqual([]);
 });
 
@@ -38,7 +41,7 @@ describe('without the embedded database installed (PGlite is an optional peer)',
     expect(fs.existsSync(path.join(app, 'node_modules', '@electric-sql', 'pglite'))).toBe(false);
     expect(fs.existsSync(path.join(app, 'node_modules', 'knex-pglite'))).toBe(false);
     await expect(installed.startApp(app, await freePort())).rejects.toThrow(
-      `the embedded database needs @electric-sql/pglite, which is not installed. Install it with \`npm install ${installed.tested('@electric-sql/pglite', 'knex-pglite').join(' ')}\`, or give a Postgres server (DATABASE_URL, or the database option)`,
+      `the embedded database needs @electric-sql/pglite, which is not installed. Install it with \`npm install ${installed.ranges('@electric-sql/pglite', 'knex-pglite').join(' ')}\`, or give a Postgres server (DATABASE_URL, or the database option)`,
     );
     expect(fs.existsSync(path.join(app, '.bcms'))).toBe(false);
   }, 60_000);
@@ -48,7 +51,7 @@ describe('without the embedded database installed (PGlite is an optional peer)',
     const result = spawnSync(process.execPath, ['-e', script], { cwd: app, encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } });
     expect([result.status, result.stdout.trim()]).toEqual([
       1,
-      `createTestService: the in-memory database needs @electric-sql/pglite, which is not installed. Install it with \`npm install --save-dev ${installed.tested('@electric-sql/pglite', 'knex-pglite').join(' ')}\`, or give the test service a database (options.database: a Postgres URL or a Knex instance)`,
+      `createTestService: the in-memory database needs @electric-sql/pglite, which is not installed. Install it with \`npm install --save-dev ${installed.ranges('@electric-sql/pglite', 'knex-pglite').join(' ')}\`, or give the test service a database (options.database: a Postgres URL or a Knex instance)`,
     ]);
   }, 60_000);
 
@@ -72,15 +75,32 @@ describe('without the embedded database installed (PGlite is an optional peer)',
 });
 
 describe('with the embedded database installed', () => {
+  const npm = (args: string[]) => execFileSync('npm', args, { cwd: app, encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } });
+  const installedVersion = () => (JSON.parse(fs.readFileSync(path.join(app, 'node_modules', '@electric-sql', 'pglite', 'package.json'), 'utf8')) as { version: string }).version;
+  /** The shipped template's tar, read from the installed package as the router reads it. */
+  const shippedTar = async () => {
+    const dir = path.join(packageDir, 'dist', 'pglite-template');
+    const [file] = fs.readdirSync(dir);
+    return (await loadPgliteTemplate({}, { shipped: path.join(dir, file!), cached: undefined, made: path.join(work, 'no-such-template.tar') })).tar;
+  };
+  /** The system identifier initdb gave a data directory (the first 8 bytes of its control file): a copy of the template has the template's. */
+  const systemIdentifier = (controlFile: Buffer) => controlFile.subarray(0, 8).toString('hex');
+
   beforeAll(() => {
-    execFileSync('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', ...installed.tested('@electric-sql/pglite', 'knex-pglite')], {
-      cwd: app,
-      stdio: 'ignore',
-      env: { ...process.env, NODE_OPTIONS: '' },
-    });
+    // As a user types it: the peer ranges, so npm installs the newest PGlite they allow (its
+    // metadata asked afresh, not read from a cache that may predate the newest release).
+    npm(['install', '--prefer-online', '--no-audit', '--no-fund', ...installed.ranges('@electric-sql/pglite', 'knex-pglite')]);
   }, 180_000);
 
-  test('first start and restart: the shipped template unpacked, the database in .bcms/data, nothing written into node_modules or the temp directory', async () => {
+  test('the PGlite installed is the newest the peer range allows', () => {
+    const [range] = installed.ranges('@electric-sql/pglite');
+    const allowed = [JSON.parse(npm(['view', '--json', range!, 'version'])) as string | string[]].flat();
+    const parts = (version: string) => version.split('.').map(Number);
+    const newest = allowed.sort((a, b) => parts(a).reduce((order, part, i) => order || part - (parts(b)[i] ?? 0), 0)).at(-1);
+    expect(installedVersion()).toBe(newest);
+  }, 60_000);
+
+  test('first start and restart with that PGlite: the shipped template unpacked, the database in .bcms/data, nothing written into node_modules or the temp directory', async () => {
     const before = installed.snapshot(packageDir);
     // A temporary directory of its own: no unpacked copy another test left there can stand in for the shipped one.
     const tmp = fs.mkdtempSync(path.join(work, 'tmp-'));
@@ -97,6 +117,10 @@ describe('with the embedded database installed', () => {
     ).toEqual([]);
     expect(fs.readdirSync(tmp)).toEqual([]);
     expect(fs.existsSync(path.join(app, '.bcms', 'data', 'PG_VERSION'))).toBe(true);
+    // A copy of the shipped template (made by the PGlite the package was built with), not a
+    // directory of the installed PGlite's own initdb: it has the template's system identifier.
+    const shippedControl = readTar(await shippedTar()).find((entry) => entry.name === 'global/pg_control')!.data;
+    expect(systemIdentifier(fs.readFileSync(path.join(app, '.bcms', 'data', 'global', 'pg_control')))).toBe(systemIdentifier(shippedControl));
     const restart = await installed.startApp(app, await freePort());
     expect(restart.answer.status).toBe(200);
     expect(await restart.stop()).toBe(0);
@@ -145,4 +169,46 @@ createTestService().then(async (service) => {
     expect(fs.readdirSync(path.join(tmp, `bcms-extensions-${uid}`))).toEqual([expect.stringMatching(/^pglite-[\d.]+-[0-9a-f]{12}\.tar$/)]);
     expect(installed.snapshot(path.join(copy, 'node_modules'))).toEqual(before);
   }, 120_000);
+
+  test('a shipped template the installed PGlite refuses (another data version) is set aside: one is made with that PGlite, and the log says why', async () => {
+    const copy = path.join(work, 'app-refused-template');
+    fs.cpSync(app, copy, { recursive: true, verbatimSymlinks: true });
+    fs.rmSync(path.join(copy, '.bcms'), { recursive: true, force: true });
+    // The shipped template as a build with another Postgres major would have made it, under the
+    // same name: Postgres refuses a data directory whose PG_VERSION is not its own.
+    const dir = path.join(copy, 'node_modules', 'bcms-extensions', 'dist', 'pglite-template');
+    const [file] = fs.readdirSync(dir);
+    const other = fs.mkdtempSync(path.join(work, 'other-major-'));
+    await extractTemplate(readTar(await shippedTar()), other);
+    fs.writeFileSync(path.join(other, 'PG_VERSION'), '17\n');
+    const tar = writeTar(other);
+    const part = zlib.brotliCompressSync(tar, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 1 } });
+    fs.writeFileSync(path.join(dir, file!), Buffer.concat([Buffer.from(`${JSON.stringify({ parts: [part.length], sizes: [tar.length], pglite: '0.0.0' })}\n`), part]));
+    const tmp = fs.mkdtempSync(path.join(work, 'tmp-'));
+    const started = await installed.startApp(copy, await freePort(), { TMPDIR: tmp });
+    expect(started.answer).toEqual({ status: 200, body: '{"success":true,"result":0}' });
+    expect(await started.stop()).toBe(0);
+    const dataVersion = /^pglite-(PG_\d+_\d+)-/.exec(file!)![1];
+    expect(
+      started
+        .stderr()
+        .split('\n')
+        .filter((line) => /PGlite template|^error|^fatal/.test(line)),
+    ).toEqual([
+      `warn: bcms-extensions: the shipped PGlite template (data version ${dataVersion}) does not open with the installed @electric-sql/pglite ${installedVersion()}; making one with it (a few seconds, once)`,
+    ]);
+    const uid = String(process.getuid!());
+    expect(fs.readdirSync(path.join(tmp, `bcms-extensions-${uid}`))).toEqual([`pglite-${installedVersion()}-${/-([0-9a-f]{12})\.tar/.exec(file!)![1]}.tar`]);
+    expect(fs.readFileSync(path.join(copy, '.bcms', 'data', 'PG_VERSION'), 'utf8').trim()).toBe(/^PG_(\d+)_/.exec(dataVersion!)![1]);
+    // The next start opens what it made, quietly.
+    const restart = await installed.startApp(copy, await freePort(), { TMPDIR: tmp });
+    expect(restart.answer.status).toBe(200);
+    expect(await restart.stop()).toBe(0);
+    expect(
+      restart
+        .stderr()
+        .split('\n')
+        .filter((line) => /PGlite template|preparing the embedded database|^error|^fatal/.test(line)),
+    ).toEqual([]);
+  }, 180_000);
 });

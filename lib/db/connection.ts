@@ -5,7 +5,18 @@ import type { PGlite } from '@electric-sql/pglite';
 import type { Logger } from '../logger';
 import { LOCK_FILE, lockDataDirectory } from './pglite-lock';
 import { ownManifest } from '../manifest';
-import { COMPLETE_MARK, extractTemplate, loadPgliteTemplate, readTar, topLevelNames, type TarEntry } from './pglite-template';
+import {
+  COMPLETE_MARK,
+  extractTemplate,
+  forgetKept,
+  loadPgliteTemplate,
+  pgliteVersion,
+  shippedDataVersion,
+  shippedTemplate,
+  topLevelNames,
+  type LoadedTemplate,
+  type TarEntry,
+} from './pglite-template';
 
 /**
  * The `database` option: a Knex instance, a Postgres URL, or an embedded PGlite directory; or, to
@@ -115,7 +126,7 @@ function openPglite(dir: string, log: Knex.Config['log'], logger: Logger | undef
   const inMemory = dir.startsWith('memory://');
   const dataDir = inMemory ? dir : path.resolve(dir);
   // PGlite first: knex-pglite requires it too, and would fail naming it rather than itself.
-  const { PGlite } = requireEmbedded<typeof import('@electric-sql/pglite')>('@electric-sql/pglite');
+  const pglite = requireEmbedded<typeof import('@electric-sql/pglite')>('@electric-sql/pglite');
   const ClientPgLite = requireEmbedded<typeof import('knex-pglite')>('knex-pglite');
   let unlock = (): void => {};
   if (!inMemory) {
@@ -123,7 +134,7 @@ function openPglite(dir: string, log: Knex.Config['log'], logger: Logger | undef
     // Here, while the router is built: a directory another process holds is refused at once.
     unlock = lockDataDirectory(dataDir);
   }
-  const embedded = new EmbeddedPglite(startPglite(PGlite, dataDir, inMemory, logger), unlock);
+  const embedded = new EmbeddedPglite(startPglite(pglite, dataDir, inMemory, logger), unlock);
   const knex = knexFactory({ client: ClientPgLite as unknown as typeof Knex.Client, connection: { pglite: embedded } as never, log });
   const close = async (): Promise<void> => {
     // knex-pglite closes PGlite with its one connection; a database never queried has none.
@@ -153,10 +164,14 @@ function requireEmbedded<T>(name: string): T {
   }
 }
 
-/** `npm install` of the embedded database's packages, at the versions this package is tested with. */
+/**
+ * `npm install` of the embedded database's packages, in the ranges this package accepts (its peer
+ * dependencies): npm then installs the newest of each range, which starts from the shipped template
+ * as the oldest does (test/installed.test.ts installs it so).
+ */
 export function pgliteInstallCommand(): string {
-  const versions = ownManifest().devDependencies ?? {};
-  return `npm install ${EMBEDDED_PACKAGES.map((name) => (versions[name] ? `${name}@${versions[name]}` : name)).join(' ')}`;
+  const ranges = ownManifest().peerDependencies ?? {};
+  return `npm install ${EMBEDDED_PACKAGES.map((name) => (ranges[name] ? `${name}@${ranges[name]}` : name)).join(' ')}`;
 }
 
 /** After this long, a first start says on stderr what it is doing (once). */
@@ -167,7 +182,8 @@ const SLOW_START_MS = 1_000;
  * rather than running initdb here, which would cost seconds and hundreds of MB never given back;
  * if no template can be had, PGlite's own initdb runs, slowly, and a warning says why.
  */
-async function startPglite(PGlite: typeof import('@electric-sql/pglite').PGlite, dataDir: string, inMemory: boolean, logger: Logger | undefined): Promise<PGlite> {
+async function startPglite(pglite: PgliteModule, dataDir: string, inMemory: boolean, logger: Logger | undefined): Promise<PGlite> {
+  const { PGlite } = pglite;
   // Postgres's 128 MB of shared buffers are WebAssembly memory that PGlite touches at start: 16 MB
   // took 0.1 s and 140 MB of RSS off every start (measured). One backend needs few buffers; the
   // files stay cached by the operating system all the same.
@@ -179,25 +195,29 @@ async function startPglite(PGlite: typeof import('@electric-sql/pglite').PGlite,
     : setTimeout(() => logger?.info({ dataDir }, `bcms-extensions: preparing the embedded database (PGlite) in ${dataDir}; a first start takes a few seconds`), SLOW_START_MS);
   slow?.unref();
   try {
-    return await startNewPglite(PGlite, startParams, dataDir, inMemory, logger);
+    return await startNewPglite(pglite, startParams, dataDir, inMemory, logger);
   } finally {
     clearTimeout(slow);
   }
 }
 
+type PgliteModule = typeof import('@electric-sql/pglite');
+/** What every start passes to PGlite.create: the start parameters, and PGlite's WebAssembly when it was compiled ahead. */
+type StartOptions = Pick<import('@electric-sql/pglite').PGliteOptions, 'startParams' | 'pgliteWasmModule'>;
+type WasmModule = NonNullable<StartOptions['pgliteWasmModule']>;
+
 /** A new database: from the template, or from PGlite's own initdb where none can be had. */
-async function startNewPglite(PGlite: typeof import('@electric-sql/pglite').PGlite, startParams: string[], dataDir: string, inMemory: boolean, logger: Logger | undefined): Promise<PGlite> {
-  let entries: TarEntry[] | undefined;
-  let tar: Buffer | undefined;
+async function startNewPglite(pglite: PgliteModule, startParams: string[], dataDir: string, inMemory: boolean, logger: Logger | undefined): Promise<PGlite> {
+  const compiled = compilePglite();
+  let template: LoadedTemplate | undefined;
   try {
-    tar = await loadPgliteTemplate({ keepUnpacked: inMemory });
-    // A database in memory loads the tar whole (PGlite reads it); its entries matter on disk only.
-    if (!inMemory) entries = readTar(tar);
+    template = await loadPgliteTemplate({ inMemory });
   } catch (error) {
     logger?.warn({ err: error }, 'bcms-extensions: no PGlite template; PGlite runs initdb itself (seconds, and its memory stays taken)');
   }
   if (!inMemory) {
-    const unexpected = fs.readdirSync(dataDir).filter((name) => name !== LOCK_FILE && !(entries && topLevelNames(entries).has(name)));
+    const names = template === undefined ? undefined : topLevelNames(template.entries);
+    const unexpected = fs.readdirSync(dataDir).filter((name) => name !== LOCK_FILE && !names?.has(name));
     if (unexpected.length > 0) {
       throw new Error(
         `the PGlite data directory ${dataDir} holds no database (no ${COMPLETE_MARK}) but other files (${unexpected.slice(0, 3).join(', ')}${unexpected.length > 3 ? ', ...' : ''}): ` +
@@ -205,14 +225,90 @@ async function startNewPglite(PGlite: typeof import('@electric-sql/pglite').PGli
       );
     }
   }
-  if (tar === undefined) return PGlite.create(dataDir, { startParams });
-  if (inMemory) return PGlite.create(dataDir, { startParams, loadDataDir: new Blob([tar]) });
-  if (entries === undefined) return PGlite.create(dataDir, { startParams });
-  // What is there is a first start that did not finish (no PG_VERSION, only the template's names):
-  // started again from the template.
+  const wasm = await compiled;
+  const options: StartOptions = wasm === undefined ? { startParams } : { startParams, pgliteWasmModule: wasm };
+  if (template === undefined) return pglite.PGlite.create(dataDir, options);
+  const open = (from: LoadedTemplate): Promise<PGlite> => openTemplate(pglite, options, dataDir, inMemory, from);
+  try {
+    return await open(template);
+  } catch (first) {
+    let error = first;
+    if (template.from === 'kept') {
+      // This user's unpacked copy in the temporary directory did not open (damaged there since):
+      // deleted, and the shipped template unpacked again.
+      logger?.warn({ err: error }, "bcms-extensions: this user's unpacked copy of the PGlite template did not open; it is unpacked again");
+      await forgetKept();
+      template = await loadPgliteTemplate({ inMemory, unpack: true });
+      try {
+        return await open(template);
+      } catch (again) {
+        error = again;
+      }
+    }
+    if (template.from !== 'shipped') throw error;
+    // Postgres refuses a data directory of another major or catalog version than its own: the
+    // shipped template was made by the PGlite this package was built with, and one outside the
+    // peer range may be installed. One made by the installed PGlite is used instead.
+    const shipped = shippedTemplate();
+    logger?.warn(
+      { err: error, template: shipped, pglite: pgliteVersion() },
+      `bcms-extensions: the shipped PGlite template (data version ${shipped === undefined ? 'unknown' : shippedDataVersion(shipped)}) does not open with the installed @electric-sql/pglite ${pgliteVersion()}; ` +
+        'making one with it (a few seconds, once)',
+    );
+    return open(await loadPgliteTemplate({ inMemory, made: true }));
+  }
+}
+
+/**
+ * PGlite's WebAssembly, read and compiled (on V8's own threads) while the template is read and
+ * written, which leaves the main thread idle: PGlite, handed the module, skips both (0.15 s of a
+ * new database's start here). Undefined when it is not where PGlite keeps it: PGlite then does it.
+ */
+function compilePglite(): Promise<WasmModule | undefined> {
+  const { WebAssembly } = globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<WasmModule> } };
+  return fs.promises
+    .readFile(path.join(path.dirname(require.resolve('@electric-sql/pglite')), 'pglite.wasm'))
+    .then((bytes) => WebAssembly.compile(bytes))
+    .catch(() => undefined);
+}
+
+/** PGlite opened on a copy of the template: in memory, or written into `dataDir` first. */
+async function openTemplate(pglite: PgliteModule, options: StartOptions, dataDir: string, inMemory: boolean, template: LoadedTemplate): Promise<PGlite> {
+  if (inMemory) {
+    if (typeof pglite.MemoryFS !== 'function') return pglite.PGlite.create(dataDir, { ...options, loadDataDir: new Blob([template.tar]) });
+    return pglite.PGlite.create({ ...options, dataDir, fs: templateInMemory(pglite.MemoryFS, template.entries) });
+  }
+  // What is there is a first start that did not finish (no PG_VERSION, only the template's names),
+  // or a template the installed PGlite refused: started again from the template.
   for (const name of fs.readdirSync(dataDir)) if (name !== LOCK_FILE) fs.rmSync(path.join(dataDir, name), { recursive: true, force: true });
-  await extractTemplate(entries, dataDir);
-  return PGlite.create(dataDir, { startParams });
+  await extractTemplate(template.entries, dataDir);
+  return pglite.PGlite.create(dataDir, options);
+}
+
+/**
+ * PGlite's memory file system with the template's files in its data directory, before Postgres
+ * starts: each file is handed over as it lies in the tar (`canOwn`), so the file system owns that
+ * memory and nothing is copied. `loadDataDir` copied the tar into a `Blob` and out again, then each
+ * file out of it, then into the file system: 0.3-0.5 s of a 2 s `memory://` start here (profiled).
+ * The tar must be this database's alone (loadPgliteTemplate reads a new one each call): Postgres
+ * writes into those files, and so into it.
+ */
+function templateInMemory(MemoryFS: PgliteModule['MemoryFS'], entries: TarEntry[]): InstanceType<PgliteModule['MemoryFS']> {
+  class TemplateInMemory extends MemoryFS {
+    override async initialSyncFs(): Promise<void> {
+      await super.initialSyncFs();
+      const module = (this.pg as PGlite).Module as PGlite['Module'] & { ENV: Record<string, string> };
+      const files = module.FS as unknown as { mkdirTree(path: string): void; writeFile(path: string, data: Uint8Array, options: { canOwn: boolean }): void };
+      const root = module.ENV.PGDATA;
+      if (typeof root !== 'string' || root === '') throw new Error("PGlite's Module.ENV.PGDATA is not set: the template cannot be placed in memory");
+      files.mkdirTree(root);
+      for (const entry of entries) {
+        if (entry.directory) files.mkdirTree(`${root}/${entry.name}`);
+        else files.writeFile(`${root}/${entry.name}`, entry.data, { canOwn: true });
+      }
+    }
+  }
+  return new TemplateInMemory();
 }
 
 interface PgliteQueries {

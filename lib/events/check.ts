@@ -1,5 +1,8 @@
-import parser from 'cron-parser';
 import type { BCMSEvent, BCMSJob, BCMSJobCron } from './types';
+
+/** cron-parser (with luxon, 4% of loading the package) is loaded by the first job, not by every start. */
+let cronParser: typeof import('cron-parser') | undefined;
+const parser = (): typeof import('cron-parser') => (cronParser ??= require('cron-parser') as typeof import('cron-parser'));
 
 const CRON_FIELDS: readonly (keyof BCMSJobCron)[] = ['minute', 'hour', 'dayOfMonth', 'month', 'dayOfWeek'];
 
@@ -51,7 +54,7 @@ export function cronLine(cron: unknown, where: string): string {
   const line = [...(second === undefined ? [] : [second]), ...CRON_FIELDS.map((name) => field(name, true))].join(' ');
   try {
     // Read to its first tick: a schedule that never comes (the 31st of February) is refused too.
-    parser.parseExpression(line).next();
+    parser().parseExpression(line).next();
   } catch (error) {
     throw new TypeError(`${where}'s cron "${line}" is not a crontab schedule: ${error instanceof Error ? error.message : String(error)}`);
   }
@@ -74,7 +77,7 @@ function describe(value: unknown): string {
  * `TZ` alike on every instance); the scheduler and the listing both ask this.
  */
 export function nextTick(line: string, after: Date): Date {
-  return parser.parseExpression(line, { currentDate: after }).next().toDate();
+  return parser().parseExpression(line, { currentDate: after }).next().toDate();
 }
 
 function checkName(name: unknown, where: string): void {

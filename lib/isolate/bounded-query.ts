@@ -10,7 +10,7 @@
  *   while it hands them to the isolate, so a result past the cap is dropped as it arrives and the
  *   statement cancelled (400 TOO_LARGE), rather than grow the service's heap until it dies.
  */
-import pg from 'pg';
+import type pg from 'pg';
 import { BcmsHttpError } from '../http/errors';
 
 /** The most of one statement's result that extension code gets, as the database sends it (its fields' text). */
@@ -36,35 +36,49 @@ interface DataRow {
   fields: (string | Buffer | null)[];
 }
 
-/** pg's Query, counting the bytes of each row as it arrives and taking none past the cap. */
-class BoundedQuery extends (pg.Query as unknown as new (config: pg.QueryConfig, callback: (error: Error | null, result: pg.QueryResult) => void) => object) {
-  bytes = 0;
-  over = false;
+type BoundedQueryClass = new (config: pg.QueryConfig, callback: (error: Error | null, result: pg.QueryResult) => void, maxBytes: number, onOver: () => void) => { over: boolean };
 
-  constructor(
-    config: pg.QueryConfig,
-    callback: (error: Error | null, result: pg.QueryResult) => void,
-    private readonly maxBytes: number,
-    private readonly onOver: () => void,
-  ) {
-    super(config, callback);
-  }
+let boundedQuery: BoundedQueryClass | undefined;
 
-  handleDataRow(message: DataRow): void {
-    if (this.over) return;
-    // A row costs the service an object and a slot for each field, even when its fields are empty
-    // or null (`select from generate_series(1, 1e8)` sends no text): counted as ROW_COST and FIELD_COST.
-    this.bytes += ROW_COST + FIELD_COST * message.fields.length;
-    for (const field of message.fields) if (field !== null) this.bytes += field.length;
-    if (this.bytes > this.maxBytes) {
-      this.over = true;
-      // What it took so far goes now, not when the statement ends.
-      (this as unknown as { _result: { rows: unknown[] } })._result.rows = [];
-      this.onOver();
-      return;
+/**
+ * pg's Query, counting the bytes of each row as it arrives and taking none past the cap. Made when
+ * first asked for: pg is loaded by the first extension statement on a server, not by every start
+ * (8% of loading the package, and an embedded database never needs it).
+ */
+function boundedQueryClass(): BoundedQueryClass {
+  if (boundedQuery !== undefined) return boundedQuery;
+  const { Query } = require('pg') as typeof pg;
+  class BoundedQuery extends (Query as unknown as new (config: pg.QueryConfig, callback: (error: Error | null, result: pg.QueryResult) => void) => object) {
+    bytes = 0;
+    over = false;
+
+    constructor(
+      config: pg.QueryConfig,
+      callback: (error: Error | null, result: pg.QueryResult) => void,
+      private readonly maxBytes: number,
+      private readonly onOver: () => void,
+    ) {
+      super(config, callback);
     }
-    (pg.Query.prototype as unknown as { handleDataRow(this: BoundedQuery, message: DataRow): void }).handleDataRow.call(this, message);
+
+    handleDataRow(message: DataRow): void {
+      if (this.over) return;
+      // A row costs the service an object and a slot for each field, even when its fields are empty
+      // or null (`select from generate_series(1, 1e8)` sends no text): counted as ROW_COST and FIELD_COST.
+      this.bytes += ROW_COST + FIELD_COST * message.fields.length;
+      for (const field of message.fields) if (field !== null) this.bytes += field.length;
+      if (this.bytes > this.maxBytes) {
+        this.over = true;
+        // What it took so far goes now, not when the statement ends.
+        (this as unknown as { _result: { rows: unknown[] } })._result.rows = [];
+        this.onOver();
+        return;
+      }
+      (Query.prototype as unknown as { handleDataRow(this: BoundedQuery, message: DataRow): void }).handleDataRow.call(this, message);
+    }
   }
+  boundedQuery = BoundedQuery;
+  return BoundedQuery;
 }
 
 /**
@@ -117,7 +131,7 @@ export function runBounded(connection: object, sql: string, values: unknown[], r
       resolve(result);
     };
     const config: pg.QueryConfig & { queryMode: 'extended'; rowMode?: 'array' } = { text: sql, values, queryMode: 'extended', ...(rowMode === undefined ? {} : { rowMode }) };
-    const query = new BoundedQuery(
+    const query = new (boundedQueryClass())(
       config,
       (error, result) => {
         clearTimeout(timer);

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -7,7 +7,7 @@ import { MIGRATIONS_TABLE } from '../../lib';
 import { openDatabase } from '../../lib/db/connection';
 import { memoryLogger } from '../support/app';
 import { LOCK_FILE } from '../../lib/db/pglite-lock';
-import { loadPgliteTemplate, makeTemplate, readTar, shippedTemplate, writeTar } from '../../lib/db/pglite-template';
+import { cachedTemplate, cutWal, dataVersionOf, loadPgliteTemplate, makeTemplate, readTar, shippedDataVersion, shippedTemplate, writeTar, type TemplatePlaces } from '../../lib/db/pglite-template';
 import { until } from '../support/wait';
 
 // The embedded database (PGlite): a new one starts from the template, one data directory has one
@@ -93,7 +93,7 @@ describe('a new embedded database', () => {
 
   test('a first start that stopped half-way (template files, no PG_VERSION) is started afresh', async () => {
     const dir = newDir('half');
-    const template = readTar(await loadPgliteTemplate());
+    const template = readTar((await loadPgliteTemplate()).tar);
     // As a crash during the copy leaves it: some of the template's files, not PG_VERSION.
     fs.mkdirSync(path.join(dir, 'base', '5'), { recursive: true });
     fs.writeFileSync(path.join(dir, 'base', '5', '1259'), 'torn');
@@ -190,18 +190,30 @@ describe('the template', () => {
     await db.close();
   }, 120_000);
 
-  describe("this user's unpacked copy (memory:// loads)", () => {
+  test('the shipped template is named by the data version it holds, the one the installed PGlite makes and opens', async () => {
+    const shipped = shippedTemplate()!;
+    expect(path.basename(shipped)).toMatch(/^pglite-PG_\d+_\d+-[0-9a-f]{12}\.tar\.brotli-parts$/);
+    const tar = (await loadPgliteTemplate({}, { shipped, cached: undefined, made: path.join(newDir('none'), 'none.tar') })).tar;
+    expect(dataVersionOf(readTar(tar))).toBe(shippedDataVersion(shipped));
+    // Postgres's own name for it: the directory it gives each tablespace, from the running server.
+    const db = await PGlite.create('memory://', { loadDataDir: new Blob([tar]) });
+    const { rows } = await db.query<{ major: string; catalog: number }>("select current_setting('server_version_num')::int / 10000 as major, catalog_version_no as catalog from pg_control_system()");
+    await db.close();
+    expect(shippedDataVersion(shipped)).toBe(`PG_${rows[0]!.major}_${rows[0]!.catalog}`);
+  });
+
+  describe("this user's copies (memory:// loads, and templates made here)", () => {
     const work: string[] = [];
     afterAll(() => {
       for (const dir of work) fs.rmSync(dir, { recursive: true, force: true });
     });
-    /** A cache file's path in a new directory of this user's (0700), and its directory. */
-    const cacheIn = (label: string) => {
+    /** A new directory of this user's (0700), with the places a template may be found in it: the shipped one stays the package's. */
+    const cacheIn = (label: string): TemplatePlaces & { dir: string; cached: string } => {
       const parent = newDir(label);
       work.push(parent);
       const dir = path.join(parent, 'user');
       fs.mkdirSync(dir, { mode: 0o700 });
-      return { dir, cached: path.join(dir, 'pglite-test.tar') };
+      return { dir, shipped: shippedTemplate(), cached: path.join(dir, 'pglite-test.tar'), made: path.join(dir, 'pglite-made.tar') };
     };
     const written = async (file: string) => {
       await until(() => fs.existsSync(file), 20);
@@ -209,55 +221,151 @@ describe('the template', () => {
     };
 
     test('the shipped template is unpacked in memory; the copy is kept only when asked, and read from then on', async () => {
-      const { cached } = cacheIn('cache');
-      const once = await loadPgliteTemplate({}, shippedTemplate(), cached);
-      expect(readTar(once).some((entry) => entry.name === 'PG_VERSION')).toBe(true);
-      expect(fs.existsSync(cached)).toBe(false);
-      const kept = await loadPgliteTemplate({ keepUnpacked: true }, shippedTemplate(), cached);
-      expect((await written(cached)).equals(kept)).toBe(true);
+      const places = cacheIn('cache');
+      const once = await loadPgliteTemplate({}, places);
+      expect(once.from).toBe('shipped');
+      expect(readTar(once.tar).some((entry) => entry.name === 'PG_VERSION')).toBe(true);
+      expect(fs.existsSync(places.cached)).toBe(false);
+      const kept = await loadPgliteTemplate({ inMemory: true }, places);
+      expect(kept.tar.equals(cutWal(once.tar))).toBe(true);
+      expect((await written(places.cached)).equals(kept.tar)).toBe(true);
       // The next load reads the kept copy: no shipped template needed any more.
-      expect((await loadPgliteTemplate({ keepUnpacked: true }, path.join(path.dirname(cached), 'none.tar.br'), cached)).equals(once)).toBe(true);
+      const again = await loadPgliteTemplate({ inMemory: true }, { ...places, shipped: path.join(places.dir, 'none.tar.brotli-parts') });
+      expect([again.from, again.tar.equals(kept.tar)]).toEqual(['kept', true]);
+      // Named as the shipped file, in this user's directory of the temporary directory.
+      expect(path.basename(cachedTemplate()!)).toBe(path.basename(shippedTemplate()!, '.brotli-parts'));
     });
 
+    test('one the installed PGlite made comes first; refused, the shipped one is passed over and one made', async () => {
+      const places = cacheIn('made');
+      const shipped = (await loadPgliteTemplate({}, places)).tar;
+      // As after the installed PGlite refused the shipped template: no shipped one is read, one is made here.
+      const made = await loadPgliteTemplate({ inMemory: true, made: true }, places);
+      expect(made.from).toBe('made');
+      expect(fs.readdirSync(places.dir)).toEqual(['pglite-made.tar']);
+      expect(made.tar.equals(cutWal(fs.readFileSync(places.made)))).toBe(true);
+      // A data directory of its own making: another system identifier (the control file's first 8 bytes) than the shipped one's.
+      const identifier = (tar: Buffer) =>
+        readTar(tar)
+          .find((entry) => entry.name === 'global/pg_control')!
+          .data.subarray(0, 8)
+          .toString('hex');
+      expect(identifier(made.tar)).not.toBe(identifier(shipped));
+      // From then on it is the one loaded, the shipped one there or not.
+      const next = await loadPgliteTemplate({ inMemory: true }, places);
+      expect([next.from, next.tar.equals(made.tar)]).toEqual(['made', true]);
+    }, 120_000);
+
+    test("the copy kept is the template's, not the pages of the database that started from it while the copy was written", async () => {
+      const tmp = newDir('kept-race');
+      work.push(tmp);
+      const good = (await loadPgliteTemplate({ inMemory: true }, { shipped: shippedTemplate(), cached: undefined, made: path.join(tmp, 'none.tar') })).tar;
+      // Writes at once, while the unpacked template is written out in the background.
+      const script = `const { openDatabase } = require(${JSON.stringify(path.join(__dirname, '..', '..', 'dist', 'db', 'connection.js'))});
+const database = openDatabase({ pglite: 'memory://' });
+database.knex.raw("create table busy as select g, repeat(md5(g::text), 4) as body from generate_series(1, 20000) g").then(async () => { await database.knex.raw('checkpoint'); await database.close(); console.log('done'); });`;
+      const result = spawnSync(process.execPath, ['-e', script], { env: { ...process.env, TMPDIR: tmp, NODE_OPTIONS: '' }, encoding: 'utf8' });
+      expect([result.status, result.stdout.trim()]).toEqual([0, 'done']);
+      expect((await written(path.join(tmp, `bcms-extensions-${process.getuid!()}`, path.basename(cachedTemplate()!)))).equals(good)).toBe(true);
+    }, 60_000);
+
+    test('a whole copy that PGlite does not open is set aside with a warning: the shipped one is unpacked and kept again', async () => {
+      // In a process of its own (the built package), whose temporary directory is the test's.
+      const tmp = newDir('kept-bad');
+      work.push(tmp);
+      const dir = path.join(tmp, `bcms-extensions-${process.getuid!()}`);
+      fs.mkdirSync(dir, { mode: 0o700 });
+      const cached = path.join(dir, path.basename(cachedTemplate()!));
+      // A whole tar, but of a data directory Postgres refuses (as a copy damaged in place would be).
+      const good = (await loadPgliteTemplate({ inMemory: true }, { shipped: shippedTemplate(), cached: undefined, made: path.join(dir, 'none.tar') })).tar;
+      const bad = Buffer.from(good);
+      readTar(bad)
+        .find((entry) => entry.name === 'PG_VERSION')!
+        .data.write('17');
+      fs.writeFileSync(cached, bad, { mode: 0o644 });
+      const script = `const { openDatabase } = require(${JSON.stringify(path.join(__dirname, '..', '..', 'dist', 'db', 'connection.js'))});
+const say = (fields, message) => console.log('warn: ' + message);
+const logger = { info() {}, debug() {}, error: say, warn: say, child: () => logger };
+const database = openDatabase({ pglite: 'memory://' }, {}, logger);
+database.knex('bcms_templates').count({ n: '*' }).then(async (rows) => { console.log(JSON.stringify(rows)); await database.close(); });`;
+      const env: NodeJS.ProcessEnv = { ...process.env, TMPDIR: tmp, NODE_OPTIONS: '' };
+      const result = spawnSync(process.execPath, ['-e', script], { env, encoding: 'utf8' });
+      expect([result.status, result.stdout.trim().split('\n')]).toEqual([
+        0,
+        ["warn: bcms-extensions: this user's unpacked copy of the PGlite template did not open; it is unpacked again", '[{"n":0}]'],
+      ]);
+      expect((await written(cached)).equals(good)).toBe(true);
+    }, 60_000);
+
     test('a copy cut short (at an entry boundary, PG_VERSION in it) or empty is deleted, and the shipped one used and kept again', async () => {
-      const whole = await loadPgliteTemplate({}, shippedTemplate(), cacheIn('unused').cached);
+      const whole = (await loadPgliteTemplate({ inMemory: true }, cacheIn('unused'))).tar;
       const entries = readTar(whole);
       expect(entries.findIndex((entry) => entry.name === 'PG_VERSION')).toBeLessThan(entries.length / 2);
       // The first half of the entries: whole headers and data, then nothing (no end-of-archive blocks).
       let cut = 0;
       for (const entry of entries.slice(0, Math.floor(entries.length / 2))) cut += 512 + Math.ceil(entry.data.length / 512) * 512;
       for (const torn of [whole.subarray(0, cut), Buffer.alloc(0)]) {
-        const { cached } = cacheIn('torn');
-        fs.writeFileSync(cached, torn, { mode: 0o644 });
-        const loaded = await loadPgliteTemplate({ keepUnpacked: true }, shippedTemplate(), cached);
-        expect(loaded.equals(whole)).toBe(true);
-        expect((await written(cached)).equals(whole)).toBe(true);
+        const places = cacheIn('torn');
+        fs.writeFileSync(places.cached, torn, { mode: 0o644 });
+        const loaded = await loadPgliteTemplate({ inMemory: true }, places);
+        expect(loaded.tar.equals(whole)).toBe(true);
+        expect((await written(places.cached)).equals(whole)).toBe(true);
       }
     });
 
     test('a copy nobody but this user could have put there is the only one read: not through a link, not one others may write', async () => {
-      const whole = await loadPgliteTemplate({}, shippedTemplate(), cacheIn('unused').cached);
+      const whole = (await loadPgliteTemplate({ inMemory: true }, cacheIn('unused'))).tar;
       const foreign = Buffer.from(whole);
       foreign.write('not-ours', whole.length - 2048); // a different, still whole, tar
       // A directory that is a symbolic link (anybody may leave one in the temporary directory).
       const target = cacheIn('link-target');
       fs.writeFileSync(target.cached, foreign, { mode: 0o644 });
+      fs.writeFileSync(target.made, foreign, { mode: 0o644 });
       const linkParent = newDir('link');
       work.push(linkParent);
       fs.symlinkSync(target.dir, path.join(linkParent, 'user'));
-      const throughLink = path.join(linkParent, 'user', 'pglite-test.tar');
-      expect((await loadPgliteTemplate({ keepUnpacked: true }, shippedTemplate(), throughLink)).equals(whole)).toBe(true);
+      const throughLink = { ...target, cached: path.join(linkParent, 'user', 'pglite-test.tar'), made: path.join(linkParent, 'user', 'pglite-made.tar') };
+      expect((await loadPgliteTemplate({ inMemory: true }, throughLink)).tar.equals(whole)).toBe(true);
       // A file that others may write, in a directory of this user's.
       const open = cacheIn('open');
-      fs.writeFileSync(open.cached, foreign, { mode: 0o666 });
-      fs.chmodSync(open.cached, 0o666);
-      expect((await loadPgliteTemplate({ keepUnpacked: true }, shippedTemplate(), open.cached)).equals(whole)).toBe(true);
+      for (const file of [open.cached, open.made]) {
+        fs.writeFileSync(file, foreign, { mode: 0o666 });
+        fs.chmodSync(file, 0o666);
+      }
+      expect((await loadPgliteTemplate({ inMemory: true }, open)).tar.equals(whole)).toBe(true);
       // The file itself a link to one of this user's.
       const linked = cacheIn('file-link');
       fs.symlinkSync(target.cached, linked.cached);
-      expect((await loadPgliteTemplate({ keepUnpacked: true }, shippedTemplate(), linked.cached)).equals(whole)).toBe(true);
+      fs.symlinkSync(target.made, linked.made);
+      expect((await loadPgliteTemplate({ inMemory: true }, linked)).tar.equals(whole)).toBe(true);
     });
   });
+
+  test('its WAL is one segment holding little more than a checkpoint; in memory it is cut short, and a database written past its end and across segments keeps every row', async () => {
+    const full = (await loadPgliteTemplate({}, { shipped: shippedTemplate(), cached: undefined, made: path.join(newDir('none'), 'none.tar') })).tar;
+    const wal = (tar: Buffer) => readTar(tar).filter((entry) => /^pg_wal\/[0-9A-F]{24}$/.test(entry.name));
+    const [segment, ...others] = wal(full);
+    expect(others).toEqual([]);
+    expect(segment!.data.length).toBe(16 * 1024 * 1024);
+    const written = segment!.data.findLastIndex((byte) => byte !== 0) + 1;
+    expect(written).toBeLessThan(256 * 1024);
+    const cut = cutWal(full);
+    expect(wal(cut).map((entry) => entry.data.length)).toEqual([(Math.ceil(written / 8192) + 1) * 8192]);
+    expect(cutWal(cut)).toBe(cut);
+    // Through the router's own path (memory://, the template's files handed to PGlite as they lie in the tar).
+    const database = openDatabase({ pglite: 'memory://' });
+    try {
+      await database.knex.raw('create table wal_check (id int primary key, body text)');
+      await database.knex.raw('insert into wal_check select g, repeat(md5(g::text), 8) from generate_series(1, 60000) g');
+      await database.knex.raw('checkpoint');
+      await database.knex.raw("insert into wal_check select g, 'after' from generate_series(60001, 70000) g");
+      const { rows } = await database.knex.raw('select count(*)::int as n, pg_walfile_name(pg_current_wal_lsn()) as segment from wal_check');
+      expect(rows[0].n).toBe(70000);
+      expect(rows[0].segment > path.basename(segment!.name)).toBe(true);
+    } finally {
+      await database.close();
+    }
+  }, 120_000);
 
   test('a tar that is not a data directory is refused, naming the entry', () => {
     const dir = newDir('tar');

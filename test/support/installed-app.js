@@ -24,6 +24,9 @@ function pack(dir) {
 /** The exact versions this package is tested with, as `name@version` for `npm install`. */
 const tested = (...names) => names.map((name) => `${name}@${manifest.devDependencies[name]}`);
 
+/** The ranges this package accepts (its peer dependencies), as `name@range`: npm installs the newest of each, as a user's `npm install` does. */
+const ranges = (...names) => names.map((name) => `${name}@${manifest.peerDependencies[name]}`);
+
 /**
  * A new app in `dir` with the tarball and Express installed, and `extra` packages (the embedded
  * database's, for one). From npm's cache where it can: every package is one this repository's
@@ -116,4 +119,4 @@ function snapshot(dir) {
   return files;
 }
 
-module.exports = { pack, installApp, startApp, snapshot, tested };
+module.exports = { pack, installApp, startApp, snapshot, tested, ranges };
