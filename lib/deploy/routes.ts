@@ -15,7 +15,7 @@ import type { VerifySignedRequest } from '../security/signature';
 import { ExtensionLoadError } from '../isolate/host';
 import type { RouterSandbox } from '../isolate/sandbox';
 import type { DeployedExtensions, RunningExtension } from './deployed';
-import { DEPLOYMENT_KINDS, type DeploymentKind } from './load';
+import { DEPLOYMENT_KINDS, type DeploymentKind, extensionLabel } from './load';
 import {
   activateDeployment,
   activeVersion,
@@ -183,7 +183,7 @@ export function createDeployRoutes(deps: {
         const gone = await store.run(() => undeployDeployment(knex, kind, name));
         if (gone === null) throw new BcmsHttpError('NOT_FOUND', `No ${kind} named "${name}" is deployed.`);
         await deployed.reload();
-        logger.info({ kind, name: gone.name, version: gone.version, by: auth.key.name }, 'bcms-extensions: undeployed');
+        logger.info({ extension: extensionLabel(kind, gone.name, gone.version), kind, version: gone.version, by: auth.key.name }, 'bcms-extensions: undeployed');
         writeJson(res, 200, JSON.stringify({ undeployed: gone }));
         return;
       }
@@ -207,7 +207,7 @@ export function createDeployRoutes(deps: {
         throw new BcmsHttpError('NOT_FOUND', `No earlier version of ${kind} "${name}" to go back to.`);
       }
       await goLive(back.id, checked);
-      logger.info({ kind, name, version: back.version, by: auth.key.name }, 'bcms-extensions: rolled back');
+      logger.info({ extension: extensionLabel(kind, back.name, back.version), kind, version: back.version, by: auth.key.name }, 'bcms-extensions: rolled back');
       writeJson(res, 200, JSON.stringify({ deployment: back }));
       return;
     }
@@ -261,7 +261,7 @@ export function createDeployRoutes(deps: {
       await deployed.reload();
       throw new BcmsHttpError('BUNDLE_LOAD_FAILED', `The bundle did not load in the service: ${failure.split('\n')[0]}`);
     }
-    logger.info({ kind, name, version, by: auth.key.name }, 'bcms-extensions: deployed');
+    logger.info({ extension: extensionLabel(kind, name, version), kind, version, by: auth.key.name }, 'bcms-extensions: deployed');
     writeJson(res, 201, JSON.stringify({ deployment }));
   }
 }
