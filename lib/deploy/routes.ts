@@ -11,6 +11,7 @@ import { type Metrics, NO_METRICS } from '../metrics';
 import { isUrlSafe } from '../names';
 import { sha256Hex } from '../security/digest';
 import type { AccessTokenVerifier } from '../security/jwt';
+import { signedBodyOf } from '../security/caller';
 import type { VerifySignedRequest } from '../security/signature';
 import { ExtensionLoadError } from '../isolate/host';
 import type { RouterSandbox } from '../isolate/sandbox';
@@ -123,7 +124,7 @@ export function createDeployRoutes(deps: {
 }): (req: Request, res: ServerResponse, pathname: string) => Promise<void> {
   const { verify, store, deployed, check, taken, logger, trusted, bodyTimeoutMs, sandbox, metrics = NO_METRICS } = deps;
   const knex = store.database.knex;
-  const serveEventLists = createEventListRoutes({ verify, verifyAccessToken: deps.verifyAccessToken, store, ...(bodyTimeoutMs === undefined ? {} : { bodyTimeoutMs }) });
+  const serveEventLists = createEventListRoutes({ verify, verifyAccessToken: deps.verifyAccessToken, store, logger, ...(bodyTimeoutMs === undefined ? {} : { bodyTimeoutMs }) });
 
   /** Takes up a version that is now active, with what its check loaded. */
   async function goLive(id: string, checked: RunningExtension | undefined): Promise<void> {
@@ -155,7 +156,8 @@ export function createDeployRoutes(deps: {
     if (!isList && item === null) throw new BcmsHttpError('NOT_FOUND');
     const allow = isList ? 'GET, POST' : item?.[3] === undefined ? 'DELETE' : 'POST';
     if (!allow.split(', ').includes(req.method as string)) throw new BcmsHttpError('METHOD_NOT_ALLOWED', `${req.method} is not allowed here.`, { Allow: allow });
-    const { auth, body } = await verify(req as Request, { deploy: true }, () => readRawBody(req, DEPLOY_BODY_LIMIT, bodyTimeoutMs));
+    // A host parser that ran first (express.json({ verify: keepRawBody })) kept the bytes: they are what was signed.
+    const { auth, body } = await verify(req as Request, { deploy: true }, () => signedBodyOf(req, () => readRawBody(req, DEPLOY_BODY_LIMIT, bodyTimeoutMs), logger));
 
     if (isList && req.method === 'GET') {
       // Each active version with how it fares on this instance (the one that answers).
