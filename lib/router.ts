@@ -25,7 +25,7 @@ import { createHealthController, HEALTH_PATH } from './extensions/health';
 import { type BcmsExtensionsOptions, resolveOptions } from './options';
 import { warnAboutMiddleware, warnWithoutSecret } from './plugin/routes';
 import { createPluginServer, writePluginAnswer } from './plugin/serve';
-import { createCallerCheck, createPluginKeyCheck } from './security/caller';
+import { createCallerCheck, createPluginKeyCheck, signedBodyOf } from './security/caller';
 import { createAccessTokenVerifier } from './security/jwt';
 import { createUserIdentifier } from './security/auth';
 import { SignatureMemory } from './security/replay';
@@ -79,7 +79,8 @@ export function bcmsExtensions(registry: BcmsRegistry = {}, options?: BcmsExtens
   // One memory of keys and accepted signatures for both schemes: a signature is accepted once, whichever way it comes.
   const signatures = { memory: new SignatureMemory(store, logger, settings.secrets), clockSkewSeconds: settings.signature.clockSkewSeconds, limitKey };
   const verifySignedRequest = createSignatureVerifier(signatures);
-  const readBody = (req: Request): Promise<Buffer> => readFunctionBody(req, bodyLimit, bodyTimeoutMs);
+  // A signed body (a function's, the BCMS client's): the bytes a host parser kept, else read here.
+  const readBody = (req: Request): Promise<Buffer> => signedBodyOf(req, () => readFunctionBody(req, bodyLimit, bodyTimeoutMs), logger);
 
   // Nothing below throws. The layers (lib/layer.ts) now serve this router: the BCMS layer's
   // BCMSRepo and useLogger included, for the function factories and controller setups run next.

@@ -36,6 +36,18 @@ test('the tarball ships dist/ with the compressed PGlite template, and no source
   expect(listing.filter((name) => /^package\/(lib|test|bench)\//.test(name))).toEqual([]);
 });
 
+test('a stack trace of the installed package, under node --enable-source-maps too, names files it has (dist/*.js)', () => {
+  // An error thrown by the package's own code: a registry that is not an object.
+  const script = "try { require('bcms-extensions').bcmsExtensions(42); } catch (error) { console.log(error.stack); }";
+  for (const flags of [[], ['--enable-source-maps']]) {
+    const result = spawnSync(process.execPath, [...flags, '-e', script], { cwd: app, encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } });
+    expect(result.stdout).toMatch(/^TypeError: argument registry must be an object/);
+    const named = [...result.stdout.matchAll(/\((\/[^()]+?):\d+:\d+\)$/gm)].map((frame) => frame[1] as string).filter((file) => file.startsWith(packageDir));
+    expect(named.length).toBeGreaterThan(0);
+    expect(named.filter((file) => !file.startsWith(path.join(packageDir, 'dist', path.sep)) || !fs.existsSync(file))).toEqual([]);
+  }
+});
+
 describe('without the embedded database installed (PGlite is an optional peer)', () => {
   test('no PGlite in node_modules; with no database given, the start fails with the command that installs it', async () => {
     expect(fs.existsSync(path.join(app, 'node_modules', '@electric-sql', 'pglite'))).toBe(false);

@@ -106,6 +106,13 @@ export async function callSigned(
   try {
     answer = JSON.parse(text) as Record<string, unknown>;
   } catch {
+    // The app's own body parser (express.json(): 100kb by default) refuses a bundle before the router sees it.
+    if (response.status === 413) {
+      throw new UsageError(
+        `${url} answered 413 without JSON: a body parser of the app refused the bundle before bcms-extensions read it. ` +
+          "Mount the router before the app's body parsers, or give them a limit that fits bundles: express.json({ limit: '20mb', verify: keepRawBody }).",
+      );
+    }
     throw new UsageError(`${url} answered ${response.status} without JSON: is bcms-extensions mounted at ${to.baseUrl}?`);
   }
   if (response.ok) return { status: response.status, answer };

@@ -338,8 +338,8 @@ function openKeyStore(flags: Record<string, string | true | undefined>, env: Nod
   let option: DatabaseOption | undefined;
   if (typeof flags.database === 'string') option = flags.database;
   else if (typeof flags.pglite === 'string') option = { pglite: flags.pglite };
-  else if (env.DATABASE_URL) option = env.DATABASE_URL;
-  else return serviceKeyStore(env.BCMS_URL || 'http://localhost:8080', flags, env);
+  // else DATABASE_URL, which openDatabase reads (and names, if it is not a Postgres URL)
+  else if (!env.DATABASE_URL) return serviceKeyStore(env.BCMS_URL || 'http://localhost:8080', flags, env);
   const quiet = { info() {}, debug() {}, warn() {}, error() {} };
   let database: ReturnType<typeof openDatabase>;
   try {

@@ -46,7 +46,9 @@ export const DEFAULT_PGLITE_DIR = path.join('.bcms', 'data');
 /** `option`, else `DATABASE_URL`, else embedded PGlite in `.bcms/data`. */
 export function openDatabase(option: DatabaseOption | undefined, env: NodeJS.ProcessEnv = process.env, logger?: Logger): Database {
   const log = knexLog(logger);
-  const chosen = option ?? (env.DATABASE_URL ? env.DATABASE_URL : { pglite: path.resolve(DEFAULT_PGLITE_DIR) });
+  // No option: the environment's URL, refused (if it is not one) as the environment's, not as an option nobody gave.
+  if (option === undefined && env.DATABASE_URL) return openPostgres(env.DATABASE_URL, log, 'DATABASE_URL');
+  const chosen = option ?? { pglite: path.resolve(DEFAULT_PGLITE_DIR) };
   if (isKnex(chosen)) {
     return { knex: chosen, description: 'knex instance', close: async () => {} };
   }
@@ -101,15 +103,21 @@ function knexLog(logger: Logger | undefined): Knex.Config['log'] {
   return { warn: to('warn'), error: to('error'), deprecate: to('warn'), debug: to('debug') };
 }
 
-function openPostgres(url: string, log: Knex.Config['log']): Database {
-  let description: string;
+/** `from`: where the URL came from, for its refusal: the `database` option, or the `DATABASE_URL` variable. */
+function openPostgres(url: string, log: Knex.Config['log'], from: 'option' | 'DATABASE_URL' = 'option'): Database {
+  let parsed: URL | undefined;
   try {
-    const parsed = new URL(url);
-    if (parsed.protocol !== 'postgres:' && parsed.protocol !== 'postgresql:') throw new Error();
-    description = `${parsed.protocol}//${parsed.host}${parsed.pathname}`;
+    parsed = new URL(url);
   } catch {
-    throw new TypeError('option database: a string must be a Postgres URL (postgres://user@host:5432/db)');
+    parsed = undefined;
   }
+  if (parsed === undefined || (parsed.protocol !== 'postgres:' && parsed.protocol !== 'postgresql:')) {
+    if (from === 'option') throw new TypeError('option database: a string must be a Postgres URL (postgres://user@host:5432/db)');
+    // Its scheme only: the rest of a URL may hold a password.
+    const what = parsed === undefined ? 'not a URL' : `a ${parsed.protocol.slice(0, 20)} URL`;
+    throw new TypeError(`DATABASE_URL must be a Postgres URL (postgres://user@host:5432/db), and it is ${what}: point it at a Postgres server, or unset it for the embedded database.`);
+  }
+  const description = `${parsed.protocol}//${parsed.host}${parsed.pathname}`;
   const knex = knexFactory({
     client: 'pg',
     // Fail fast while the server is down or hung, so callers get a 503 in seconds, not after knex's

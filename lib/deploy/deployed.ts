@@ -3,7 +3,7 @@ import type { BcmsFunction } from '../function/types';
 import type { Logger } from '../logger';
 import type { BcmsPlugin } from '../plugin/types';
 import { withDeadline } from '../http/deadline';
-import { bundleFilename, loadExtension, type LoadedExtension } from './load';
+import { bundleFilename, extensionLabel, loadExtension, type LoadedExtension } from './load';
 import { activeDeployments, type ActiveDeployment } from './store';
 
 /** What is live from deployments: each is swapped in whole, so a request in flight keeps what it matched. */
@@ -221,7 +221,7 @@ export class DeployedExtensions {
         const transient = (error as { transient?: unknown })?.transient === true;
         if (!transient || attempt >= LOAD_RETRIES || this.closed) throw error;
         this.deps.logger.warn(
-          { err: error, kind: deployment.kind, name: deployment.name, version: deployment.version, attempt: attempt + 1 },
+          { err: error, extension: labelOf(deployment), kind: deployment.kind, version: deployment.version, attempt: attempt + 1 },
           'bcms-extensions: a deployment did not load on this instance; trying again',
         );
         await new Promise((resolve) => setTimeout(resolve, LOAD_RETRY_MS * 2 ** attempt));
@@ -237,7 +237,7 @@ export class DeployedExtensions {
       this.adopted.delete(deployment.id);
       const extension = adopted ?? (await this.startRetrying(deployment));
       const ui = deployment.ui === null ? null : new Map(Object.entries(deployment.ui).map(([file, base64]) => [file, Buffer.from(base64, 'base64')] as const));
-      this.deps.logger.info({ kind: deployment.kind, name: deployment.name, version: deployment.version }, 'bcms-extensions: deployment live');
+      this.deps.logger.info({ extension: labelOf(deployment), kind: deployment.kind, version: deployment.version }, 'bcms-extensions: deployment live');
       return { id: deployment.id, extension, ui };
     } catch (error) {
       // Ended by close(): it says nothing of the version.
@@ -245,7 +245,7 @@ export class DeployedExtensions {
       // It loaded where it was deployed; here it does not: what this instance had keeps serving, and it says so.
       const message = (error as Error)?.message ?? String(error);
       this.failures.set(deployment.id, message);
-      this.deps.logger.error({ err: error, kind: deployment.kind, name: deployment.name, version: deployment.version }, 'bcms-extensions: a deployment failed to load on this instance');
+      this.deps.logger.error({ err: error, extension: labelOf(deployment), kind: deployment.kind, version: deployment.version }, 'bcms-extensions: a deployment failed to load on this instance');
       await this.deps.recordFailure(deployment.id, message).catch(() => {});
       return undefined;
     }
@@ -266,3 +266,8 @@ export function loadInProcess(deployment: ActiveDeployment, loadTimeoutMs: numbe
 }
 
 export { activeDeployments };
+
+/** A version as log lines name it (`extension`). */
+function labelOf(deployment: Pick<ActiveDeployment, 'kind' | 'name' | 'version'>): string {
+  return extensionLabel(deployment.kind, deployment.name, deployment.version);
+}

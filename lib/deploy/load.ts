@@ -18,6 +18,15 @@ export type DeploymentKind = 'plugin' | 'function' | 'event' | 'job';
 export const DEPLOYMENT_KINDS: readonly DeploymentKind[] = ['plugin', 'function', 'event', 'job'];
 
 /**
+ * A deployed version as log lines name it, in their `extension` field: `function hello@1.0.0`, as
+ * its isolates' lines do. Never `name`: pino's own binding of that key (the logger's name) would
+ * be written twice in one line.
+ */
+export function extensionLabel(kind: DeploymentKind, name: string, version: string): string {
+  return `${kind} ${name}@${version}`;
+}
+
+/**
  * What a bundle turned out to be, once loaded and checked. An event's and a job's `name` is the
  * deployment's (its file's: `src/jobs/tick.ts` is `tick`), set on the definition too.
  */

@@ -11,11 +11,12 @@ import { type Metrics, NO_METRICS } from '../metrics';
 import { isUrlSafe } from '../names';
 import { sha256Hex } from '../security/digest';
 import type { AccessTokenVerifier } from '../security/jwt';
+import { signedBodyOf } from '../security/caller';
 import type { VerifySignedRequest } from '../security/signature';
 import { ExtensionLoadError } from '../isolate/host';
 import type { RouterSandbox } from '../isolate/sandbox';
 import type { DeployedExtensions, RunningExtension } from './deployed';
-import { DEPLOYMENT_KINDS, type DeploymentKind } from './load';
+import { DEPLOYMENT_KINDS, type DeploymentKind, extensionLabel } from './load';
 import {
   activateDeployment,
   activeVersion,
@@ -123,7 +124,7 @@ export function createDeployRoutes(deps: {
 }): (req: Request, res: ServerResponse, pathname: string) => Promise<void> {
   const { verify, store, deployed, check, taken, logger, trusted, bodyTimeoutMs, sandbox, metrics = NO_METRICS } = deps;
   const knex = store.database.knex;
-  const serveEventLists = createEventListRoutes({ verify, verifyAccessToken: deps.verifyAccessToken, store, ...(bodyTimeoutMs === undefined ? {} : { bodyTimeoutMs }) });
+  const serveEventLists = createEventListRoutes({ verify, verifyAccessToken: deps.verifyAccessToken, store, logger, ...(bodyTimeoutMs === undefined ? {} : { bodyTimeoutMs }) });
 
   /** Takes up a version that is now active, with what its check loaded. */
   async function goLive(id: string, checked: RunningExtension | undefined): Promise<void> {
@@ -155,7 +156,8 @@ export function createDeployRoutes(deps: {
     if (!isList && item === null) throw new BcmsHttpError('NOT_FOUND');
     const allow = isList ? 'GET, POST' : item?.[3] === undefined ? 'DELETE' : 'POST';
     if (!allow.split(', ').includes(req.method as string)) throw new BcmsHttpError('METHOD_NOT_ALLOWED', `${req.method} is not allowed here.`, { Allow: allow });
-    const { auth, body } = await verify(req as Request, { deploy: true }, () => readRawBody(req, DEPLOY_BODY_LIMIT, bodyTimeoutMs));
+    // A host parser that ran first (express.json({ verify: keepRawBody })) kept the bytes: they are what was signed.
+    const { auth, body } = await verify(req as Request, { deploy: true }, () => signedBodyOf(req, () => readRawBody(req, DEPLOY_BODY_LIMIT, bodyTimeoutMs), logger));
 
     if (isList && req.method === 'GET') {
       // Each active version with how it fares on this instance (the one that answers).
@@ -183,7 +185,7 @@ export function createDeployRoutes(deps: {
         const gone = await store.run(() => undeployDeployment(knex, kind, name));
         if (gone === null) throw new BcmsHttpError('NOT_FOUND', `No ${kind} named "${name}" is deployed.`);
         await deployed.reload();
-        logger.info({ kind, name: gone.name, version: gone.version, by: auth.key.name }, 'bcms-extensions: undeployed');
+        logger.info({ extension: extensionLabel(kind, gone.name, gone.version), kind, version: gone.version, by: auth.key.name }, 'bcms-extensions: undeployed');
         writeJson(res, 200, JSON.stringify({ undeployed: gone }));
         return;
       }
@@ -207,7 +209,7 @@ export function createDeployRoutes(deps: {
         throw new BcmsHttpError('NOT_FOUND', `No earlier version of ${kind} "${name}" to go back to.`);
       }
       await goLive(back.id, checked);
-      logger.info({ kind, name, version: back.version, by: auth.key.name }, 'bcms-extensions: rolled back');
+      logger.info({ extension: extensionLabel(kind, back.name, back.version), kind, version: back.version, by: auth.key.name }, 'bcms-extensions: rolled back');
       writeJson(res, 200, JSON.stringify({ deployment: back }));
       return;
     }
@@ -261,7 +263,7 @@ export function createDeployRoutes(deps: {
       await deployed.reload();
       throw new BcmsHttpError('BUNDLE_LOAD_FAILED', `The bundle did not load in the service: ${failure.split('\n')[0]}`);
     }
-    logger.info({ kind, name, version, by: auth.key.name }, 'bcms-extensions: deployed');
+    logger.info({ extension: extensionLabel(kind, name, version), kind, version, by: auth.key.name }, 'bcms-extensions: deployed');
     writeJson(res, 201, JSON.stringify({ deployment }));
   }
 }

@@ -19,7 +19,11 @@ export interface Deployment {
   createdAt: number;
   /** Why an instance could not load it (the first line), or null. */
   loadError: string | null;
-  /** In lists: SHA-256 of its code and its UI's files together (`sha256` is of the code alone). */
+  /**
+   * SHA-256 of its code and its UI's files together (`sha256` is of the code alone): what `list`
+   * shows, and every answer about a version (deploy, rollback, undeploy) carries. Absent only in
+   * the versions an instance loads (their code is with them).
+   */
   contentSha256?: string;
 }
 
@@ -61,6 +65,21 @@ interface DeploymentRow {
 }
 
 const SUMMARY = ['id', 'kind', 'name', 'project', 'version', 'sha256', 'deployed_by', 'active', 'created_at', 'load_error'];
+
+/**
+ * SHA-256 of a version's code and UI together: what `bcms-ext list` shows, and so what every answer
+ * about a version carries (two versions of one version number differ in it). jsonb's text is
+ * canonical (its keys in jsonb's own order), so the same UI hashes the same.
+ */
+const contentSha256 = (knex: Knex) => knex.raw("encode(sha256(convert_to(code || coalesce(ui::text, ''), 'UTF8')), 'hex') as content_sha256");
+
+/** Versions `ids` as answers show them, their content hash with them, in the order of `ids`. */
+async function summaries(knex: Knex, ids: readonly string[]): Promise<Deployment[]> {
+  const rows = (await knex(DEPLOYMENTS_TABLE)
+    .select([...SUMMARY, contentSha256(knex)])
+    .whereIn('id', ids)) as DeploymentRow[];
+  return ids.map((id) => toDeployment(rows.find((row) => String(row.id) === String(id)) as DeploymentRow));
+}
 
 function toDeployment(row: DeploymentRow): Deployment {
   return {
@@ -110,18 +129,16 @@ export async function recordDeployment(knex: Knex, deployment: NewDeployment): P
         deployed_by: deployment.deployedBy,
         active: true,
       })
-      .returning(SUMMARY)) as DeploymentRow[];
+      .returning('id')) as { id: string }[];
     for (const name of new Set([deployment.name, ...gone.map((g) => g.name)])) await notify(trx, deployment.kind, name);
-    return toDeployment(row as DeploymentRow);
+    return (await summaries(trx, [(row as { id: string }).id]))[0] as Deployment;
   });
 }
 
 /** Every version, oldest first, without code: what tells two versions apart is the hash of their content. */
 export async function listDeployments(knex: Knex): Promise<Deployment[]> {
-  // jsonb's text is canonical (its keys in jsonb's own order), so the same UI hashes the same.
-  const content = knex.raw("encode(sha256(convert_to(code || coalesce(ui::text, ''), 'UTF8')), 'hex') as content_sha256");
   const rows = (await knex(DEPLOYMENTS_TABLE)
-    .select([...SUMMARY, content])
+    .select([...SUMMARY, contentSha256(knex)])
     .orderBy('seq')) as DeploymentRow[];
   return rows.map(toDeployment);
 }
@@ -186,9 +203,9 @@ export async function activateDeployment(knex: Knex, id: string): Promise<Deploy
       .where({ ...scope, active: true })
       .update({ active: false })
       .returning('name')) as { name: string }[];
-    const [row] = (await trx(DEPLOYMENTS_TABLE).where({ id }).update({ active: true, load_error: null }).returning(SUMMARY)) as DeploymentRow[];
+    await trx(DEPLOYMENTS_TABLE).where({ id }).update({ active: true, load_error: null });
     for (const changed of new Set([target.name, ...replaced.map((each) => each.name)])) await notify(trx, target.kind, changed);
-    return toDeployment(row as DeploymentRow);
+    return (await summaries(trx, [id]))[0] as Deployment;
   });
 }
 
@@ -203,10 +220,10 @@ export async function undeployDeployment(knex: Knex, kind: DeploymentKind, name:
     const rows = (await trx(DEPLOYMENTS_TABLE)
       .where({ ...scope, active: true })
       .update({ active: false })
-      .returning(SUMMARY)) as DeploymentRow[];
+      .returning(['id', 'name'])) as { id: string; name: string }[];
     for (const changed of new Set(rows.map((row) => row.name))) await notify(trx, kind, changed);
     const [row] = rows;
-    return row === undefined ? null : toDeployment(row);
+    return row === undefined ? null : ((await summaries(trx, [row.id]))[0] as Deployment);
   });
 }
 

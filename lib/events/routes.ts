@@ -4,6 +4,8 @@ import type { ContentStore } from '../db/store';
 import { readRawBody } from '../http/body';
 import { BcmsHttpError } from '../http/errors';
 import { writeJson, writePreflight } from '../http/respond';
+import type { Logger } from '../logger';
+import { signedBodyOf } from '../security/caller';
 import type { AccessTokenVerifier } from '../security/jwt';
 import { isSignedRequest, SIGNATURE_CHALLENGE, type VerifySignedRequest } from '../security/signature';
 import { JWTPermissionName, JWTRoleName, tokenAllows } from '../security/token';
@@ -38,14 +40,15 @@ export function createEventListRoutes(deps: {
   verify: VerifySignedRequest;
   verifyAccessToken: AccessTokenVerifier;
   store: ContentStore;
+  logger: Logger;
   bodyTimeoutMs?: number;
 }): (req: Request, res: ServerResponse, pathname: string) => Promise<void> {
-  const { verify, verifyAccessToken, store, bodyTimeoutMs } = deps;
+  const { verify, verifyAccessToken, store, logger, bodyTimeoutMs } = deps;
   const knex = store.database.knex;
 
   async function authorise(req: Request): Promise<void> {
     if (isSignedRequest(req)) {
-      await verify(req, { deploy: true }, () => readRawBody(req, LIST_BODY_LIMIT, bodyTimeoutMs));
+      await verify(req, { deploy: true }, () => signedBodyOf(req, () => readRawBody(req, LIST_BODY_LIMIT, bodyTimeoutMs), logger));
       return;
     }
     // Who the user is (the app's, auth.fromRequest, then a bearer token): none at all names both schemes.

@@ -5,7 +5,7 @@ import { type Metrics, NO_METRICS } from '../metrics';
 import type { ExtensionHealth, RunningExtension } from '../deploy/deployed';
 import type { LiveExtensions } from '../deploy/live';
 import { addedLayers } from '../layer';
-import { bundleFilename, type DeploymentKind } from '../deploy/load';
+import { bundleFilename, type DeploymentKind, extensionLabel } from '../deploy/load';
 import type { BCMSEvent, BCMSJob, BcmsEventModule, BcmsJobModule } from '../events/types';
 import type { BcmsFunction, BcmsFunctionModule } from '../function/types';
 import type { ResolvedOptions } from '../options';
@@ -119,7 +119,7 @@ export class Isolation {
   /** A deployed version, loaded in its first isolate (rejects with an ExtensionLoadError). */
   deployment(deployment: { kind: DeploymentKind; name: string; version: string; code: string }): Promise<RunningExtension> {
     const { kind, name, version, code } = deployment;
-    return startIsolated(kind, name, `${kind} ${name}@${version}`, { type: 'bundle', code, filename: bundleFilename(kind, name, version) }, this.services, this.calls);
+    return startIsolated(kind, name, extensionLabel(kind, name, version), { type: 'bundle', code, filename: bundleFilename(kind, name, version) }, this.services, this.calls);
   }
 
   /**

@@ -161,6 +161,20 @@ async function verifyKeySignature(
   return undefined;
 }
 
+/**
+ * The bytes a signature is checked over, for the router's own signed routes (deployments, the event
+ * and job lists, the BCMS client's access list): those a host parser that ran first kept
+ * (`verify: keepRawBody`), else `read()` of the stream. A body a host parser consumed without
+ * keeping it is refused with 500 BODY_ALREADY_PARSED, the log saying what to change, rather than
+ * checked as empty (which is a digest mismatch that no key or clock can fix).
+ */
+export function signedBodyOf(req: Request, read: () => Promise<Buffer>, logger: Logger): Promise<Buffer> {
+  const kept = (req as { [RAW_BODY]?: Buffer })[RAW_BODY];
+  if (kept !== undefined) return Promise.resolve(kept);
+  if (hasBody(req) && bodyWasRead(req)) return Promise.reject(refuseParsedBody(req, logger));
+  return read();
+}
+
 /** Signed bodies are checked against the raw bytes: a body parser that ran before the router took them. */
 function refuseParsedBody(req: Request, logger: Logger): BcmsHttpError {
   logger.error(

@@ -70,6 +70,32 @@ describe('bcms-ext deploy, list, rollback, undeploy', () => {
     expect((await request(t.app).post('/api/function/cli-fn')).body.result).toBe('one');
   }, 60_000); // several deploys, each loaded in an isolate: long on a loaded machine
 
+  test('rollback names the version by the hash list shows it under: a plugin with a UI, whose hash is of its code and UI together', async () => {
+    const project = await deployProject();
+    const source = `const { createBcmsPlugin } = require('bcms-extensions');\nmodule.exports = createBcmsPlugin({ name: 'cli-ui', controllers: [] });`;
+    // One code, two UIs: the versions differ in their UI only, as a UI-only change ships.
+    for (const [version, page] of [
+      ['1.0.0', '<h1>one</h1>'],
+      ['2.0.0', '<h1>two</h1>'],
+    ]) {
+      const ui = { 'index.html': Buffer.from(page as string).toString('base64') };
+      const bundle = { manifest: { kind: 'plugin', name: 'cli-ui', version, sha256: createHash('sha256').update(source).digest('hex') }, code: source, ui };
+      fs.mkdirSync(path.join(project, 'bcms-bundle'), { recursive: true });
+      fs.writeFileSync(path.join(project, 'bcms-bundle', 'plugin-cli-ui.json'), JSON.stringify(bundle));
+      expect((await run(['deploy'], {}, project)).status).toBe(0);
+    }
+    const listedHash = (out: string, version: string) => new RegExp(`\\n\\*?\\s+plugin\\s+cli-ui\\s+${version.replace(/\./g, '\\.')}\\s+([0-9a-f]{12})\\s`).exec(out)?.[1];
+    const before = (await run(['list'], {}, project)).out;
+    const [one, two] = [listedHash(before, '1.0.0'), listedHash(before, '2.0.0')];
+    expect(one).toMatch(/^[0-9a-f]{12}$/);
+    expect(two).toMatch(/^[0-9a-f]{12}$/);
+    expect(one).not.toBe(two);
+    const back = await run(['rollback', 'cli-ui'], {}, project);
+    expect(back).toEqual({ status: 0, out: `Rolled back: plugin cli-ui 1.0.0 (${one}) is live again.\n`, err: '' });
+    expect((await run(['list'], {}, project)).out).toMatch(new RegExp(`\\n\\*\\s+plugin\\s+cli-ui\\s+1\\.0\\.0\\s+${one}\\s`));
+    expect((await run(['undeploy', 'cli-ui'], {}, project)).status).toBe(0);
+  }, 60_000); // two deploys and a rollback, each loaded in an isolate
+
   test('undeploy takes a function out of service; list shows it inactive; rollback brings its last version back', async () => {
     const project = await deployProject();
     writeBundle(project, 'kept', '1.0.0', 'cli-gone');

@@ -6,6 +6,7 @@ import request from 'supertest';
 import { bcmsExtensions, createBcmsFunction } from '../../lib';
 import { openDatabase } from '../../lib/db/connection';
 import { memoryLogger } from '../support/app';
+import { runCli } from '../support/cli';
 import { serverSchema } from '../support/database';
 import { TcpProxy } from '../support/proxy';
 
@@ -40,6 +41,30 @@ describe('the database option', () => {
     expect(() => bcmsExtensions({}, { database: 42 as never })).toThrow('option database must be a Knex instance, a Postgres URL, or { pglite: DIR }');
     expect(() => bcmsExtensions({}, { database: 'mysql://x@y/z' })).toThrow('option database: a string must be a Postgres URL');
     expect(() => bcmsExtensions({}, { database: { pglite: '' } })).toThrow('option database must be');
+  });
+
+  test('a DATABASE_URL that is not a Postgres URL is refused naming DATABASE_URL (no option was given), never its password', async () => {
+    const said = 'DATABASE_URL must be a Postgres URL (postgres://user@host:5432/db), and it is a mysql: URL: point it at a Postgres server, or unset it for the embedded database.';
+    expect(() => openDatabase(undefined, { DATABASE_URL: 'mysql://someone:secret@db.example/cms' })).toThrow(new TypeError(said));
+    expect(() => openDatabase(undefined, { DATABASE_URL: 'not a url' })).toThrow(
+      new TypeError('DATABASE_URL must be a Postgres URL (postgres://user@host:5432/db), and it is not a URL: point it at a Postgres server, or unset it for the embedded database.'),
+    );
+    // The router reads the process's environment.
+    const previous = process.env.DATABASE_URL;
+    process.env.DATABASE_URL = 'mysql://someone:secret@db.example/cms';
+    try {
+      expect(() => bcmsExtensions({}, {})).toThrow(new TypeError(said));
+      // The option, when given, is what is named.
+      expect(() => bcmsExtensions({}, { database: 'mysql://x@y/z' })).toThrow('option database: a string must be a Postgres URL');
+    } finally {
+      if (previous === undefined) delete process.env.DATABASE_URL;
+      else process.env.DATABASE_URL = previous;
+    }
+    // The CLI's commands that reach the database say the same.
+    const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-cwd-'));
+    for (const command of [['keys', 'list'], ['migrate']]) {
+      expect(await runCli(command, { DATABASE_URL: 'mysql://someone:secret@db.example/cms' }, cwd)).toEqual({ status: 1, out: '', err: `bcms-ext ${command[0]}: ${said}\n` });
+    }
   });
 
   test('{ pglite: DIR } on disk: data survives close() and a new router on the same directory', async () => {

@@ -129,7 +129,7 @@ describe.each(backends())('a service with deploy.trustedKeys (%s)', (backend) =>
       expect((await request(instanceApp).post('/api/function/greet')).body.result).toBe('signed');
       const failures = instanceLog.lines.filter((line) => line.msg === 'bcms-extensions: a deployment failed to load on this instance');
       // (Each at least once: a notification of the other instance's deploys makes it load them again.)
-      expect([...new Set(failures.map((line) => line.name))].sort()).toEqual(['by-hand', 'edited']);
+      expect([...new Set(failures.map((line) => String(line.extension).replace(/^function (.+)@.*$/, '$1')))].sort()).toEqual(['by-hand', 'edited']);
       expect(JSON.stringify(failures)).toContain('is not signed');
       expect(JSON.stringify(failures)).toContain('has a signature that does not match its content');
     } finally {

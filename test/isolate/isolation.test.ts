@@ -386,7 +386,7 @@ module.exports = createBcmsPlugin({ name: 'inside', controllers: [createControll
     for (const [name, code] of Object.entries(others)) await record(name, code);
     const startLog = memoryLogger();
     const again = bcmsExtensions({ plugins: [open] }, { database: own.knex, logger: startLog.logger, loadTimeoutMs });
-    const failed = (): boolean => startLog.lines.some((line) => line.msg === 'bcms-extensions: a deployment failed to load on this instance' && line.name === 'stuck');
+    const failed = (): boolean => startLog.lines.some((line) => line.msg === 'bcms-extensions: a deployment failed to load on this instance' && String(line.extension).startsWith('function stuck@'));
     let closing: Promise<void> | undefined;
     // Once, whether the test closed it or not: its database after it.
     const close = async (): Promise<void> => {
