@@ -6,6 +6,7 @@ import { JWT_SECRET, memoryLogger, role, signToken } from '../support/app';
 import { backends, openTestDatabase, type TestDatabase } from '../support/database';
 import { deploy, functionSource, signed, type DeployKey } from '../support/deploy';
 import { hmacKey } from '../support/signature';
+import { ROOMY } from '../support/wait';
 
 // The BCMS layer inside an isolate (lib/bcms/isolate.ts): BCMSRepo, plugin repositories, useLogger
 // and BCMSRouteProtection work in deployed code as in the service.
@@ -22,7 +23,8 @@ describe.each(backends())('the BCMS layer in deployed code (%s)', (backend) => {
   beforeAll(async () => {
     db = await openTestDatabase(backend);
     log = memoryLogger();
-    router = bcmsExtensions({}, { database: db.knex, jwt: { secret: JWT_SECRET }, logger: log.logger, extensionMemoryMb: 96 });
+    // Loads and calls have all the time a loaded machine may need: no limit is checked here.
+    router = bcmsExtensions({}, { database: db.knex, jwt: { secret: JWT_SECRET }, logger: log.logger, extensionMemoryMb: 96, ...ROOMY });
     app = express().use(router);
     await router.ready;
     deployer = await hmacKey(db.knex, [], { deploy: true, name: 'deployer' });

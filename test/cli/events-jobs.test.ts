@@ -6,6 +6,7 @@ import { builtCli, runCli } from '../support/cli';
 import { sharedTestDatabase } from '../support/database';
 import { linkProjectModules } from '../support/deploy';
 import { hmacKey } from '../support/signature';
+import { ROOMY } from '../support/wait';
 
 // A functions project's events and jobs through the CLI: `create event`, `create job`, `bundle`
 // (one bundle per file of src/events and src/jobs, named after it), `deploy` (with the
@@ -16,7 +17,8 @@ afterAll(() => {
   for (const dir of made) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-const service = listeningTestApp({});
+// Loads and runs have all the time a loaded machine may need: no limit is checked here.
+const service = listeningTestApp({}, ROOMY);
 
 test('create event and create job write src/events/NAME.ts and src/jobs/NAME.ts; bundle, deploy, list, undeploy --kind', async () => {
   const parent = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-events-cli-'));

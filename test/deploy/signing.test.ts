@@ -12,9 +12,11 @@ import { memoryLogger } from '../support/app';
 import { backends, openTestDatabase, type TestDatabase } from '../support/database';
 import { bundle, functionSource, signed, type DeployKey } from '../support/deploy';
 import { hmacKey } from '../support/signature';
+import { ROOMY } from '../support/wait';
 
 // Code signing (DESIGN.md "Trust"): with deploy.trustedKeys, a bundle runs only when a pinned key
 // signed it, checked at upload and, by every instance, again before it runs a version.
+// Every router gives loads and calls all the time a loaded machine may need (ROOMY): no limit is checked here.
 
 const pair = () => {
   const keys = generateKeyPairSync('ed25519');
@@ -67,7 +69,7 @@ describe.each(backends())('a service with deploy.trustedKeys (%s)', (backend) =>
 
   beforeAll(async () => {
     db = await openTestDatabase(backend);
-    router = bcmsExtensions({}, { database: db.knex, logger: log.logger, deploy: { trustedKeys: [author.publicPem] } });
+    router = bcmsExtensions({}, { database: db.knex, logger: log.logger, deploy: { trustedKeys: [author.publicPem] }, ...ROOMY });
     app = express().use(router);
     await router.ready;
     deployer = await hmacKey(db.knex, [], { deploy: true, name: 'deployer' });
@@ -117,7 +119,7 @@ describe.each(backends())('a service with deploy.trustedKeys (%s)', (backend) =>
       .where({ name: 'edited', active: true })
       .update({ code: functionSource('edited', 'async () => "edited in the database"') });
     const instanceLog = memoryLogger();
-    const instance = bcmsExtensions({}, { database: db.knex, logger: instanceLog.logger, deploy: { trustedKeys: [author.publicPem] } });
+    const instance = bcmsExtensions({}, { database: db.knex, logger: instanceLog.logger, deploy: { trustedKeys: [author.publicPem] }, ...ROOMY });
     try {
       const instanceApp = express().use(instance);
       await instance.ready;
@@ -179,7 +181,7 @@ describe.each(backends())('a service with deploy.trustedKeys (%s)', (backend) =>
 test('without deploy.trustedKeys: unsigned bundles deploy as before, and the start warns', async () => {
   const db = await openTestDatabase('pglite');
   const log = memoryLogger();
-  const router = bcmsExtensions({}, { database: db.knex, logger: log.logger });
+  const router = bcmsExtensions({}, { database: db.knex, logger: log.logger, ...ROOMY });
   try {
     const app = express().use(router);
     await router.ready;
@@ -208,7 +210,7 @@ test('bcms-ext signing-key writes the private key (0600, never over a file) and 
 
   // A service that trusts that key, and a bundle made before the key was set: signed on its way out.
   const db = await openTestDatabase('pglite');
-  const router = bcmsExtensions({}, { database: db.knex, logger: memoryLogger().logger, deploy: { trustedKeys: [publicPem!] } });
+  const router = bcmsExtensions({}, { database: db.knex, logger: memoryLogger().logger, deploy: { trustedKeys: [publicPem!] }, ...ROOMY });
   const server = express().use(router).listen(0, '127.0.0.1');
   const listening = new Promise((resolve) => server.once('listening', resolve));
   try {

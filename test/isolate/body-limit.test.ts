@@ -4,6 +4,7 @@ import { bcmsExtensions, type BcmsExtensionsRouter } from '../../lib';
 import { memoryLogger } from '../support/app';
 import { deploy, type DeployKey } from '../support/deploy';
 import { hmacKey } from '../support/signature';
+import { ROOMY } from '../support/wait';
 
 // A deployed function's config.bodyLimit and a deployed method's bodyLimit cross from the isolate
 // to the service, which holds the body to them, as it does the registry's.
@@ -23,7 +24,8 @@ describe('deployed code: its own bodyLimit', () => {
   let app: express.Express;
   let deployer: DeployKey;
   beforeAll(async () => {
-    router = bcmsExtensions({}, { database: { pglite: 'memory://' }, logger: memoryLogger().logger });
+    // Loads and calls have all the time a loaded machine may need: what is checked is sizes, not time.
+    router = bcmsExtensions({}, { database: { pglite: 'memory://' }, logger: memoryLogger().logger, ...ROOMY });
     app = express().use(router);
     await router.ready;
     deployer = await hmacKey(router.db, [], { deploy: true, name: 'deployer' });

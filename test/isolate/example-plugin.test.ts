@@ -6,6 +6,7 @@ import { JWT_SECRET, memoryLogger, role, signToken } from '../support/app';
 import { backends, openTestDatabase, type TestDatabase } from '../support/database';
 import { bundleFile, deploy } from '../support/deploy';
 import { hmacKey } from '../support/signature';
+import { ROOMY } from '../support/wait';
 
 // The example app's plugin (example-app/plugins/content-stats.js), bundled as `bcms-ext bundle`
 // bundles a back end and deployed, so that it runs isolated: it answers as the same plugin does
@@ -22,7 +23,8 @@ describe.each(backends())("the example app's plugin, deployed (%s)", (backend) =
 
   beforeAll(async () => {
     db = await openTestDatabase(backend);
-    const options = { database: db.knex, jwt: { secret: JWT_SECRET }, logger: memoryLogger().logger, admin: false as const };
+    // Loads and calls have all the time a loaded machine may need: no limit is checked here.
+    const options = { database: db.knex, jwt: { secret: JWT_SECRET }, logger: memoryLogger().logger, admin: false as const, ...ROOMY };
     isolated = bcmsExtensions({}, options);
     deployedApp = express().use(isolated);
     await isolated.ready;

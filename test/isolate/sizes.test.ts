@@ -6,6 +6,7 @@ import { memoryLogger } from '../support/app';
 import { backends, openTestDatabase, type TestDatabase } from '../support/database';
 import { deploy, functionSource, type DeployKey } from '../support/deploy';
 import { hmacKey } from '../support/signature';
+import { ROOMY } from '../support/wait';
 
 // What is too large for the database, asked from deployed code in an isolate: the same 400
 // TOO_LARGE as in the service's process, whether the isolate refuses it before the query or the
@@ -21,7 +22,8 @@ describe.each(backends())('too large for the database, from an isolate (%s)', (b
   beforeAll(async () => {
     db = await openTestDatabase(backend);
     log = memoryLogger();
-    router = bcmsExtensions({}, { database: db.knex, logger: log.logger, bodyLimit: '2mb' });
+    // Loads and calls have all the time a loaded machine may need: what is checked is sizes, not time.
+    router = bcmsExtensions({}, { database: db.knex, logger: log.logger, bodyLimit: '2mb', ...ROOMY });
     app = express().use(router);
     await router.ready;
     deployer = await hmacKey(db.knex, [], { deploy: true, name: 'deployer' });

@@ -12,6 +12,7 @@ import type { DeploymentKind } from '../../lib/deploy/load';
 import { type BcmsExtensionsOptions, type BcmsExtensionsRouter, type BcmsRegistry, bcmsExtensions } from '../../lib';
 import { memoryLogger } from './app';
 import { hmacKey } from './signature';
+import { ROOMY } from './wait';
 
 export type DeployKey = { keyId: string; secret: string };
 
@@ -87,10 +88,13 @@ export interface Deployable {
   close(): Promise<void>;
 }
 
-/** A router on `knex` that takes deploys (a deploy key made for it, a files folder of its own); `options` add to the defaults. */
+/**
+ * A router on `knex` that takes deploys (a deploy key made for it, a files folder of its own); `options` add to the defaults,
+ * which give loads and calls all the time a loaded machine may need (ROOMY): a test of a limit sets that one.
+ */
 export async function startDeployable(knex: Knex, registry: BcmsRegistry = {}, options: BcmsExtensionsOptions = {}): Promise<Deployable> {
   const filesDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bcms-deployable-'));
-  const router = bcmsExtensions(registry, { database: knex, logger: memoryLogger().logger, files: { dir: filesDir }, ...options });
+  const router = bcmsExtensions(registry, { database: knex, logger: memoryLogger().logger, files: { dir: filesDir }, ...ROOMY, ...options });
   const app = express().use(router);
   await router.ready;
   const deployer = await hmacKey(knex, [], { deploy: true, name: 'deployer' });
