@@ -12,16 +12,16 @@ import { MIGRATIONS_DIRECTORY, MIGRATIONS_TABLE } from './migrate';
  * PGlite's initdb takes seconds and grows its WebAssembly heap by hundreds of MB that the process
  * never gets back. So it runs once, in a child process that exits (giving that memory back), and
  * its result, a tarball of the freshly initialised, migrated and cleanly shut down cluster, is kept
- * as a template: a new data directory is a copy of it, and a `memory://` database loads it
- * (PGlite's `loadDataDir`).
+ * as a template: a new data directory is a copy of it, and a `memory://` database starts on its
+ * files, placed in PGlite's memory file system (connection.ts).
  *
  * The template is taken after our migrations (the package's own, nothing else: no table of a
  * host's, no row of anybody's but `bcms_migrations`' own bookkeeping): running them took 0.35-0.45 s
  * of every new database's start, a third of the time allowed. A database made from it is up to
  * date with the migrations it was made with, and later ones run on it as on any database.
  *
- * It ships in the package: `npm run build` makes it and compresses it with brotli (40 MB of mostly
- * empty pages become 3 MB of the tarball; unpacking takes 0.2 s), in `dist/pglite-template/`. An
+ * It ships in the package: `npm run build` makes it and compresses it with brotli (41 MB of mostly
+ * empty pages become 2.2 MB of the tarball; unpacking takes 0.1-0.2 s), in `dist/pglite-template/`. An
  * installed package only reads it: nothing is ever written into `node_modules`.
  *
  * Which PGlite can open it is Postgres's own rule: a server opens a data directory made by the same
@@ -520,11 +520,12 @@ const WAL_SEGMENT = /^pg_wal\/[0-9A-F]{24}$/;
 
 /**
  * The template as a database in memory loads it: each WAL segment cut after its last written page
- * and one empty one. The template's one segment holds a few hundred bytes of WAL (its shutdown
- * checkpoint: see INITDB) in 16 MB of zeros, which PGlite would copy into its memory file system
- * at every `memory://` start, a third of the tar (0.16 s of 1.04 s measured in one process). A file
- * cut short is what Postgres expects of WAL past its end: a read there finds no record, and a
- * write there extends the file. On disk, segments keep their full size (written sparse).
+ * and one empty one. The template's one segment holds a few KB of WAL (its last checkpoints: see
+ * INITDB) in 16 MB of zeros, 40% of the tar, which every `memory://` start read from this user's
+ * copy and kept in PGlite's memory file system for nothing (the copy: 41 MB before, 24.5 MB
+ * after). A file cut short is what Postgres meets past the end of WAL anyway: a read there finds
+ * no record, and a write there extends the file (a test writes across segments). On disk,
+ * segments keep their full size (written sparse).
  */
 export function cutWal(tar: Buffer, entries = readTar(tar)): Buffer {
   let cut = false;
