@@ -1,3 +1,4 @@
+// The app's own users (auth.fromRequest) through every guard, BCMS's route protections among them: under test/bcms/, as it uses the BCMS layer.
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
