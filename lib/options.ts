@@ -4,6 +4,7 @@ import type { DatabaseOption } from './db/connection';
 import { createDefaultLogger, type Logger } from './logger';
 import type { JwtOptions } from './security/jwt';
 import { type AuthOptions, type ResolvedAuth, resolveAuth } from './security/auth';
+import { checkKeys } from './option-keys';
 import { checkRateLimitOption, type RateLimitOptions } from './security/rate-limit';
 import { resolveSecretsKeys, type SecretsKeys } from './security/secrets';
 import { resolveTrustedKeys, type TrustedKeys } from './deploy/signing';
@@ -253,14 +254,6 @@ const KNOWN = new Set([
   'cors',
   'onError',
 ]);
-
-/** A nested option is an object of known keys: a typo such as `jwt.secert` must not pass silently. */
-function checkKeys(value: unknown, name: string, known: readonly string[]): void {
-  if (value === null || typeof value !== 'object') throw new TypeError(`option ${name} must be an object`);
-  for (const key of Object.keys(value)) {
-    if (!known.includes(key)) throw new TypeError(`unknown option "${name}.${key}" (known: ${known.map((k) => `${name}.${k}`).join(', ')})`);
-  }
-}
 
 /**
  * Merges the caller's options into the frozen defaults, never mutating the caller's objects.

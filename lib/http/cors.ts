@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import corsMiddleware from 'cors';
+import { checkKeys } from '../option-keys';
 
 /**
  * The options of the `cors` package (expressjs/cors), as the router passes them on: the same
@@ -90,9 +91,7 @@ function corsOptionsOf(option: CorsOption | undefined): CorsOptions {
   if (option === null || typeof option !== 'object' || Array.isArray(option)) {
     throw new TypeError(`option cors must be '*', false or the cors package's options (an object), got ${JSON.stringify(option)}`);
   }
-  for (const key of Object.keys(option)) {
-    if (!CORS_KEYS.includes(key)) throw new TypeError(`unknown option "cors.${key}" (known: ${CORS_KEYS.map((k) => `cors.${k}`).join(', ')})`);
-  }
+  checkKeys(option, 'cors', CORS_KEYS);
   // `'*'` with credentials is what browsers refuse: say so now rather than through a blocked request.
   if (option.credentials === true && (option.origin === undefined || option.origin === '*')) {
     throw new TypeError("option cors: credentials: true needs an origin other than '*' (browsers refuse credentials with Access-Control-Allow-Origin: *)");

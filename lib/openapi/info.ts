@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { checkKeys } from '../option-keys';
 
 /** Who may read the OpenAPI document over HTTP. */
 export type OpenApiAccess = 'public' | 'token' | 'off';
@@ -31,12 +32,12 @@ export function resolveOpenApi(option: OpenApiOption | undefined): { access: Ope
   if (option === null || typeof option !== 'object' || Array.isArray(option)) {
     throw new TypeError(`option openapi must be 'public', 'token', 'off' or { access?, info? }, got ${JSON.stringify(option)}`);
   }
-  known(option, 'openapi', ['access', 'info']);
+  checkKeys(option, 'openapi', ['access', 'info']);
   const access = option.access ?? 'public';
   if (!ACCESS.includes(access)) throw new TypeError(`option openapi.access must be 'public', 'token' or 'off', got ${JSON.stringify(access)}`);
   const info = option.info ?? {};
   if (info === null || typeof info !== 'object' || Array.isArray(info)) throw new TypeError('option openapi.info must be an object { title?, version?, description?, license? }');
-  known(info, 'openapi.info', ['title', 'version', 'description', 'license']);
+  checkKeys(info, 'openapi.info', ['title', 'version', 'description', 'license']);
   for (const key of ['title', 'version', 'description'] as const) {
     const value = info[key];
     if (value !== undefined && (typeof value !== 'string' || value.trim() === '')) throw new TypeError(`option openapi.info.${key} must be a non-empty string, got ${JSON.stringify(value)}`);
@@ -44,7 +45,7 @@ export function resolveOpenApi(option: OpenApiOption | undefined): { access: Ope
   const { license } = info;
   if (license !== undefined) {
     if (license === null || typeof license !== 'object' || Array.isArray(license)) throw new TypeError('option openapi.info.license must be { name, identifier? , url? }');
-    known(license, 'openapi.info.license', ['name', 'identifier', 'url']);
+    checkKeys(license, 'openapi.info.license', ['name', 'identifier', 'url']);
     if (typeof license.name !== 'string' || license.name.trim() === '') throw new TypeError('option openapi.info.license.name must be a non-empty string (the license, as "MIT")');
     for (const key of ['identifier', 'url'] as const) {
       if (license[key] !== undefined && (typeof license[key] !== 'string' || license[key] === '')) throw new TypeError(`option openapi.info.license.${key} must be a non-empty string`);
@@ -53,12 +54,6 @@ export function resolveOpenApi(option: OpenApiOption | undefined): { access: Ope
     if (license.identifier !== undefined && license.url !== undefined) throw new TypeError('option openapi.info.license takes an identifier or a url, not both (OpenAPI 3.1)');
   }
   return { access, info: Object.freeze({ ...info, ...(license === undefined ? {} : { license: Object.freeze({ ...license }) }) }) };
-}
-
-function known(value: object, name: string, keys: readonly string[]): void {
-  for (const key of Object.keys(value)) {
-    if (!keys.includes(key)) throw new TypeError(`unknown option "${name}.${key}" (known: ${keys.map((k) => `${name}.${k}`).join(', ')})`);
-  }
 }
 
 /**

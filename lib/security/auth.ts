@@ -5,6 +5,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Request } from 'express';
+import { checkKeys } from '../option-keys';
 import type { AccessTokenVerifier } from './jwt';
 import { type JWT, JWTPermissionName, type JWTRole, JWTRoleName } from './token';
 
@@ -50,10 +51,7 @@ const DEFAULT_TOKEN_FIELD = 'accessToken';
 export function resolveAuth(auth: unknown, loginUrl: unknown): ResolvedAuth {
   const given = (auth ?? {}) as AuthOptions;
   if (given === null || typeof given !== 'object' || Array.isArray(given)) throw new TypeError('option auth must be an object { fromRequest?, signInPath?, tokenField? }');
-  const known = ['fromRequest', 'signInPath', 'tokenField'];
-  for (const key of Object.keys(given)) {
-    if (!known.includes(key)) throw new TypeError(`unknown option "auth.${key}" (known: ${known.map((name) => `auth.${name}`).join(', ')})`);
-  }
+  checkKeys(given, 'auth', ['fromRequest', 'signInPath', 'tokenField']);
   const { fromRequest, signInPath, tokenField = DEFAULT_TOKEN_FIELD } = given;
   if (fromRequest !== undefined && typeof fromRequest !== 'function') {
     throw new TypeError('option auth.fromRequest must be a function (req) => { userId, roles } | null (or a promise of it)');
